@@ -1,0 +1,1 @@
+"""The command line: parse options, call one core function, render. No logic lives here."""

@@ -1,0 +1,107 @@
+"""The ``rocmrevive`` click group. Subcommands are imported only when called, so that
+``rocmrevive --help`` stays fast enough for Ansible to run it on every host."""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+
+# name -> "module:function". A command module is imported only when that command runs.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "inspect": ("rocmrevive.cli.inspect:inspect", "List the GPU code objects inside files and folders."),
+    "detect": ("rocmrevive.cli.detect:detect", "Show AMD GPUs, PCIe topology, ROCm installs and rocBLAS copies."),
+    "doctor": ("rocmrevive.cli.doctor:doctor", "Find problems on this machine and say how to fix them."),
+    "manifests": ("rocmrevive.cli.manifests:manifests", "List and check the source manifests."),
+    "fetch": ("rocmrevive.cli.fetch:fetch", "Download and verify sources into the cache (or export them)."),
+    "install": ("rocmrevive.cli.install:install", "Patch gfx906 files into ROCm trees as one transaction."),
+    "rollback": ("rocmrevive.cli.rollback:rollback", "Undo an install transaction, byte for byte."),
+    "recover": ("rocmrevive.cli.rollback:recover", "Finish or undo an interrupted transaction."),
+    "status": ("rocmrevive.cli.status:status", "What rocmrevive changed, and whether it is intact."),
+    "history": ("rocmrevive.cli.status:status", "Alias of status."),
+    "verify": ("rocmrevive.cli.verify:verify", "Prove a rocBLAS tree serves the GPUs (targets, Tensile index)."),
+    "audit": ("rocmrevive.cli.audit:audit", "Which ROCm libraries carry code for which GPU targets."),
+    "explain": ("rocmrevive.cli.explain:explain", "Recognise a ROCm error message and say what fixes it."),
+    "smoke": ("rocmrevive.cli.smoke:smoke", "Run PyTorch and llama.cpp on every GPU and check the results."),
+    "rccl": ("rocmrevive.cli.rccl:rccl", "RCCL targets, peer-to-peer readiness and multi-GPU setups."),
+    "patch": ("rocmrevive.cli.patch:patch", "Reversible patches for Python packages (vLLM...)."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        lazy = [n for n, (target, _) in COMMANDS.items() if _module_exists(target)]
+        return sorted(set(lazy) | set(self.commands))
+
+    def get_command(self, ctx, name):
+        if name in self.commands:
+            return self.commands[name]
+        if name not in COMMANDS:
+            return None
+        target, _ = COMMANDS[name]
+        modname, attr = target.split(":")
+        try:
+            mod = importlib.import_module(modname)
+        except ModuleNotFoundError as exc:
+            if exc.name == modname:
+                return None  # a command not built yet
+            raise
+        return getattr(mod, attr)
+
+    def format_commands(self, ctx, formatter):
+        rows = [(n, COMMANDS[n][1] if n in COMMANDS else self.commands[n].get_short_help_str())
+                for n in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def _module_exists(target: str) -> bool:
+    modname = target.split(":")[0]
+    rel = modname.split(".")[-1] + ".py"
+    return os.path.exists(os.path.join(os.path.dirname(__file__), rel))
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="rocmrevive")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout (logs go to stderr).")
+@click.option("--root", "root", default="/", show_default=True, metavar="DIR",
+              envvar="ROCMREVIVE_ROOT", type=click.Path(file_okay=False),
+              help="Treat DIR as the machine's /: every file read or written is under it.")
+@click.option("-q", "--quiet", count=True, help="Less output (repeat for less).")
+@click.option("-v", "--verbose", count=True, help="More output; tracebacks on internal errors.")
+@click.option("--no-progress", is_flag=True, help="Never draw progress bars.")
+@click.pass_context
+def cli(ctx, as_json, root, quiet, verbose, no_progress):
+    """rocmrevive: make AMD gfx906 GPUs (MI50, MI60, Radeon VII, Radeon Pro VII) work with
+    ROCm 6.4+ and 7.x again: detect, install, verify, roll back.
+
+    Exit codes are listed in the README and by `rocmrevive exit-codes`.
+    """
+    from rocmrevive.cli.ui import UI
+
+    if not os.path.isdir(root):
+        raise click.BadParameter(f"{root} is not a folder", param_hint="--root")
+    ctx.obj = UI(as_json=as_json, root=root, quiet=quiet, verbose=verbose, no_progress=no_progress)
+
+
+@cli.command("exit-codes")
+def exit_codes():
+    """Print the table of exit codes."""
+    from rocmrevive.errors import EXIT_CODES
+
+    for code, (num, meaning) in sorted(EXIT_CODES.items(), key=lambda kv: kv[1][0]):
+        click.echo(f"{num:>3}  {code:<18} {meaning}")
+
+
+def main(argv=None):
+    try:
+        cli.main(args=argv, prog_name="rocmrevive", standalone_mode=True)
+    except KeyboardInterrupt:  # pragma: no cover - interactive only
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

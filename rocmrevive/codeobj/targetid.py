@@ -1,0 +1,135 @@
+"""Target ids: ``gfx906``, ``gfx906:sramecc+:xnack-``, ``gfx9-generic`` (LLVM AMDGPUUsage,
+"Target ID" and "Generic Processors").
+
+    TargetId.parse("gfx906:sramecc+:xnack-").can_load_on(TargetId.parse("gfx906:sramecc+:xnack-"))
+
+A feature is ``"any"`` (not written), ``"on"`` (``+``), ``"off"`` (``-``) or ``None`` when the
+processor does not support it at all.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ANY, ON, OFF = "any", "on", "off"
+
+# Processors and the features they support (AMDGPUUsage "Processors" table).
+_SRAMECC = {"gfx906", "gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950",
+            "gfx9-generic", "gfx9-4-generic"}
+_XNACK = {"gfx801", "gfx810", "gfx900", "gfx902", "gfx904", "gfx906", "gfx908", "gfx909",
+          "gfx90a", "gfx90c", "gfx940", "gfx941", "gfx942", "gfx950", "gfx1010", "gfx1011",
+          "gfx1012", "gfx1013", "gfx9-generic", "gfx9-4-generic", "gfx10-1-generic"}
+
+# Generic processors and the concrete processors their code runs on (AMDGPUUsage
+# "Generic processor versions"); generic code needs code object v6.
+GENERIC_MEMBERS: dict[str, frozenset[str]] = {
+    "gfx9-generic": frozenset({"gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c"}),
+    "gfx9-4-generic": frozenset({"gfx940", "gfx941", "gfx942", "gfx950"}),
+    "gfx10-1-generic": frozenset({"gfx1010", "gfx1011", "gfx1012", "gfx1013"}),
+    "gfx10-3-generic": frozenset({"gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034",
+                                   "gfx1035", "gfx1036"}),
+    "gfx11-generic": frozenset({"gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150",
+                                 "gfx1151", "gfx1152", "gfx1153"}),
+    "gfx12-generic": frozenset({"gfx1200", "gfx1201"}),
+}
+
+# KFD topology gfx_target_version (major*10000 + minor*100 + stepping) -> processor.
+# Steppings are hexadecimal in names: 90010 -> gfx90a, 90012 -> gfx90c.
+def processor_from_gfx_target_version(value: int) -> str | None:
+    if value <= 0:
+        return None
+    major, rest = divmod(value, 10000)
+    minor, step = divmod(rest, 100)
+    if major < 6 or minor > 15 or step > 15:
+        return None
+    return f"gfx{major}{minor:x}{step:x}"
+
+
+_PROC_RE = re.compile(r"^(gfx[0-9a-f]{3,4}|gfx[0-9]+(?:-[0-9]+)*-generic)$")
+_FEATURE_RE = re.compile(r"^(sramecc|xnack)([+-])$")
+
+
+@dataclass(frozen=True, order=True)
+class TargetId:
+    processor: str
+    sramecc: str | None = None
+    xnack: str | None = None
+
+    # construction ----------------------------------------------------------------------
+    @classmethod
+    def parse(cls, text: str) -> "TargetId":
+        """Parse ``gfx906``, ``gfx906:sramecc+:xnack-``, or a full
+        ``amdgcn-amd-amdhsa--gfx906:xnack-`` / bundle entry id ``hipv4-amdgcn-amd-amdhsa--gfx906``.
+        Raises ValueError on anything else."""
+        s = text.strip()
+        if "amdhsa" in s:
+            # <kind>-amdgcn-amd-amdhsa-<env>-<target> or amdgcn-amd-amdhsa-<env>-<target>
+            idx = s.index("amdhsa")
+            rest = s[idx + len("amdhsa"):]
+            if not rest.startswith("-"):
+                raise ValueError(f"no target in {text!r}")
+            rest = rest[1:]
+            # the environment field may be empty or a word ("unknown"); the target follows it
+            if "-" in rest and not rest.startswith("gfx"):
+                rest = rest.split("-", 1)[1]
+            elif rest.startswith("-"):
+                rest = rest[1:]
+            s = rest
+        parts = s.split(":")
+        proc = parts[0]
+        if not _PROC_RE.match(proc):
+            raise ValueError(f"not a GPU processor: {proc!r} (in {text!r})")
+        feats: dict[str, str] = {}
+        for part in parts[1:]:
+            m = _FEATURE_RE.match(part)
+            if not m:
+                raise ValueError(f"bad target feature {part!r} in {text!r}")
+            name, sign = m.groups()
+            if name in feats:
+                raise ValueError(f"feature {name} given twice in {text!r}")
+            feats[name] = ON if sign == "+" else OFF
+        sramecc = feats.get("sramecc", ANY if proc in _SRAMECC else None)
+        xnack = feats.get("xnack", ANY if proc in _XNACK else None)
+        if sramecc is not None and proc not in _SRAMECC and "sramecc" in feats:
+            raise ValueError(f"{proc} does not support sramecc ({text!r})")
+        if xnack is not None and proc not in _XNACK and "xnack" in feats:
+            raise ValueError(f"{proc} does not support xnack ({text!r})")
+        return cls(proc, sramecc, xnack)
+
+    # queries -----------------------------------------------------------------------------
+    @property
+    def is_generic(self) -> bool:
+        return self.processor.endswith("-generic")
+
+    def covers_processor(self, processor: str) -> bool:
+        """True when code for this target's processor runs on ``processor`` (generics included)."""
+        if self.processor == processor:
+            return True
+        return processor in GENERIC_MEMBERS.get(self.processor, ())
+
+    def can_load_on(self, device: "TargetId") -> bool:
+        """The runtime's rule: same processor (or a generic covering it), and each feature of
+        the code object either "any"/unsupported or equal to the device's setting."""
+        if not self.covers_processor(device.processor):
+            return False
+        for mine, theirs in ((self.sramecc, device.sramecc), (self.xnack, device.xnack)):
+            if mine in (None, ANY):
+                continue
+            if theirs in (None, ANY):
+                # a device always runs in a definite mode; "any" here means "unknown", so only
+                # code that does not care is certain to load.
+                return False
+            if mine != theirs:
+                return False
+        return True
+
+    def __str__(self) -> str:
+        out = self.processor
+        if self.sramecc in (ON, OFF):
+            out += ":sramecc" + ("+" if self.sramecc == ON else "-")
+        if self.xnack in (ON, OFF):
+            out += ":xnack" + ("+" if self.xnack == ON else "-")
+        return out
+
+    def to_json(self) -> str:
+        return str(self)

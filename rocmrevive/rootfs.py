@@ -1,0 +1,75 @@
+"""Every file rocmrevive reads or writes goes through one root (``--root``, default ``/``).
+
+A captured machine is then just a folder. ``Root.path("/opt/rocm")`` maps a machine path to the
+real path under the root; ``Root.machine_path(real)`` maps back for display.
+
+    root = Root("tests/machines/dual-mi50"); root.path("/sys/class/kfd")
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class Root:
+    def __init__(self, base: str | os.PathLike = "/"):
+        self.base = Path(os.path.abspath(base))
+
+    def __repr__(self) -> str:
+        return f"Root({str(self.base)!r})"
+
+    @property
+    def is_host(self) -> bool:
+        return str(self.base) == "/"
+
+    def path(self, machine_path: str | os.PathLike) -> Path:
+        """The real path of a machine path (absolute or relative to the machine's /)."""
+        p = str(machine_path)
+        if self.is_host:
+            return Path(p if p.startswith("/") else "/" + p)
+        p = p.lstrip("/")
+        return self.base / p if p else self.base
+
+    def machine_path(self, real: str | os.PathLike) -> str:
+        """The machine path of a real path under the root ("/opt/rocm-6.4.3/..."); unchanged if outside."""
+        real = os.path.abspath(real)
+        if self.is_host:
+            return real
+        base = str(self.base)
+        if real == base:
+            return "/"
+        if real.startswith(base + os.sep):
+            return real[len(base):]
+        return real
+
+    def resolve(self, machine_path: str | os.PathLike) -> Path:
+        """Resolve symlinks as the machine would (chroot semantics): an absolute link target is
+        read under the root, and ``..`` never climbs above it, so the result is always inside.
+
+        Raises ValueError on a symlink loop.
+        """
+        if self.is_host:
+            return Path(os.path.realpath(self.path(machine_path)))
+        parts = [x for x in str(machine_path).split("/") if x]
+        cur: list[str] = []
+        hops = 0
+        while parts:
+            name = parts.pop(0)
+            if name == ".":
+                continue
+            if name == "..":
+                if cur:
+                    cur.pop()
+                continue
+            real = self.base.joinpath(*cur, name)
+            if real.is_symlink():
+                hops += 1
+                if hops > 40:
+                    raise ValueError(f"too many symbolic links at {'/' + '/'.join(cur + [name])}")
+                target = os.readlink(real)
+                if target.startswith("/"):
+                    cur = []
+                parts = [x for x in target.split("/") if x] + parts
+                continue
+            cur.append(name)
+        return self.base.joinpath(*cur)
