@@ -47,7 +47,7 @@ class LazyGroup(click.Group):
             if exc.name == modname:
                 return None  # a command not built yet
             raise
-        return getattr(mod, attr)
+        return _with_global_options(getattr(mod, attr))
 
     def format_commands(self, ctx, formatter):
         rows = [(n, COMMANDS[n][1] if n in COMMANDS else self.commands[n].get_short_help_str())
@@ -55,6 +55,61 @@ class LazyGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+_GLOBAL_FLAGS = ("as_json", "quiet", "verbose", "no_progress", "root")
+
+
+def _with_global_options(cmd: click.Command) -> click.Command:
+    """Accept the group's options after the subcommand too (`rocmrevive inspect --json X`)."""
+    if getattr(cmd, "_rocmrevive_globals", False):
+        return cmd
+    cmd._rocmrevive_globals = True
+    if isinstance(cmd, click.Group):
+        for sub in cmd.commands.values():
+            _with_global_options(sub)
+    cmd.params += [
+        click.Option(["--json", "as_json"], is_flag=True, default=None, expose_value=True,
+                     help="Print one JSON document on stdout."),
+        click.Option(["-q", "--quiet"], count=True, help="Less output."),
+        click.Option(["-v", "--verbose"], count=True, help="More output."),
+        click.Option(["--no-progress"], is_flag=True, default=None, help="Never draw progress bars."),
+        click.Option(["--root"], default=None, metavar="DIR", type=click.Path(file_okay=False),
+                     help="Treat DIR as the machine's / (same as the global option)."),
+    ]
+    inner = cmd.callback
+
+    def callback(*args, **kwargs):
+        ctx = click.get_current_context()
+        ui = ctx.find_object(_ui_class())
+        flags = {k: kwargs.pop(k, None) for k in _GLOBAL_FLAGS}
+        if ui is not None:
+            if flags["as_json"]:
+                ui.as_json = True
+            if flags["quiet"]:
+                ui.quiet += flags["quiet"]
+            if flags["verbose"]:
+                ui.verbose += flags["verbose"]
+            if flags["no_progress"]:
+                ui.no_progress = True
+            if flags["root"]:
+                if not os.path.isdir(flags["root"]):
+                    raise click.BadParameter(f"{flags['root']} is not a folder", param_hint="--root")
+                from rocmrevive.rootfs import Root
+
+                ui.root = Root(flags["root"])
+        if inner is None:
+            return None
+        return inner(*args, **kwargs)
+
+    cmd.callback = callback
+    return cmd
+
+
+def _ui_class():
+    from rocmrevive.cli.ui import UI
+
+    return UI
 
 
 def _module_exists(target: str) -> bool:

@@ -1,0 +1,246 @@
+"""Raw AMDGPU ELF code objects.
+
+Two depths, as pyelftools does it: ``parse_header`` reads the 64-byte ELF header with one
+``struct`` call (enough for the processor and features: AMDGPUUsage "Header" and e_flags
+tables); ``read_amdgpu_elf`` goes deeper with pyelftools and merges every NT_AMDGPU_METADATA
+note and the ``*.kd`` kernel descriptors.
+
+    hdr = parse_header(open("x.hsaco", "rb").read(64)); str(hdr.target())   # 'gfx906:xnack-'
+"""
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass, field
+
+from rocmrevive.codeobj.targetid import ANY, OFF, ON, TargetId
+
+ELF_MAGIC = b"\x7fELF"
+EM_AMDGPU = 224
+ELFOSABI_NONE, ELFOSABI_AMDGPU_HSA, ELFOSABI_AMDGPU_PAL, ELFOSABI_AMDGPU_MESA3D = 0, 64, 65, 66
+ET_REL, ET_EXEC, ET_DYN = 1, 2, 3
+
+# EF_AMDGPU_MACH values (llvm/BinaryFormat/ELF.h; AMDGPUUsage "AMDGPU EF_AMDGPU_MACH Values").
+MACH_NAMES: dict[int, str] = {
+    0x020: "gfx600", 0x021: "gfx601", 0x022: "gfx700", 0x023: "gfx701", 0x024: "gfx702",
+    0x025: "gfx703", 0x026: "gfx704", 0x028: "gfx801", 0x029: "gfx802", 0x02a: "gfx803",
+    0x02b: "gfx810", 0x02c: "gfx900", 0x02d: "gfx902", 0x02e: "gfx904", 0x02f: "gfx906",
+    0x030: "gfx908", 0x031: "gfx909", 0x032: "gfx90c", 0x033: "gfx1010", 0x034: "gfx1011",
+    0x035: "gfx1012", 0x036: "gfx1030", 0x037: "gfx1031", 0x038: "gfx1032", 0x039: "gfx1033",
+    0x03a: "gfx602", 0x03b: "gfx705", 0x03c: "gfx805", 0x03d: "gfx1035", 0x03e: "gfx1034",
+    0x03f: "gfx90a", 0x040: "gfx940", 0x041: "gfx1100", 0x042: "gfx1013", 0x043: "gfx1150",
+    0x044: "gfx1103", 0x045: "gfx1036", 0x046: "gfx1101", 0x047: "gfx1102", 0x048: "gfx1200",
+    0x049: "gfx1250", 0x04a: "gfx1151", 0x04b: "gfx941", 0x04c: "gfx942", 0x04e: "gfx1201",
+    0x04f: "gfx950", 0x051: "gfx9-generic", 0x052: "gfx10-1-generic", 0x053: "gfx10-3-generic",
+    0x054: "gfx11-generic", 0x055: "gfx1152", 0x058: "gfx1153", 0x059: "gfx12-generic",
+    0x05a: "gfx1251", 0x05f: "gfx9-4-generic",
+}
+EF_AMDGPU_MACH = 0x0FF
+EF_XNACK_V3, EF_SRAMECC_V3 = 0x100, 0x200
+EF_XNACK_V4, EF_SRAMECC_V4 = 0x300, 0xC00
+_V4_XNACK = {0x000: None, 0x100: ANY, 0x200: OFF, 0x300: ON}
+_V4_SRAMECC = {0x000: None, 0x400: ANY, 0x800: OFF, 0xC00: ON}
+EF_AMDGPU_GENERIC_VERSION_SHIFT = 24
+
+NT_AMD_HSA_ISA_VERSION = 3
+NT_AMDGPU_METADATA = 32
+
+_HDR = struct.Struct("<16sHHIQQQIHHHHHH")  # ELF64 header, 64 bytes
+
+
+@dataclass(frozen=True)
+class ElfHeader:
+    ei_class: int
+    ei_data: int
+    osabi: int
+    abiversion: int
+    e_type: int
+    e_machine: int
+    e_flags: int
+    e_shoff: int
+    e_shentsize: int
+    e_shnum: int
+    e_shstrndx: int
+
+    @property
+    def is_amdgpu(self) -> bool:
+        return self.e_machine == EM_AMDGPU
+
+    @property
+    def co_version(self) -> int | None:
+        """Code object version: EI_ABIVERSION + 2 for the HSA OS ABI (AMDGPUUsage "Header")."""
+        if self.osabi == ELFOSABI_AMDGPU_HSA:
+            return self.abiversion + 2
+        return None
+
+    @property
+    def mach(self) -> int:
+        return self.e_flags & EF_AMDGPU_MACH
+
+    @property
+    def processor(self) -> str | None:
+        return MACH_NAMES.get(self.mach)
+
+    @property
+    def generic_version(self) -> int:
+        return self.e_flags >> EF_AMDGPU_GENERIC_VERSION_SHIFT if (self.co_version or 0) >= 6 else 0
+
+    def target(self) -> TargetId | None:
+        """The target id the e_flags describe, or None for an unknown mach value."""
+        proc = self.processor
+        if proc is None:
+            return None
+        base = TargetId.parse(proc)  # which features the processor supports at all
+        cov = self.co_version
+        if cov is not None and cov >= 4:
+            xnack = _V4_XNACK[self.e_flags & EF_XNACK_V4]
+            sramecc = _V4_SRAMECC[self.e_flags & EF_SRAMECC_V4]
+        elif cov == 3:
+            # V3 has one bit per feature: set means enabled (LLVM also sets it when the
+            # feature was not specified, so V3 cannot express "any").
+            xnack = ON if self.e_flags & EF_XNACK_V3 else OFF
+            sramecc = ON if self.e_flags & EF_SRAMECC_V3 else OFF
+        else:
+            # V2 (and PAL/Mesa objects): the processor comes from the ISA note, features are
+            # not in e_flags (LLVM writes the V3 bits anyway, so they must not be read).
+            xnack = sramecc = ANY
+        return TargetId(proc,
+                        sramecc if base.sramecc is not None else None,
+                        xnack if base.xnack is not None else None)
+
+
+def parse_header(data: bytes) -> ElfHeader | None:
+    """Parse an ELF64 little-endian header from the first 64 bytes; None if it is not one."""
+    if len(data) < 64 or data[:4] != ELF_MAGIC:
+        return None
+    ident, e_type, e_machine, _ver, _entry, _phoff, shoff, flags, _ehsize, _phes, _phnum, \
+        shentsize, shnum, shstrndx = _HDR.unpack_from(data, 0)
+    return ElfHeader(ident[4], ident[5], ident[7], ident[8], e_type, e_machine, flags,
+                     shoff, shentsize, shnum, shstrndx)
+
+
+def header_problem(hdr: ElfHeader | None, data: bytes) -> str | None:
+    """Why an ELF header cannot be an AMDGPU HSA code object (None when it can)."""
+    if hdr is None:
+        if data[:4] == ELF_MAGIC:
+            return "truncated ELF header"
+        return "not an ELF file"
+    if hdr.ei_class != 2 or hdr.ei_data != 1:
+        return f"ELF class {hdr.ei_class}/data {hdr.ei_data}: not a 64-bit little-endian object"
+    if not hdr.is_amdgpu:
+        return f"ELF for machine {hdr.e_machine}, not AMDGPU (224)"
+    if hdr.processor is None:
+        return f"unknown AMDGPU processor (EF_AMDGPU_MACH 0x{hdr.mach:03x})"
+    return None
+
+
+# ----------------------------------------------------------------------------------------
+# Deep reading: notes and symbols (pyelftools)
+
+@dataclass
+class AmdgpuElf:
+    header: ElfHeader
+    target: TargetId
+    note_targets: list[str] = field(default_factory=list)
+    kernel_names: set[str] = field(default_factory=set)
+    kd_symbols: set[str] = field(default_factory=set)
+    notes: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def co_version(self) -> int | None:
+        return self.header.co_version
+
+    @property
+    def e_flags(self) -> int:
+        return self.header.e_flags
+
+
+def read_amdgpu_elf(data: bytes) -> AmdgpuElf:
+    """Read an AMDGPU ELF fully: target from e_flags, every metadata note, kernel descriptors.
+
+    Raises ValueError when the bytes are not an AMDGPU ELF. Disagreements between e_flags and
+    a note's ``amdhsa.target`` and notes that cannot be decoded are listed in ``problems``.
+    """
+    hdr = parse_header(data[:64])
+    why = header_problem(hdr, data[:64])
+    if why:
+        raise ValueError(why)
+    assert hdr is not None
+    target = hdr.target()
+    assert target is not None
+    obj = AmdgpuElf(header=hdr, target=target)
+    if hdr.e_shoff + hdr.e_shnum * hdr.e_shentsize > len(data):
+        obj.problems.append("section headers lie past the end of the file (truncated)")
+        return obj
+
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
+    try:
+        elf = ELFFile(io.BytesIO(data))
+        for sec in elf.iter_sections():
+            if sec["sh_type"] == "SHT_NOTE":
+                _read_notes(obj, sec, data)
+            elif sec["sh_type"] == "SHT_DYNSYM":
+                for sym in sec.iter_symbols():
+                    if (sym.name.endswith(".kd") and sym["st_info"]["type"] == "STT_OBJECT"
+                            and sym["st_shndx"] != "SHN_UNDEF"):
+                        obj.kd_symbols.add(sym.name[:-3])
+    except (ELFError, struct.error, ValueError, IndexError) as exc:
+        obj.problems.append(f"cannot read sections: {exc}")
+        return obj
+    _cross_check(obj)
+    return obj
+
+
+def _read_notes(obj: AmdgpuElf, sec, data: bytes) -> None:
+    # Walk the notes by hand: pyelftools does not decode AMDGPU's msgpack descriptors, and one
+    # Tensile .co holds one note per kernel (FORMATS §2), so this must stay cheap.
+    import msgpack
+
+    off, end = sec["sh_offset"], sec["sh_offset"] + sec["sh_size"]
+    if end > len(data):
+        obj.problems.append("note section lies past the end of the file")
+        return
+    while off + 12 <= end:
+        namesz, descsz, ntype = struct.unpack_from("<III", data, off)
+        name_off = off + 12
+        desc_off = name_off + ((namesz + 3) & ~3)
+        nxt = desc_off + ((descsz + 3) & ~3)
+        if nxt > end:
+            obj.problems.append("note runs past the end of its section")
+            return
+        name = data[name_off:name_off + namesz].rstrip(b"\0")
+        if name == b"AMDGPU" and ntype == NT_AMDGPU_METADATA:
+            obj.notes += 1
+            try:
+                meta = msgpack.unpackb(data[desc_off:desc_off + descsz], raw=False,
+                                       strict_map_key=False)
+            except Exception as exc:  # msgpack raises several types on bad input
+                obj.problems.append(f"metadata note {obj.notes} is not valid msgpack: {exc}")
+            else:
+                if isinstance(meta, dict):
+                    tgt = meta.get("amdhsa.target")
+                    if isinstance(tgt, str):
+                        obj.note_targets.append(tgt)
+                    for k in meta.get("amdhsa.kernels") or []:
+                        if isinstance(k, dict) and isinstance(k.get(".name"), str):
+                            obj.kernel_names.add(k[".name"])
+        off = nxt
+
+
+def _cross_check(obj: AmdgpuElf) -> None:
+    want = str(obj.target)
+    seen = set()
+    for t in obj.note_targets:
+        if t in seen:
+            continue
+        seen.add(t)
+        try:
+            note_tid = TargetId.parse(t)
+        except ValueError:
+            obj.problems.append(f"metadata note names an unparsable target {t!r}")
+            continue
+        if str(note_tid) != want:
+            obj.problems.append(f"e_flags say {want} but a metadata note says {note_tid}")
