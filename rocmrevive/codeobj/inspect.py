@@ -98,8 +98,14 @@ def inspect_file(path: str | os.PathLike, *, deep: bool = False) -> FileReport:
             size = os.fstat(f.fileno()).st_size
             if size == 0:
                 return FileReport(p, "empty", 0, problems=["empty file"])
-            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            try:
                 return _inspect_bytes(p, mm, deep)
+            finally:
+                try:
+                    mm.close()
+                except BufferError:  # a view is still referenced; the collector closes it
+                    pass
     except OSError as exc:
         return FileReport(p, "unreadable", problems=[f"cannot read: {exc.strerror or exc}"])
 
@@ -122,6 +128,8 @@ def _inspect_bytes(path: str, data, deep: bool) -> FileReport:
             rep.problems.append(header_problem(None, bytes(data[:64])) or "bad ELF")
     except B.BundleError as exc:
         rep.problems.append(str(exc))
+    except Exception as exc:  # hostile bytes must never become a traceback
+        rep.problems.append(f"cannot read {kind} structure: {type(exc).__name__}: {exc}")
     return rep
 
 
@@ -220,7 +228,10 @@ def _decompress_v1(view, hdr: B.CcobHeader) -> tuple[bytes, int]:
     payload = bytes(view[hdr.header_size:])
     if hdr.method == B.METHOD_ZLIB:
         dec = zlib.decompressobj()
-        out = dec.decompress(payload, hdr.uncompressed_size + 1)
+        try:
+            out = dec.decompress(payload, hdr.uncompressed_size + 1)
+        except zlib.error as exc:
+            raise B.BundleError(f"CCOB v1 payload does not decompress (zlib): {exc}") from None
         if not dec.eof:
             raise B.BundleError("CCOB v1 zlib stream does not end where its size says")
         unused = len(dec.unused_data) + len(dec.unconsumed_tail)
@@ -232,7 +243,10 @@ def _decompress_v1(view, hdr: B.CcobHeader) -> tuple[bytes, int]:
         pos = 0
         step = 1 << 20
         while pos < len(payload) and not dec.eof:
-            out += dec.decompress(payload[pos:pos + step])
+            try:
+                out += dec.decompress(payload[pos:pos + step])
+            except zstandard.ZstdError as exc:
+                raise B.BundleError(f"CCOB v1 payload does not decompress (zstd): {exc}") from None
             pos += step
             if len(out) > hdr.uncompressed_size:
                 raise B.BundleError("CCOB v1 decompresses to more than its stated size")

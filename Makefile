@@ -1,0 +1,23 @@
+PYTHON ?= python3
+export PYTHONDONTWRITEBYTECODE = 1
+
+.PHONY: demo test setup fixtures bench demo-real
+
+# Set up and run the main job on the embedded demo machine (no network needed).
+demo: setup
+	bash demo/run.sh
+
+# The whole test suite (Debian's real packages are fetched once into /var/tmp).
+test:
+	bash tests/fixtures/fetch_debian.sh
+	$(PYTHON) -m pytest -q -p no:cacheprovider
+
+setup:
+	bash scripts/setup-system.sh
+	$(PYTHON) -m pip install -q --disable-pip-version-check -e '.[test]'
+
+fixtures:
+	bash tests/fixtures/fetch_debian.sh
+
+bench:
+	$(PYTHON) bench/bench_inspect.py

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# System packages the tests and the demo need (Debian 12). Idempotent; quick when installed.
+set -euo pipefail
+need=()
+for pkg in clang-15 lld-15 clang-tools-15 llvm-15 binutils gpg gpgv xz-utils zstd dpkg-dev \
+           pciutils; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then echo "setup-system: need root to install: ${need[*]}" >&2; exit 4; fi
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${need[@]}"
+fi
