@@ -62,3 +62,11 @@ def rocblas441(debian_pkgs) -> Path:
 def rocblas52(debian_pkgs) -> Path:
     """Debian's rocBLAS 5.2 (7.2.4) Tensile library folder (1,897 files; .co are CCOB v3)."""
     return debian_pkgs["librocblas5_7.2.4-1~exp1_amd64"] / TRIPLET / "rocblas/5/library"
+
+
+@pytest.fixture(scope="session")
+def codeobjects():
+    """Real compiled code objects, bundles, CCOBs and host libraries (tests/fixtures/codeobjects.py)."""
+    from tests.fixtures.codeobjects import session_fixtures
+
+    return session_fixtures()

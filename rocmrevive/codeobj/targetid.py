@@ -15,7 +15,7 @@ ANY, ON, OFF = "any", "on", "off"
 
 # Processors and the features they support (AMDGPUUsage "Processors" table).
 _SRAMECC = {"gfx906", "gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950",
-            "gfx9-generic", "gfx9-4-generic"}
+            "gfx9-4-generic"}
 _XNACK = {"gfx801", "gfx810", "gfx900", "gfx902", "gfx904", "gfx906", "gfx908", "gfx909",
           "gfx90a", "gfx90c", "gfx940", "gfx941", "gfx942", "gfx950", "gfx1010", "gfx1011",
           "gfx1012", "gfx1013", "gfx9-generic", "gfx9-4-generic", "gfx10-1-generic"}
@@ -90,9 +90,12 @@ class TargetId:
             feats[name] = ON if sign == "+" else OFF
         sramecc = feats.get("sramecc", ANY if proc in _SRAMECC else None)
         xnack = feats.get("xnack", ANY if proc in _XNACK else None)
-        if sramecc is not None and proc not in _SRAMECC and "sramecc" in feats:
+        # The runtime names a device's generic ISA with the device's own features
+        # ("gfx9-generic:sramecc+:xnack-" in rocminfo), although the compiler rejects them.
+        lenient = proc.endswith("-generic")
+        if not lenient and proc not in _SRAMECC and "sramecc" in feats:
             raise ValueError(f"{proc} does not support sramecc ({text!r})")
-        if xnack is not None and proc not in _XNACK and "xnack" in feats:
+        if not lenient and proc not in _XNACK and "xnack" in feats:
             raise ValueError(f"{proc} does not support xnack ({text!r})")
         return cls(proc, sramecc, xnack)
 
