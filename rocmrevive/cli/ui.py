@@ -65,7 +65,8 @@ class UI:
         if self._err_console is None:
             from rich.console import Console
 
-            self._err_console = Console(stderr=True, highlight=False,
+            # soft_wrap: a message is one line, whatever the terminal's width
+            self._err_console = Console(stderr=True, highlight=False, soft_wrap=True,
                                         no_color=bool(os.environ.get("NO_COLOR")))
         return self._err_console
 
@@ -95,6 +96,23 @@ class UI:
         with Progress(*cols, console=self.err, transient=True) as prog:
             task = prog.add_task(description, total=total)
             yield lambda n=1: prog.advance(task, n)
+
+    # interrupted transactions ---------------------------------------------------------
+    def recover_first(self, state_dir: str | None = None, *, dry_run: bool = False) -> None:
+        """Before anything else: finish or undo a transaction a killed run left behind. A dry
+        run must not write, so there it stops with INTERRUPTED instead."""
+        from rocmrevive.errors import RevError
+        from rocmrevive.txn.transaction import DEFAULT_STATE_DIR, find_pending, recover_pending
+
+        sd = state_dir or DEFAULT_STATE_DIR
+        pending = find_pending(self.root, state_dir=sd)
+        if not pending:
+            return
+        if dry_run:
+            raise RevError("INTERRUPTED", f"transaction {', '.join(pending)} was interrupted; "
+                                          f"run `rocmrevive recover` (a dry run changes nothing)")
+        for res in recover_pending(self.root, state_dir=sd):
+            self.log(f"recovered interrupted transaction {res.txid}: {res.state}")
 
     # running a command ---------------------------------------------------------------
     def run(self, command: str, work: Callable[[], Outcome]) -> None:
@@ -132,6 +150,7 @@ class UI:
             for w in out.warnings:
                 self.log(f"warning: {w}")
             if out.code != "OK" and out.message:
+                sys.stdout.flush()
                 self.err.print(f"rocmrevive {command}: {out.message}", markup=False)
         sys.exit(exit_code(out.code))
 
@@ -144,5 +163,6 @@ class UI:
                 doc["error"]["details"] = details
             click.echo(json.dumps(doc, indent=2, default=str))
         else:
+            sys.stdout.flush()
             self.err.print(f"rocmrevive {command}: error: {message}", markup=False)
         sys.exit(exit_code(code))

@@ -1,0 +1,130 @@
+"""``rocmrevive audit``: every ROCm library in a tree × the GPU targets, read from the fat
+binaries by structure, with what each missing cell breaks and what to do."""
+from __future__ import annotations
+
+import click
+
+from rocmrevive.cli.ui import Outcome
+from rocmrevive.errors import RevError
+
+
+@click.command()
+@click.option("--tree", "trees", multiple=True, metavar="PATH",
+              help="A ROCm install (/opt/rocm-6.4.3), a library folder (/usr/lib/x86_64-linux-gnu, "
+                   "site-packages/torch/lib) or single library files. Repeatable. Default: every "
+                   "/opt/rocm* install.")
+@click.option("--target", "targets", multiple=True, metavar="TARGET",
+              help="Audit for this GPU target instead of the detected GPUs. Repeatable.")
+@click.option("--all", "show_all", is_flag=True,
+              help="Also list libraries that embed the targets (default: only GPU libraries; "
+                   "--json always lists everything).")
+@click.pass_obj
+def audit(ui, trees, targets, show_all):
+    """Which libraries carry GPU code for which targets, and what a missing one breaks.
+
+    Reads the .hip_fatbin of every shared library (headers only: a whole ROCm lib/ in about a
+    second) and marks each library × target: embedded, missing, other-mode (code only for an
+    xnack/sramecc mode the GPU is not in) or not a GPU library. For each missing cell: what
+    fails, in plain words, and what to do (a rocmrevive source when one exists, otherwise the
+    workaround). Exit 0 when it could read the tree (missing cells are findings, not errors;
+    see `missing` in --json); 3 when it found no library.
+    """
+    from rocmrevive.cli.verify import _real, resolve_devices, system_library_dirs
+    from rocmrevive.diagnose import locate
+    from rocmrevive.diagnose.audit import audit_files, library_files
+
+    def work() -> Outcome:
+        devices, device_note = resolve_devices(ui.root, targets)
+        files, tensile, shown_trees = [], [], []
+        if trees:
+            for t in trees:
+                real = _real(ui.root, t)
+                if real.is_file():
+                    files.append(real)
+                elif real.is_dir():
+                    files += library_files(locate.lib_dirs(real))
+                    tensile += locate.rocblas_library_dirs(real)
+                else:
+                    raise RevError("USAGE", f"--tree {t}: no such file or folder under {ui.root.base}")
+                shown_trees.append(ui.root.machine_path(real))
+        else:
+            dirs = system_library_dirs(ui.root)
+            files += library_files(dirs)
+            for d in dirs:
+                tensile += locate.rocblas_library_dirs(d)
+            shown_trees += [ui.root.machine_path(d) for d in dirs]
+        if not files and not tensile:
+            raise RevError("NOTHING_SUPPORTED",
+                           "no shared library found" + (f" in {', '.join(trees)}" if trees else
+                                                        f" in {ui.root.base} (/opt/rocm*, system folders with a HIP "
+                                                        "runtime); pass --tree PATH"))
+        remedy_for = source_remedies()
+        with ui.progress("reading fat binaries", len(files), unit="files") as advance:
+            rep = audit_files(files, devices, tensile_dirs=list(dict.fromkeys(tensile)),
+                              remedy_for=remedy_for, show=ui.root.machine_path, progress=advance)
+        data = {"trees": shown_trees, "target_source": device_note, **rep.to_json()}
+        return Outcome(data=data, render=lambda con: _render(con, rep, show_all))
+
+    ui.run("audit", work)
+
+
+def source_remedies():
+    """``remedy_for(library key, processor)`` from rocmrevive's source manifests: for a processor
+    a manifest provides Tensile files for, the install command. The manifests cover rocBLAS's
+    Tensile files only; host libraries keep their workarounds."""
+    try:
+        from rocmrevive.sources.manifest import default_manifest_dir, load_manifests
+
+        manifests = load_manifests(default_manifest_dir())
+    except (ImportError, RevError):
+        return None
+    by_target: dict[str, list[str]] = {}
+    for m in manifests:
+        if any(c.kind == "tensile" for c in m.components):
+            by_target.setdefault(m.target, []).append(m.id)
+
+    def remedy_for(key: str, processor: str) -> str | None:
+        if key == "rocblas-tensile" and processor in by_target:
+            return (f"sudo rocmrevive install (rocmrevive has sources for {processor}: "
+                    f"{', '.join(by_target[processor])}), then rocmrevive verify")
+        return None
+
+    return remedy_for
+
+
+def _render(con, rep, show_all) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from rocmrevive.diagnose.audit import EMBEDDED, MISSING, NOT_GPU, OTHER_MODE, UNREADABLE
+
+    word = {EMBEDDED: "[green]embedded[/]", MISSING: "[red]MISSING[/]",
+            OTHER_MODE: "[red]other mode[/]", NOT_GPU: "[dim]no GPU code[/]",
+            UNREADABLE: "[yellow]unreadable[/]"}
+    targets = [str(t) for t in rep.targets]
+    t = Table(show_edge=False, box=None, pad_edge=False)
+    t.add_column("library")
+    t.add_column("path")
+    for tg in targets:
+        t.add_column(tg)
+    rows = rep.rows if show_all else [r for r in rep.rows
+                                      if r.is_gpu_library or any(c.status != NOT_GPU for c in r.cells.values())]
+    for r in rows:
+        t.add_row(escape(r.name), escape(r.path),
+                  *[word.get(r.cells[tg].status, r.cells[tg].status) for tg in targets])
+    con.print(t)
+    missing = rep.missing()
+    if not missing:
+        con.print(f"[green]every GPU library here carries code for {', '.join(targets)}[/]")
+    else:
+        con.print(f"\n[bold]{len(missing)} missing[/] (library × target):")
+        for row, cell in missing:
+            con.print(f"[red]{escape(row.name)}[/] ({escape(row.path)}) lacks {escape(cell.target)}: "
+                      f"{escape(cell.detail)}")
+            con.print(f"  breaks: {cell.breaks}", markup=False)
+            con.print(f"  do:     {cell.remedy}", markup=False)
+    unreadable = [r for r in rep.rows if any(c.status == UNREADABLE for c in r.cells.values())]
+    for r in unreadable:
+        con.print(f"[yellow]unreadable[/] {escape(r.path)}: {escape('; '.join(r.problems))}")
+    con.print(f"{len(rep.rows)} libraries read ({rep.skipped} other libraries without GPU code not "
+              f"shown) in {rep.seconds:.2f} s", markup=False)

@@ -1,0 +1,76 @@
+"""``rocmrevive doctor``: problems on this machine, each with a severity, its cause and the fix.
+
+Exit codes: 0 when no finding is an error; 6 (VERIFY_FAILED) when at least one is; 3
+(NOTHING_SUPPORTED) when there are no errors and no gfx906 GPU (nothing to do).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from rocmrevive.cli.detect import run_survey, shared_options
+from rocmrevive.cli.ui import UI, Outcome
+
+STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def render_doctor(doc: dict):
+    def render(console) -> None:
+        from rich.text import Text
+
+        def say(*parts) -> None:
+            console.print(Text.assemble(*parts))
+
+        s = doc["summary"]
+        say(f"{s['amd_gpus']} AMD GPU(s), {s['gfx906_gpus']} gfx906; "
+            f"{s['rocm_installs']} ROCm install(s), {s['rocblas_copies']} rocBLAS copies")
+        for g in doc["gpus"]:
+            say(f"  GPU{g['index']} {g['bdf']} {g['target'] or '?'} {g['model']}")
+        if not doc["findings"]:
+            say("No problems found.")
+        for f in doc["findings"]:
+            say((f"{f['severity']:7}", STYLE[f["severity"]]), f" {f['message']}")
+            if f["cause"]:
+                say(f"         cause: {f['cause']}")
+            if f["fix_kind"] != "none":
+                say(f"         fix:   {f['fix']}")
+        c = doc["counts"]
+        say(f"{c['error']} error(s), {c['warning']} warning(s), {c['info']} note(s)")
+    return render
+
+
+@click.command("doctor")
+@shared_options
+@click.option("--user", metavar="NAME", help="Check device-node access for this user "
+              "(default: $SUDO_USER, else the current user).")
+@click.option("--vulkaninfo", "vulkan_file", type=click.Path(exists=True, dir_okay=False),
+              help="vulkaninfo (or llama.cpp --list-devices) output saved to a file.")
+@click.pass_obj
+def doctor(ui: UI, pythons, trees, rocminfo_file, deep, no_search, user, vulkan_file):
+    """Find problems on this machine and say how to fix them.
+
+    Exit code 0 with no errors, 6 when any finding is an error, 3 when nothing applies (no gfx906).
+    """
+    def work() -> Outcome:
+        from rocmrevive.trees.survey import diagnose
+
+        s = run_survey(ui, pythons, trees, rocminfo_file, deep, no_search)
+        vulkan = Path(vulkan_file).read_text(errors="replace") if vulkan_file else None
+        findings = diagnose(s, user=user, vulkan_text=vulkan)
+        counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in ("error", "warning", "info")}
+        full = s.to_json()
+        doc = {"summary": full["summary"], "counts": counts,
+               "findings": [f.to_json() for f in findings],
+               "gpus": [{k: g[k] for k in ("index", "node", "bdf", "target", "model", "model_certain")}
+                        for g in full["gpus"]]}
+        if counts["error"]:
+            code, msg = "VERIFY_FAILED", (f"{counts['error']} error(s): "
+                                          + "; ".join(f.message for f in findings if f.severity == "error"))
+        elif not s.supported:
+            code, msg = "NOTHING_SUPPORTED", "no gfx906 GPU on this machine; nothing for rocmrevive to do"
+        else:
+            code, msg = "OK", None
+        return Outcome(data=doc, render=render_doctor(doc), code=code, message=msg)
+
+    ui.run("doctor", work)

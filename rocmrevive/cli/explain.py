@@ -1,0 +1,88 @@
+"""``rocmrevive explain``: recognise known ROCm failure messages and say what fixes them."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from rocmrevive.cli.ui import Outcome
+from rocmrevive.errors import RevError
+
+MAX_INPUT = 64 << 20  # a log larger than this is read only up to here
+
+
+@click.command()
+@click.argument("text", nargs=-1)
+@click.option("--file", "files", multiple=True, type=click.Path(dir_okay=False, allow_dash=True),
+              help="Read the text from this file ('-' for standard input). Repeatable.")
+@click.pass_obj
+def explain(ui, text, files):
+    """Say what a ROCm error message means: library, GPU target, cause, and the fix.
+
+    TEXT is the message (quote it), or use --file LOG, or pipe a program's output in:
+    `python train.py 2>&1 | rocmrevive explain`. Messages are matched by their structure, so
+    other paths, versions and GPU targets are recognised too. Exit 0 when something was
+    recognised, 3 when nothing was.
+    """
+    from rocmrevive.diagnose.explain import explain_text
+
+    def work() -> Outcome:
+        body = read_input(text, files)
+        found = explain_text(body)
+        data = {"recognised": len(found), "lines_read": len(body.splitlines()),
+                "diagnoses": [d.to_json() for d in found]}
+        if not found:
+            return Outcome(data=data, render=None, code="NOTHING_SUPPORTED",
+                           message="no known ROCm failure recognised in the text "
+                                   "(if it is one, please report it with the full message)")
+        return Outcome(data=data, render=lambda con: _render(con, found))
+
+    ui.run("explain", work)
+
+
+def read_input(text, files) -> str:
+    parts = []
+    if text:
+        parts.append(" ".join(text) if _one_message(text) else "\n".join(text))
+    for f in files:
+        if f == "-":
+            parts.append(sys.stdin.read(MAX_INPUT))
+            continue
+        try:
+            with open(f, encoding="utf-8", errors="replace") as fh:
+                parts.append(fh.read(MAX_INPUT))
+        except OSError as exc:
+            raise RevError("USAGE", f"--file {f}: {exc.strerror or exc}") from None
+    if not parts:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise RevError("USAGE", "give the message as an argument, with --file LOG, or on standard input")
+        parts.append(sys.stdin.read(MAX_INPUT))
+    return "\n".join(parts)
+
+
+def _one_message(words) -> bool:
+    """Unquoted words typed on a command line (``rocmrevive explain ROCm error: invalid device
+    function``) form one message; several quoted lines are several lines."""
+    return all(" " not in w for w in words)
+
+
+def _render(con, found) -> None:
+    from rich.markup import escape
+
+    colour = {"error": "red", "warning": "yellow", "context": "cyan"}
+    for d in found:
+        lines = ", ".join(map(str, d.lines[:5])) + (" …" if len(d.lines) > 5 else "")
+        head = f"[{colour.get(d.severity, 'white')}]{d.severity}[/] line {lines}: [bold]{escape(d.library)}[/]"
+        if d.arch:
+            head += f" · {escape(d.arch)}"
+        con.print(head)
+        con.print(f"  {d.text}", markup=False, style="dim")
+        con.print(f"  cause: {d.cause}", markup=False)
+        if d.fixable_by_rocmrevive:
+            con.print(f"  fix:   {d.fix}", markup=False)
+            if d.why_not:
+                con.print(f"  note:  {d.why_not}", markup=False)
+        else:
+            con.print(f"  do:    {d.fix}", markup=False)
+            if d.why_not:
+                con.print(f"  why not rocmrevive: {d.why_not}", markup=False)

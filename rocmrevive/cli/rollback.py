@@ -1,0 +1,111 @@
+"""``rocmrevive rollback [TXID]`` and ``rocmrevive recover``: undo a transaction from its journal;
+finish or undo one that a crash interrupted."""
+from __future__ import annotations
+
+from collections import Counter
+
+import click
+
+from rocmrevive.cli.ui import Outcome
+
+STATE_DIR_HELP = "Where journals, backups and the lock live (a machine path, under --root)."
+
+
+def _verbs(actions: list[dict], dry: bool) -> str:
+    counts = Counter(a["op"] for a in actions)
+    words = {"restore": ("restored", "restore"), "remove": ("removed", "remove"),
+             "rmdir": ("folders removed", "remove folders"), "keep": ("already as before", "already as before")}
+    parts = [f"{counts[op]} {words[op][1 if dry else 0]}" for op in ("restore", "remove", "rmdir", "keep")
+             if counts.get(op)]
+    return ", ".join(parts) or "nothing to do"
+
+
+def _render_actions(con, actions: list[dict], verbose: int) -> None:
+    from rich.table import Table
+
+    shown = actions if verbose or len(actions) <= 12 else actions[:10]
+    if not shown:
+        return
+    t = Table(show_edge=False, box=None, pad_edge=False)
+    for col in ("op", "path", "sha256 now", "sha256 after"):
+        t.add_column(col)
+    for a in shown:
+        t.add_row(a["op"], a["path"], (a.get("before") or "-")[:12], (a.get("after") or "-")[:12])
+    con.print(t)
+    if len(shown) < len(actions):
+        con.print(f"… and {len(actions) - len(shown)} more (-v or --json lists them all)")
+
+
+@click.command()
+@click.argument("txid", required=False)
+@click.option("--force", is_flag=True, help="Restore files that changed since the install too "
+                                           "(their current bytes are kept in the backups folder).")
+@click.option("--dry-run", is_flag=True, help="Check every file's hash and say what would happen; change nothing.")
+@click.option("--state-dir", default="/var/lib/rocmrevive", show_default=True, metavar="DIR", help=STATE_DIR_HELP)
+@click.pass_obj
+def rollback(ui, txid, force, dry_run, state_dir):
+    """Undo the last install transaction (or TXID), byte for byte.
+
+    Every file's sha256 is checked first: if one changed since the install (drift) nothing is
+    touched and the files are named (exit 8) unless --force. `rocmrevive status` lists TXIDs.
+    """
+    from rocmrevive.txn.transaction import rollback as do_rollback
+
+    def work() -> Outcome:
+        with ui.progress("restoring", None) as advance:
+            res = do_rollback(ui.root, txid, force=force, state_dir=state_dir, dry_run=dry_run, progress=advance)
+        data = res.to_json()
+        data.pop("changed")
+        data["dry_run"] = dry_run
+
+        def render(con):
+            if res.txid is None:
+                con.print("nothing to roll back: no committed transaction")
+                return
+            if not res.actions:
+                con.print(f"transaction {res.txid} was already rolled back; nothing to do")
+                return
+            head = "would roll back" if dry_run else "rolled back"
+            con.print(f"{head} transaction {res.txid} on {res.tree}: {_verbs(res.actions, dry_run)}")
+            _render_actions(con, res.actions, ui.verbose)
+
+        return Outcome(data=data, render=render, changed=res.changed and not dry_run,
+                       warnings=[w for w in res.warnings if res.actions])
+
+    ui.run("rollback", work)
+
+
+@click.command()
+@click.option("--force", is_flag=True, help="Undo files that changed since the interrupted transaction too.")
+@click.option("--dry-run", is_flag=True, help="Say what recovery would do; change nothing.")
+@click.option("--state-dir", default="/var/lib/rocmrevive", show_default=True, metavar="DIR", help=STATE_DIR_HELP)
+@click.pass_obj
+def recover(ui, force, dry_run, state_dir):
+    """Finish or undo a transaction that was interrupted (killed, power loss).
+
+    If every file of the interrupted install is already in place it is completed (rolled
+    forward); otherwise it is undone from its journal and backups. Safe to run at any time.
+    """
+    from rocmrevive.txn.transaction import recover_pending
+
+    def work() -> Outcome:
+        results = recover_pending(ui.root, state_dir=state_dir, force=force, dry_run=dry_run)
+        docs = [r.to_json() for r in results]
+        changed = bool(results) and not dry_run
+
+        def render(con):
+            if not results:
+                con.print("nothing to recover: no interrupted transaction")
+            for r in results:
+                if r.state == "rolled_forward":
+                    con.print(f"transaction {r.txid} on {r.tree}: completed (every file was already in place)")
+                elif r.state == "dry-run":
+                    con.print(f"transaction {r.txid} on {r.tree}: would undo: {_verbs(r.actions, True)}")
+                else:
+                    con.print(f"transaction {r.txid} on {r.tree or '(not started)'}: undone: {_verbs(r.actions, False)}")
+                _render_actions(con, r.actions, ui.verbose)
+
+        return Outcome(data={"dry_run": dry_run, "recovered": docs}, render=render, changed=changed,
+                       warnings=[w for r in results for w in r.warnings])
+
+    ui.run("recover", work)

@@ -1,0 +1,167 @@
+"""``rocmrevive smoke``: run PyTorch and llama.cpp on every GPU, check the results, report speed.
+
+Exit 0: everything that ran passed. 10 (SMOKE_FAILED): a check failed, a step hung, or a part
+asked for with --torch/--llama could not run while the other did. 3 (NOTHING_SUPPORTED): nothing
+could run (no GPU devices, no PyTorch, no llama.cpp). The outcome is also written to
+/var/lib/rocmrevive/smoke/last.json for `rocmrevive status`.
+"""
+from __future__ import annotations
+
+import click
+
+from rocmrevive.cli.ui import Outcome
+from rocmrevive.errors import RevError
+
+
+@click.command()
+@click.option("--torch", "want_torch", is_flag=True, help="Run the PyTorch probe (default: both parts).")
+@click.option("--llama", "want_llama", is_flag=True, help="Run llama.cpp (default: both parts).")
+@click.option("--python", "python", metavar="PATH",
+              help="Interpreter with the PyTorch to test. Default: the first found with torch "
+                   "(ROCm builds first).")
+@click.option("--llama-bin", "llama_bin", metavar="DIR", type=click.Path(file_okay=False),
+              help="Folder with llama-bench (or llama-completion/llama-cli). Default: PATH.")
+@click.option("--cpu-test-mode", is_flag=True,
+              help="Use the CPU as the compute device: tests the checking itself, not a GPU.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=180.0, show_default=True,
+              metavar="S", help="Seconds each step may take before it counts as a hang.")
+@click.option("--cpu-devices", type=click.IntRange(1, 8), default=2, hidden=True,
+              help="Logical devices in --cpu-test-mode (2 exercises copies and all-reduce).")
+@click.pass_obj
+def smoke(ui, want_torch, want_llama, python, llama_bin, cpu_test_mode, timeout, cpu_devices):
+    """Run PyTorch and llama.cpp on every GPU and across GPUs, checking results, not only exits.
+
+    PyTorch (run by your interpreter, --python): per device, GEMMs in fp32/fp16/bf16 (plain,
+    transposed, odd sizes, batched, linear) compared with a float64 CPU result; TFLOPS and their
+    share of the card's vendor peak (a card that works but crawls is flagged); per pair of
+    devices a checked copy and peer access; with 2+ devices an all-reduce (RCCL) checked for the
+    exact sum. llama.cpp: a tiny model written here, run with llama-bench on each GPU alone
+    (-ngl 99) and then on all; tokens/s.
+
+    Exit 0: all that ran passed; 10: a check failed or hung; 3: nothing could run.
+    """
+    from rocmrevive.smoke import run_smoke
+
+    explicit = {n for n, on in (("torch", want_torch), ("llama", want_llama)) if on}
+    both = not explicit
+
+    def on_torch(rec):
+        t = rec.get("type")
+        if t == "device":
+            ui.log(f"torch: device {rec['index']}: {rec.get('name')} ({rec.get('arch')})")
+        elif t == "hint":
+            ui.log(f"torch: {'set' if rec.get('applied') else 'kept user value of'} "
+                   f"{rec['name']}={rec.get('value') if rec.get('applied') else rec.get('user_value')}")
+        elif t == "device_summary":
+            ui.log(f"torch: device {rec['device']}: GEMM checks "
+                   f"{'passed' if rec.get('ok') else 'FAILED'}")
+        elif t == "failure":
+            ui.log(f"torch: FAILED: {rec.get('message')}")
+
+    def on_llama(run):
+        ui.log(f"llama.cpp: {run.label}: " + ("ok" if run.ok else f"FAILED: {run.message}"))
+
+    def work() -> Outcome:
+        if llama_bin is not None and not (want_llama or both):
+            raise RevError("USAGE", "--llama-bin given without --llama")
+        doc = run_smoke(ui.root, torch=want_torch or both, llama=want_llama or both,
+                        explicit=explicit, python=python, llama_bin=llama_bin,
+                        cpu_test_mode=cpu_test_mode, cpu_devices=cpu_devices, timeout=timeout,
+                        on_torch_record=on_torch, on_llama_run=on_llama)
+        warnings = []
+        for p in doc["parts"].values():
+            warnings += p.get("warnings") or []
+        if doc["record_error"]:
+            warnings.append(doc["record_error"])
+        data = {k: doc[k] for k in ("started_at", "finished_at", "mode", "skipped", "record")}
+        data["ok"] = doc["code"] == "OK"
+        data.update(doc["parts"])
+        return Outcome(data=data, render=lambda con: render(con, doc), code=doc["code"],
+                       message=doc["message"], warnings=warnings)
+
+    ui.run("smoke", work)
+
+
+def _tf(v) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def _cell(tflops: dict | None, ratio: dict | None, dtype: str) -> str:
+    if not tflops or tflops.get(dtype) is None:
+        return "-"
+    s = f"{tflops[dtype]:.2f}"
+    if ratio and ratio.get(dtype) is not None:
+        s += f" ({ratio[dtype] * 100:.0f}%)"
+    return s
+
+
+def render(con, doc: dict) -> None:
+    from rich.table import Table
+
+    parts = doc["parts"]
+    t = parts.get("torch")
+    if t and t.get("devices"):
+        tab = Table(title=f"PyTorch {t.get('torch')} ({t.get('platform')}"
+                          f"{' HIP ' + t['hip'] if t.get('hip') else ''}"
+                          f"{' CUDA ' + t['cuda'] if t.get('cuda') else ''}) with {t.get('python')}",
+                    title_justify="left")
+        for col in ("dev", "name", "arch", "GEMM checks", "fp32 TFLOPS", "fp16 TFLOPS",
+                    "bf16 TFLOPS", "result"):
+            tab.add_column(col)
+        for d in t["devices"]:
+            g = d.get("gemm") or {}
+            if not g:
+                result = "FAILED (no result)"
+            elif not g.get("ok"):
+                result = "FAILED"
+            elif g.get("slow"):
+                result = "ok, SLOW"
+            else:
+                result = "ok"
+            checks = f"{g.get('checks', 0) - g.get('failed_checks', 0)}/{g.get('checks', 0)}" if g else "-"
+            name = d.get("name") or ""
+            if d.get("model"):
+                name += f" [{d['model']}]"
+            tab.add_row(str(d["index"]), name, str(d.get("arch")), checks,
+                        _cell(g.get("tflops"), g.get("ratio"), "fp32"),
+                        _cell(g.get("tflops"), g.get("ratio"), "fp16"),
+                        _cell(g.get("tflops"), g.get("ratio"), "bf16"), result)
+        con.print(tab)
+        if t.get("peer"):
+            pt = Table(title="Device-to-device copies", title_justify="left")
+            for col in ("copy", "peer access", "GB/s", "result"):
+                pt.add_column(col)
+            for p in t["peer"]:
+                acc = {True: "yes", False: "no", None: "-"}[p.get("can_access_peer")]
+                pt.add_row(f"{p['src']} -> {p['dst']}", acc, _tf(p.get("gb_per_s")),
+                           "ok" if p.get("ok") else f"FAILED: {p.get('message')}")
+            con.print(pt)
+        ar = t.get("allreduce")
+        if ar:
+            con.print(f"all-reduce ({ar.get('backend')}, {ar.get('world_size')} devices): "
+                      + (f"ok, bus bandwidth {_tf(ar.get('busbw_gb_per_s'))} GB/s" if ar.get("ok")
+                         else f"FAILED: {ar.get('message')}"))
+        for h in t.get("hints") or []:
+            con.print(f"hint: {h['name']}={h['value']} " +
+                      ("applied" if h.get("applied") else f"not applied, you set {h.get('user_value')!r}")
+                      + f" ({h.get('reason')})")
+        for f in t.get("failures") or []:
+            if f.get("step") in ("enumerate", "gemm", "probe") and f.get("message"):
+                con.print(f"FAILED ({f['step']}): {f['message']}")
+    l_ = parts.get("llama")
+    if l_ and l_.get("runs"):
+        tab = Table(title=f"llama.cpp: {l_.get('binary')} (backend {l_.get('backends')}), "
+                          f"tiny model {l_['model']['bytes'] // 1024} KiB" if l_.get("model") else "llama.cpp",
+                    title_justify="left")
+        for col in ("run", "visible", "prompt tok/s", "gen tok/s", "result"):
+            tab.add_column(col)
+        for r in l_["runs"]:
+            vis = ", ".join(f"{k}={v}" for k, v in (r.get("env") or {}).items()) or "all"
+            tab.add_row(r["label"], vis, _tf(r.get("prompt_tps")), _tf(r.get("gen_tps")),
+                        "ok" if r.get("ok") else f"FAILED: {r.get('message')}")
+        con.print(tab)
+    for s in doc.get("skipped") or []:
+        con.print(f"skipped {'PyTorch' if s['part'] == 'torch' else 'llama.cpp'}: {s['reason']}")
+    verdict = {"OK": "passed", "SMOKE_FAILED": "FAILED", "NOTHING_SUPPORTED": "nothing could run"}
+    tail = f" (recorded in {doc['record']})" if doc.get("record") else ""
+    con.print(f"smoke: {verdict.get(doc['code'], doc['code'])}{tail}")

@@ -1,0 +1,224 @@
+"""Which libraries carry device code for which GPU targets: a matrix read from every library's
+``.hip_fatbin`` by structure (headers only, through ``codeobj.inspect``), with what each missing
+cell breaks and what to do about it.
+
+    report = audit_files(library_files([Path("/opt/rocm/lib")]), [TargetId.parse("gfx906")])
+    [(r.name, r.cells["gfx906"].status) for r in report.rows]
+
+Cell statuses: ``embedded`` (code that loads on the target), ``other-mode`` (code for the
+processor, but only for an xnack/sramecc mode the device is not in), ``missing``,
+``not-a-gpu-library`` (no device code at all) and ``unreadable``.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from rocmrevive.codeobj.targetid import ANY, TargetId
+from rocmrevive.diagnose.libraries import (GENERIC_BREAKS, GENERIC_WORKAROUND, ROCBLAS_TENSILE,
+                                           KnownLibrary, library_for_file)
+
+# (library key, processor) -> what rocmrevive can do about a missing cell, or None
+RemedyFor = Callable[[str, str], "str | None"]
+
+EMBEDDED, OTHER_MODE, MISSING = "embedded", "other-mode", "missing"
+NOT_GPU, UNREADABLE = "not-a-gpu-library", "unreadable"
+
+
+@dataclass
+class Cell:
+    target: str
+    status: str
+    detail: str = ""
+    breaks: str = ""   # for missing / other-mode: what fails, in plain words
+    remedy: str = ""   # and what to do
+
+    def to_json(self) -> dict:
+        out = {"target": self.target, "status": self.status, "detail": self.detail}
+        if self.breaks or self.remedy:
+            out["breaks"], out["remedy"] = self.breaks, self.remedy
+        return out
+
+
+@dataclass
+class LibraryRow:
+    path: str                   # as the caller wants it shown (a machine path)
+    library: str | None         # known library key, None for one rocmrevive does not know
+    name: str                   # "rocBLAS", or the file name of an unknown library
+    kind: str                   # inspect_file's kind
+    processors: list[str] = field(default_factory=list)  # everything it embeds
+    cells: dict[str, Cell] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def is_gpu_library(self) -> bool:
+        return bool(self.processors) or self.kind in ("host-elf", "tensile-library")
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "library": self.library, "name": self.name, "kind": self.kind,
+                "processors": self.processors, "problems": self.problems,
+                "cells": {t: c.to_json() for t, c in self.cells.items()}}
+
+
+@dataclass
+class AuditReport:
+    targets: list[TargetId]
+    rows: list[LibraryRow] = field(default_factory=list)
+    skipped: int = 0  # libraries without device code that rocmrevive does not know (not shown)
+    seconds: float = 0.0
+
+    def missing(self) -> list[tuple[LibraryRow, Cell]]:
+        return [(r, c) for r in self.rows for c in r.cells.values() if c.status in (MISSING, OTHER_MODE)]
+
+    def to_json(self) -> dict:
+        return {"targets": [str(t) for t in self.targets],
+                "libraries": [r.to_json() for r in self.rows],
+                "missing": [{"path": r.path, "name": r.name, **c.to_json()} for r, c in self.missing()],
+                "skipped_non_gpu_libraries": self.skipped, "seconds": round(self.seconds, 3)}
+
+
+# ------------------------------------------------------------------------------------------
+
+def library_files(dirs: Iterable[Path]) -> list[Path]:
+    """Shared libraries directly in ``dirs`` (``lib*.so``, ``lib*.so.N…``), each real file once.
+    Symbolic links are skipped: they name a file of the same folder (``librocblas.so.4`` ->
+    ``librocblas.so.4.4``), and following an absolute one could leave ``--root``."""
+    seen: set[tuple[int, int]] = set()
+    out: list[Path] = []
+    for d in dirs:
+        try:
+            with os.scandir(d) as it:
+                ents = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        for e in ents:
+            if not e.name.startswith("lib") or not (e.name.endswith(".so") or ".so." in e.name):
+                continue
+            try:
+                if e.is_symlink() or not e.is_file():
+                    continue
+                st = e.stat()
+            except OSError:
+                continue
+            key = (st.st_dev, st.st_ino)
+            if key not in seen:
+                seen.add(key)
+                out.append(Path(e.path))
+    return out
+
+
+def audit_files(files: Iterable[Path], targets: list[TargetId], *,
+                tensile_dirs: Iterable[Path] = (),
+                remedy_for: RemedyFor | None = None,
+                show: Callable[[Path], str] = str,
+                progress: Callable[[int], None] | None = None) -> AuditReport:
+    """The matrix for ``files`` (and the rocBLAS Tensile folders ``tensile_dirs``) × ``targets``.
+
+    ``remedy_for(library key, processor)`` says what rocmrevive can do about a missing cell
+    (from its source manifests); it comes before the library's generic workaround. ``show``
+    turns a real path into what the report shows (the machine path under ``--root``)."""
+    from rocmrevive.codeobj.inspect import inspect_file
+
+    t0 = time.perf_counter()
+    rep = AuditReport(targets=list(targets))
+    for path in files:
+        fr = inspect_file(path)
+        if progress:
+            progress(1)
+        known = library_for_file(path.name)
+        row = LibraryRow(path=show(path), library=known.key if known else None,
+                         name=known.name if known else path.name, kind=fr.kind,
+                         processors=fr.processors, problems=list(fr.problems))
+        if fr.kind in ("host-elf-no-device-code", "not-code-object", "empty") and known is None:
+            rep.skipped += 1
+            continue
+        for t in targets:
+            row.cells[str(t)] = _cell(fr, t, known, remedy_for)
+        rep.rows.append(row)
+    for d in tensile_dirs:
+        rep.rows.append(tensile_row(d, targets, remedy_for=remedy_for, show=show))
+    rep.rows.sort(key=lambda r: (not r.is_gpu_library, r.name.lower(), r.path))
+    rep.seconds = time.perf_counter() - t0
+    return rep
+
+
+def _remedy(known: KnownLibrary | None, processor: str, remedy_for: RemedyFor | None) -> str:
+    ours = remedy_for(known.key, processor) if (known and remedy_for) else None
+    return ours or (known.workaround if known and known.workaround else GENERIC_WORKAROUND)
+
+
+def tensile_row(library: Path, targets: list[TargetId], *, remedy_for: RemedyFor | None = None,
+                show: Callable[[Path], str] = str) -> LibraryRow:
+    """rocBLAS's Tensile folder as one row: a target is there when its lazy index is (the full
+    cross-reference is ``rocmrevive verify``'s job)."""
+    from rocmrevive.tensile.dat import arch_of_lazy_index, lazy_index_name
+
+    try:
+        names = set(os.listdir(library))
+    except OSError as exc:
+        names = set()
+        problem = [f"cannot list: {exc.strerror or exc}"]
+    else:
+        problem = []
+    arches = sorted({a for a in map(arch_of_lazy_index, names) if a})
+    row = LibraryRow(path=show(library), library=ROCBLAS_TENSILE.key, name=ROCBLAS_TENSILE.name,
+                     kind="tensile-library", processors=arches, problems=problem)
+    for t in targets:
+        lazy = lazy_index_name(t.processor)
+        if problem:
+            row.cells[str(t)] = Cell(str(t), UNREADABLE, problem[0])
+        elif lazy in names:
+            row.cells[str(t)] = Cell(str(t), EMBEDDED, f"{lazy} (rocmrevive verify checks every kernel)")
+        else:
+            row.cells[str(t)] = Cell(str(t), MISSING, f"no {lazy} (has {', '.join(arches) or 'none'})",
+                                     ROCBLAS_TENSILE.breaks,
+                                     _remedy(ROCBLAS_TENSILE, t.processor, remedy_for))
+    return row
+
+
+def _cell(fr, target: TargetId, known: KnownLibrary | None, remedy_for: RemedyFor | None) -> Cell:
+    t = str(target)
+    if fr.kind == "unreadable" or (fr.problems and not fr.entries):
+        return Cell(t, UNREADABLE, "; ".join(fr.problems) or "cannot read the file")
+    if not fr.entries:
+        return Cell(t, NOT_GPU, "no device code in this file")
+    covering = [e for e in fr.entries if e.target.covers_processor(target.processor)]
+    breaks = (known.breaks if known and known.breaks else GENERIC_BREAKS)
+    remedy = _remedy(known, target.processor, remedy_for)
+    if not covering:
+        have = ", ".join(sorted({e.target.processor for e in fr.entries}))
+        return Cell(t, MISSING, f"no code for {target.processor} (embeds {have})", breaks, remedy)
+    loadable, conditional = [], []
+    for e in covering:
+        verdict = load_verdict(e.target, target)
+        if verdict == "yes":
+            loadable.append(e)
+        elif verdict == "if-mode":
+            conditional.append(e)
+    versions = sorted({e.co_version for e in covering if e.co_version is not None})
+    cov = f" (code object v{'/'.join(map(str, versions))})" if versions else ""
+    if loadable:
+        names = sorted({str(e.target) for e in loadable})
+        return Cell(t, EMBEDDED, ", ".join(names) + cov)
+    names = sorted({str(e.target) for e in covering})
+    if conditional:
+        return Cell(t, EMBEDDED, f"{', '.join(names)} only: loads if the device runs in that mode" + cov)
+    return Cell(t, OTHER_MODE, f"only {', '.join(names)}, which does not load on {t}", breaks, remedy)
+
+
+def load_verdict(code: TargetId, device: TargetId) -> str:
+    """"yes", "if-mode" (the code wants a mode and the device's mode was not given) or "no"."""
+    if not code.covers_processor(device.processor):
+        return "no"
+    unsure = False
+    for mine, theirs in ((code.sramecc, device.sramecc), (code.xnack, device.xnack)):
+        if mine in (None, ANY):
+            continue
+        if theirs in (None, ANY):
+            unsure = True
+        elif mine != theirs:
+            return "no"
+    return "if-mode" if unsure else "yes"

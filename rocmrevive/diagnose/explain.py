@@ -1,0 +1,542 @@
+"""Recognise known ROCm failure messages by their structure and say what they mean.
+
+Each ``Rule`` is a regular expression over one line (paths, versions, arches and PCI
+addresses are captured, never spelled out) and a function that turns the match into a
+``Diagnosis``: which library, which GPU target, the cause in plain words, and the command that
+fixes it, or why nothing (in rocmrevive) can. The texts come from real reports
+(``captures/error_strings.txt``).
+
+    for d in explain_text(open("llama.log").read()):
+        print(d.line_numbers, d.library, d.arch, d.cause, d.fix)
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from rocmrevive.codeobj.targetid import TargetId
+from rocmrevive.diagnose.libraries import library_for_text
+
+ERROR, WARNING, CONTEXT = "error", "warning", "context"
+
+# hipError_t values that appear as bare numbers in messages (hip_runtime_api.h).
+HIP_ERRORS = {
+    1: "hipErrorInvalidValue", 2: "hipErrorOutOfMemory", 3: "hipErrorNotInitialized",
+    98: "hipErrorInvalidDeviceFunction", 100: "hipErrorNoDevice", 101: "hipErrorInvalidDevice",
+    200: "hipErrorInvalidImage", 209: "hipErrorNoBinaryForGpu", 217: "hipErrorPeerAccessUnsupported",
+    218: "hipErrorInvalidKernelFile", 300: "hipErrorInvalidSource", 301: "hipErrorFileNotFound",
+    303: "hipErrorSharedObjectInitFailed", 500: "hipErrorNotFound",
+}
+
+_ARCH = r"gfx[0-9]{2,4}[0-9a-f]?(?:-[0-9]+)*(?:-generic)?(?::(?:sramecc|xnack)[+-])*"
+_ARCH_RE = re.compile(r"(?<![A-Za-z0-9])(?:amdgcn-amd-amdhsa-[a-z]*-)?(" + _ARCH + r")")
+
+
+@dataclass
+class Diagnosis:
+    rule: str
+    severity: str                  # error | warning | context
+    library: str                   # who reports or causes it
+    arch: str | None
+    cause: str
+    fix: str | None                # a command or concrete action
+    fixable_by_rocmrevive: bool
+    why_not: str | None = None     # when the fix is not rocmrevive's (or nothing can)
+    details: dict = field(default_factory=dict)
+    lines: list[int] = field(default_factory=list)  # 1-based line numbers
+    text: str = ""                 # the first matching line
+
+    @property
+    def line_numbers(self) -> list[int]:
+        return self.lines
+
+    def to_json(self) -> dict:
+        return {"rule": self.rule, "severity": self.severity, "library": self.library,
+                "arch": self.arch, "cause": self.cause, "fix": self.fix,
+                "fixable_by_rocmrevive": self.fixable_by_rocmrevive, "why_not": self.why_not,
+                "details": self.details, "lines": self.lines, "text": self.text}
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    pattern: re.Pattern
+    build: Callable[[re.Match, "Context"], Diagnosis]
+
+
+@dataclass
+class Context:
+    """What the whole text says beyond one line (an arch named elsewhere in the log), and which
+    processors rocmrevive has sources for."""
+
+    arch: str | None = None
+    fixable_processors: tuple[str, ...] = ("gfx906",)
+
+
+# ------------------------------------------------------------------------------------------
+# helpers
+
+def _norm_arch(text: str | None) -> str | None:
+    if not text:
+        return None
+    m = _ARCH_RE.search(text)
+    if not m:
+        return None
+    try:
+        return str(TargetId.parse(m.group(1)))
+    except ValueError:
+        return m.group(1)
+
+
+def _arch_of(m: re.Match, ctx: Context, group: str = "arch") -> str | None:
+    got = m.groupdict().get(group)
+    return _norm_arch(got) or _norm_arch(m.string) or ctx.arch
+
+
+def _processor(arch: str | None) -> str | None:
+    return arch.split(":", 1)[0] if arch else None
+
+
+def _dir_of(path: str | None) -> str | None:
+    if not path or "/" not in path:
+        return None
+    d = path.rsplit("/", 1)[0]
+    return d or "/"
+
+
+def _tree_opt(tree: str | None) -> str:
+    return f" --tree {tree}" if tree else ""
+
+
+def _tensile_advice(rule: str, m: re.Match, ctx: Context, cause: str, libdir: str | None,
+                    severity: str = ERROR, extra_fix: str = "") -> Diagnosis:
+    arch = _arch_of(m, ctx)
+    proc = _processor(arch)
+    details = {"library_dir": libdir} if libdir else {}
+    if proc is None or proc in ctx.fixable_processors:
+        fix = (f"sudo rocmrevive install{_tree_opt(libdir)}, then rocmrevive verify{_tree_opt(libdir)}"
+               + extra_fix)
+        return Diagnosis(rule, severity, "rocBLAS (Tensile)", arch, cause, fix, True,
+                         None if proc else "the text names no GPU target; install adds gfx906 files",
+                         details)
+    return Diagnosis(rule, severity, "rocBLAS (Tensile)", arch, cause,
+                     f"install a rocBLAS built for {proc}" + extra_fix, False,
+                     f"rocmrevive has Tensile files for {', '.join(ctx.fixable_processors)} only", details)
+
+
+# ------------------------------------------------------------------------------------------
+# the rules, most specific first
+
+def _r_tensile_cannot_read(m, ctx):
+    path = m.group("path")
+    libdir = _dir_of(path)
+    arch = _arch_of(m, ctx)
+    cause = (f"rocBLAS found no Tensile library for {arch or 'this GPU'} in {libdir or 'its library folder'}: "
+             "the lazy index (TensileLibrary_lazy_<arch>.dat) is missing, so it fell back to the "
+             "old single-file name. AMD's ROCm 6.4+ packages no longer ship gfx906 Tensile files.")
+    return _tensile_advice("rocblas-tensile-missing", m, ctx, cause, libdir)
+
+
+def _r_tensile_list(m, ctx):
+    cause = ("rocBLAS lists the Tensile libraries it did find after failing to find one for the GPU; "
+             "none of them is for this GPU's target")
+    return _tensile_advice("rocblas-tensile-list", m, ctx, cause, None, severity=CONTEXT)
+
+
+def _r_tensile_init(m, ctx):
+    cause = ("rocBLAS could not load any Tensile library for the GPU (files missing, unreadable, or "
+             "for other targets), so every GEMM fails")
+    return _tensile_advice("rocblas-tensile-init", m, ctx, cause, None)
+
+
+def _r_tensile_no_paths(m, ctx):
+    pattern = m.group("path")
+    libdir = _dir_of(pattern)
+    arch = _arch_of(m, ctx)
+    cause = (f"rocBLAS looked for {arch or 'the GPU'}'s Tensile code objects in {libdir} and found none: "
+             "either that rocBLAS has no files for this GPU, or ROCBLAS_TENSILE_LIBPATH points at "
+             "the wrong folder")
+    # the folder searched is often the wrong one, so the fix names no --tree
+    d = _tensile_advice("rocblas-tensile-no-paths", m, ctx, cause, None,
+                        extra_fix="; if ROCBLAS_TENSILE_LIBPATH is set, point it at the rocblas/library "
+                                  "folder that has the files (or unset it)")
+    d.details["searched"] = pattern
+    return d
+
+
+def _r_kernel_not_found(m, ctx):
+    kernel = m.groupdict().get("kernel")
+    arch = _arch_of(m, ctx)
+    cause = ("the Tensile library is inconsistent: a .dat names a kernel whose code object is missing, "
+             "damaged, built for another GPU, or refused by the runtime (code object v6 needs ROCm 6.3+)")
+    d = Diagnosis("rocblas-kernel-not-found", ERROR, "rocBLAS (Tensile)", arch, cause,
+                  "rocmrevive verify (names the file and the kernel), then sudo rocmrevive install to "
+                  "repair the copy", True)
+    if kernel:
+        d.details["kernel"] = kernel
+    return d
+
+
+def _host_lib_advice(rule, library, arch, cause, severity=ERROR, lib_key_text=""):
+    return Diagnosis(rule, severity, library, arch, cause,
+                     "rocmrevive audit (shows which library lacks code for the GPU and what to use instead)",
+                     False, "Tensile files fix GEMMs only; this code lives in a host library "
+                            "(its .hip_fatbin), which must be a build that includes the GPU")
+
+
+def _r_rocblas_idf(m, ctx):
+    arch = _arch_of(m, ctx)
+    cause = ("librocblas.so itself has no code for this GPU: rocBLAS functions outside Tensile "
+             "(TRSM, TRMM, GEMV, level-1/2) fail, while GEMMs may work. AMD's 6.4+/7.x builds "
+             "leave gfx906 out of the host library.")
+    return _host_lib_advice("rocblas-invalid-device-function", "rocBLAS (host library)", arch, cause)
+
+
+def _r_ggml_op_failed(m, ctx):
+    op = m.group("op")
+    arch = _arch_of(m, ctx)
+    if op == "SOLVE_TRI":
+        cause = ("llama.cpp's SOLVE_TRI runs a triangular solve through rocBLAS TRSM; it fails when "
+                 "librocblas.so has no code for this GPU (Tensile files do not cover TRSM)")
+        d = _host_lib_advice("llamacpp-op-failed", "llama.cpp → rocBLAS", arch, cause)
+    else:
+        cause = (f"llama.cpp's GPU operation {op} failed; the next lines say why (most often "
+                 "'invalid device function': llama.cpp or a ROCm library has no code for this GPU)")
+        d = Diagnosis("llamacpp-op-failed", ERROR, "llama.cpp (ggml-hip)", arch, cause,
+                      "rocmrevive explain on the whole log, and rocmrevive audit", False,
+                      "the operation's own error follows this line")
+    d.details["operation"] = op
+    return d
+
+
+def _r_ggml_idf(m, ctx):
+    arch = _arch_of(m, ctx)
+    return Diagnosis(
+        "llamacpp-invalid-device-function", ERROR, "llama.cpp (ggml-hip)", arch,
+        "a GPU kernel has no code for this GPU: llama.cpp was built without this target "
+        "(AMDGPU_TARGETS/GPU_TARGETS), or a ROCm library it calls (rocBLAS, hipBLAS) lacks it",
+        "rebuild llama.cpp with -DGGML_HIP=ON -DAMDGPU_TARGETS=" + (_processor(arch) or "gfx906")
+        + " (GPU_TARGETS on newer versions); rocmrevive audit for the ROCm libraries", False,
+        "rocmrevive does not rebuild applications")
+
+
+def _r_torch_idf(m, ctx):
+    arch = _arch_of(m, ctx)
+    return Diagnosis(
+        "torch-invalid-device-function", ERROR, "PyTorch (HIP)", arch,
+        "a kernel has no code for this GPU: the PyTorch build does not list it "
+        "(torch.cuda.get_arch_list()), or a ROCm library it loads lacks it",
+        "rocmrevive audit --tree <site-packages>/torch/lib (shows which library lacks the target); "
+        "use a PyTorch build that includes it", False, "rocmrevive does not rebuild PyTorch")
+
+
+def _r_hip_idf(m, ctx):
+    arch = _arch_of(m, ctx)
+    lib = library_for_text(m.string)
+    if lib is not None:
+        return Diagnosis("hip-invalid-device-function", ERROR, lib.name, arch,
+                         f"{lib.name} has no code for this GPU: {lib.breaks}",
+                         "rocmrevive audit", False, lib.workaround)
+    return _host_lib_advice("hip-invalid-device-function", "HIP runtime", arch,
+                            "a kernel was launched that has no code for this GPU")
+
+
+def _r_no_binary(m, ctx):
+    arch = _arch_of(m, ctx, "isas")
+    isas = (m.groupdict().get("isas") or "").strip()
+    d = Diagnosis(
+        "hip-no-binary-for-gpu", ERROR, "HIP runtime", arch,
+        "a program or one of its libraries carries no code object for a GPU in the machine, and "
+        "HIP refuses to load it (hipErrorNoBinaryForGpu)",
+        "rocmrevive audit (every library × GPU target); rebuild or replace what lacks the target; "
+        "HIP_VISIBLE_DEVICES can hide a GPU nothing was built for", False,
+        "the missing code is in a compiled program or library, not in rocBLAS's Tensile files")
+    if isas:
+        d.details["isas"] = isas
+    return d
+
+
+def _r_cannot_find_co(m, ctx):
+    path = m.group("path")
+    arch = _arch_of(m, ctx)
+    lib = library_for_text(path)
+    name = lib.name if lib else path.rsplit("/", 1)[-1]
+    d = Diagnosis(
+        "hip-cannot-find-co", ERROR, name, arch,
+        f"{name} ({path}) carries no code object for {arch or 'this GPU'}"
+        + (f": {lib.breaks}" if lib and lib.breaks else ""),
+        "rocmrevive audit", False,
+        (lib.workaround if lib and lib.workaround else "use a build of this library that includes the GPU"),
+        {"path": path})
+    return d
+
+
+def _r_static_function(m, ctx):
+    code = int(m.group("code"))
+    name = HIP_ERRORS.get(code, f"HIP error {code}")
+    arch = _arch_of(m, ctx)
+    if code == 218:
+        cause = ("HIP could not load a library's kernels at start-up (hipErrorInvalidKernelFile): the "
+                 "code object is damaged, or is a code object version this runtime cannot load "
+                 "(v6 needs ROCm 6.3+)")
+    elif code in (98, 209):
+        cause = f"a library's kernels have no code for this GPU ({name}), found when HIP registered them at start-up"
+    else:
+        cause = f"HIP could not register a library's kernels at start-up ({name})"
+    return Diagnosis("hip-static-function", ERROR, "HIP runtime", arch, cause,
+                     "rocmrevive audit (libraries × targets); HIP_ENABLE_DEFERRED_LOADING=1 (the default) "
+                     "postpones this to the first launch", False,
+                     "the failing code object is in a host library or program",
+                     {"hip_error": code, "hip_error_name": name})
+
+
+def _r_invalid_argument(m, ctx):
+    return Diagnosis(
+        "hip-invalid-argument", ERROR, "PyTorch (HIP)" if "RuntimeError" in m.string else "HIP runtime",
+        _arch_of(m, ctx),
+        "a HIP call got an argument the runtime rejects; this is not specific to missing code. On "
+        "multi-GPU gfx906 machines it most often comes from peer-to-peer copies the PCIe path does "
+        "not allow, or from a size the device cannot hold",
+        "rerun with AMD_SERIALIZE_KERNEL=3 to find the call; rocmrevive rccl (peer-to-peer "
+        "readiness); try NCCL_P2P_DISABLE=1", False, "the message does not say which call failed")
+
+
+def _r_async_note(m, ctx):
+    return Diagnosis(
+        "torch-async-error-note", CONTEXT, "PyTorch (HIP)", ctx.arch,
+        "PyTorch's note after a HIP error: the stack trace may point at a later call than the one "
+        "that failed", "rerun with AMD_SERIALIZE_KERNEL=3 (and HIP_LAUNCH_BLOCKING=1) to get the "
+        "failing call", False, "the error itself is on the line before")
+
+
+def _r_hipblaslt(m, ctx):
+    warning = bool(m.group("override")) or m.string.lstrip().lower().startswith("warning")
+    arch = _arch_of(m, ctx)
+    if warning:
+        cause = ("PyTorch tried hipBLASLt, which does not support this GPU, and fell back to "
+                 "hipBLAS/rocBLAS: GEMMs still work")
+        sev = WARNING
+    else:
+        cause = ("PyTorch was told to use hipBLASLt (TORCH_BLAS_PREFER_HIPBLASLT=1 or "
+                 "torch.backends.cuda.preferred_blas_library), which does not support this GPU")
+        sev = ERROR
+    return Diagnosis("torch-hipblaslt-unsupported", sev, "PyTorch → hipBLASLt", arch, cause,
+                     "export TORCH_BLAS_PREFER_HIPBLASLT=0", False,
+                     "hipBLASLt has never had gfx906 kernels; the environment variable is the fix")
+
+
+def _r_out_of_resources(m, ctx):
+    return Diagnosis(
+        "hsa-out-of-resources", ERROR, "ROCr (HSA runtime)", _arch_of(m, ctx),
+        "the HSA runtime could not open the GPU: usually the user cannot open /dev/kfd and "
+        "/dev/dri/renderD* (not in the render and video groups, or a container started without "
+        "--device=/dev/kfd --device=/dev/dri), sometimes too many processes hold GPU queues",
+        "sudo usermod -aG render,video $USER and log in again (containers: --device=/dev/kfd "
+        "--device=/dev/dri --group-add render); rocmrevive doctor checks the device nodes", False,
+        "it is a permission or environment problem, not missing files")
+
+
+def _r_no_device(m, ctx):
+    return Diagnosis(
+        "hip-no-device", ERROR, "HIP runtime", _arch_of(m, ctx),
+        "HIP sees no GPU (hipErrorNoDevice): the amdgpu/KFD driver is not loaded, /dev/kfd is not "
+        "accessible, or HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES hide every GPU",
+        "rocmrevive detect (what the kernel sees) and rocmrevive doctor", False,
+        "a driver, permission or environment problem")
+
+
+def _r_rccl_failure(m, ctx):
+    return Diagnosis(
+        "rccl-failure", ERROR, "RCCL", _arch_of(m, ctx),
+        "a HIP call inside RCCL failed. With gfx906 on ROCm 6.4+/7.x the usual causes are an RCCL "
+        "built without gfx906 (Debian's and AMD's 7.x builds leave it out) and peer-to-peer "
+        "access the PCIe topology refuses",
+        "rocmrevive audit (RCCL row) and rocmrevive rccl; rerun with NCCL_DEBUG=INFO; "
+        "NCCL_P2P_DISABLE=1 if peer-to-peer is the problem", False,
+        "RCCL's device code is in librccl.so: it needs a build that includes gfx906")
+
+
+def _r_iommu(m, ctx):
+    return Diagnosis(
+        "rccl-iommu-warning", WARNING, "RCCL", ctx.arch,
+        "RCCL recommends the IOMMU in pass-through mode; without it multi-GPU transfers can hang",
+        "add iommu=pt to GRUB_CMDLINE_LINUX in /etc/default/grub, run update-grub, reboot", False,
+        "a kernel command-line setting")
+
+
+def _r_fine_grain(m, ctx):
+    return Diagnosis(
+        "rccl-fine-grain-warning", WARNING, "RCCL", ctx.arch,
+        "RCCL recommends fine-grained PCIe memory for cards that talk over PCIe",
+        "export HSA_FORCE_FINE_GRAIN_PCIE=1", False, "an environment setting")
+
+
+def _r_no_supported_gpus(m, ctx):
+    return Diagnosis(
+        "app-no-supported-gpus", ERROR, "application's bundled ROCm", _arch_of(m, ctx),
+        "the application's own ROCm runtime or llama.cpp build does not list this GPU (bundles for "
+        "ROCm 6.4+/7.x leave gfx906 out)",
+        "rocmrevive audit --tree <the application's lib folder>; use its Vulkan backend, or a "
+        "build with gfx906", False, "rocmrevive does not patch applications' private bundles")
+
+
+def _r_hip_too_old(m, ctx):
+    ver = m.group("ver")
+    return Diagnosis(
+        "hip-version-too-old", ERROR, "build (HIP version check)", _arch_of(m, ctx),
+        f"the build found a HIP older than {ver} (often a distribution's ROCm 5.x, e.g. Ubuntu's "
+        "hipcc 5.7.1); llama.cpp's HIP backend requires 6.1",
+        f"install ROCm {ver} or newer (6.4 with rocmrevive install for gfx906) and point the build "
+        "at it (ROCM_PATH, HIP_PATH)", False, "the installed ROCm is too old for the program",
+        {"required": ver})
+
+
+def _r_bar_small(m, ctx):
+    pci = m.group("pci")
+    return Diagnosis(
+        "pci-bar-too-small", WARNING, "amdgpu-install (GPU auto-detection)", ctx.arch,
+        f"the installer could not read the GPU at {pci} through its PCI BAR, which is smaller than "
+        "the card's memory (Above 4G Decoding / Resizable BAR off, or an MI50 vBIOS with a "
+        "partial BAR); it then installs the generic packages, which is harmless",
+        "enable Above 4G Decoding and Resizable BAR in the firmware setup; rocmrevive detect shows "
+        "BAR and VRAM sizes (a full BAR also matters for peer-to-peer)", False,
+        "a firmware setting", {"pci": pci})
+
+
+def _r_ip_discovery(m, ctx):
+    return Diagnosis(
+        "ip-discovery-failed", WARNING, "amdgpu-install (GPU auto-detection)", ctx.arch,
+        "the installer's auto-detection could not read any GPU's IP discovery table (after a "
+        "'Bar size smaller than needed' warning); it falls back to the generic ROCm packages, "
+        "and the GPU itself is not affected",
+        "enable Above 4G Decoding / Resizable BAR to silence it; otherwise ignore it", False,
+        "nothing is broken")
+
+
+def _r_glibcxx(m, ctx):
+    what = m.group("ver")
+    return Diagnosis(
+        "toolchain-newer-runtime", ERROR, "linker", None,
+        f"something was built against a newer C/C++ runtime ({what}) than this system has: "
+        "packages or prebuilt libraries for a newer distribution release",
+        "use packages built for this distribution release, or build from source here", False,
+        "not a GPU problem: the system libraries are older than the binaries", {"version": what})
+
+
+def _r_apt_hipcc(m, ctx):
+    pkg, want, got = m.group("pkg"), m.group("want"), m.group("got")
+    rocm = None
+    mm = re.search(r"\.([0-9])0([0-9])0([0-9])-", want)
+    if mm:
+        rocm = f"{mm.group(1)}.{mm.group(2)}.{mm.group(3)}"
+    return Diagnosis(
+        "apt-hipcc-conflict", ERROR, "apt (AMD repository vs distribution)", None,
+        f"apt prefers the distribution's {pkg} {got} over AMD's {want}"
+        + (f" (ROCm {rocm})" if rocm else "") + ", so AMD's packages cannot be installed",
+        "pin AMD's repository: /etc/apt/preferences.d/rocm-pin-600 with 'Package: *', "
+        "'Pin: release o=repo.radeon.com', 'Pin-Priority: 600'; then apt-get update", False,
+        "a package-manager setting", {"package": pkg, "wanted": want, "candidate": got, "rocm": rocm})
+
+
+def _r_aborted(m, ctx):
+    return Diagnosis(
+        "process-aborted", CONTEXT, "the program", ctx.arch,
+        "the program stopped on a fatal error; the cause is in the lines before this one",
+        "rocmrevive explain on the whole log (or the lines before this one)", False,
+        "this line only says that the program stopped")
+
+
+RULES: tuple[Rule, ...] = tuple(Rule(i, re.compile(p), f) for i, p, f in (
+    ("rocblas-tensile-missing",
+     r"rocBLAS error: Cannot read (?P<path>\S*TensileLibrary\S*?\.(?:dat|yaml))\s*:"
+     r"(?:.*?for GPU arch\s*:\s*(?P<arch>\S+))?", _r_tensile_cannot_read),
+    ("rocblas-tensile-list", r"^\s*List of available TensileLibrary Files\s*:", _r_tensile_list),
+    ("rocblas-tensile-init", r"rocBLAS error: Could not initialize Tensile host", _r_tensile_init),
+    ("rocblas-tensile-no-paths",
+     r"rocBLAS warning: No paths matched (?P<path>\S+?)\.? Make sure that ROCBLAS_TENSILE_LIBPATH",
+     _r_tensile_no_paths),
+    ("rocblas-kernel-not-found",
+     r"(?:Tensile solution found, but kernel not found in any loaded module"
+     r"|Kernel (?P<kernel>\S+) not found in any loaded module)", _r_kernel_not_found),
+    ("rocblas-invalid-device-function",
+     r"rocBLAS error from hip error code:\s*'?hipErrorInvalidDeviceFunction'?", _r_rocblas_idf),
+    ("llamacpp-op-failed", r"ggml_cuda_compute_forward:\s*(?P<op>[A-Z][A-Z0-9_]*) failed",
+     _r_ggml_op_failed),
+    ("llamacpp-invalid-device-function", r"\b(?:ROCm|CUDA) error:\s*invalid device function",
+     _r_ggml_idf),
+    ("torch-invalid-device-function", r"\bHIP error:\s*invalid device function", _r_torch_idf),
+    ("hip-cannot-find-co",
+     r"Cannot find CO in the bundle (?P<path>\S+?)\s+for ISA:\s*(?P<arch>\S+)", _r_cannot_find_co),
+    ("hip-no-binary-for-gpu",
+     r"(?:hipErrorNoBinaryForGpu:\s*Unable to find code object"
+     r"|Returned hipErrorNoBinaryForGpu"
+     r"|Missing CO for these ISAs\s*-\s*(?P<isas>.*)$)", _r_no_binary),
+    ("hip-static-function", r"Cannot retrieve Static function, error:\s*(?P<code>\d+)",
+     _r_static_function),
+    ("hip-invalid-device-function", r"\bhipErrorInvalidDeviceFunction\b", _r_hip_idf),
+    ("hip-invalid-argument", r"\bHIP error:\s*invalid argument\b", _r_invalid_argument),
+    ("torch-async-error-note", r"HIP kernel errors might be asynchronously reported", _r_async_note),
+    ("torch-hipblaslt-unsupported",
+     r"Attempting to use hipBLASLt on an? unsupported architecture!?"
+     r"(?P<override>\s*Overriding blas backend to hipblas)?", _r_hipblaslt),
+    ("hsa-out-of-resources", r"\bHSA_STATUS_ERROR_OUT_OF_RESOURCES\b", _r_out_of_resources),
+    ("hip-no-device", r"no ROCm-capable device is detected|\bhipErrorNoDevice\b", _r_no_device),
+    ("rccl-iommu-warning", r"NCCL WARN Missing \"iommu=pt\"", _r_iommu),
+    ("rccl-fine-grain-warning", r"NCCL WARN Missing \"HSA_FORCE_FINE_GRAIN_PCIE=1\"", _r_fine_grain),
+    ("rccl-failure",
+     r"(?:NCCL failure\b.*'unhandled (?:cuda|hip|system) error|\bunhandled cuda error\b"
+     r"|RuntimeError: NCCL error\b|\bncclUnhandledCudaError\b)", _r_rccl_failure),
+    ("app-no-supported-gpus",
+     r"\"status\"\s*:\s*\"No supported GPUs\"|No compatible ROCm GPUs found", _r_no_supported_gpus),
+    ("hip-version-too-old", r"At least ROCM/HIP V(?P<ver>[0-9]+(?:\.[0-9]+)*) is required",
+     _r_hip_too_old),
+    ("pci-bar-too-small",
+     r"Skipping device:\s*(?P<pci>[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+Bar size "
+     r"smaller than needed", _r_bar_small),
+    ("ip-discovery-failed", r"All AMD devices failed IP discovery", _r_ip_discovery),
+    ("toolchain-newer-runtime",
+     r"undefined reference to [`'][^'`]+@(?P<ver>GLIBC(?:XX)?_[0-9][0-9.]*)'", _r_glibcxx),
+    ("apt-hipcc-conflict",
+     # AMD's package versions carry the ROCm release as 5 digits (1.1.1.60304-76~24.04)
+     r"Depends:\s*(?P<pkg>[a-z0-9][a-z0-9.+-]*) \(= (?P<want>[^)]*\.[0-9]{5}-[^)]*)\) but "
+     r"(?P<got>[0-9][^ ]*) is to be installed", _r_apt_hipcc),
+    ("process-aborted", r"^\s*Aborted(?: \(core dumped\))?\s*$", _r_aborted),
+))
+
+
+# ------------------------------------------------------------------------------------------
+
+def explain_line(line: str, ctx: Context | None = None) -> Diagnosis | None:
+    """The diagnosis of one line, or None when no rule recognises it."""
+    ctx = ctx or Context()
+    for rule in RULES:
+        m = rule.pattern.search(line)
+        if m:
+            return rule.build(m, ctx)
+    return None
+
+
+def explain_text(text: str, *, fixable_processors: Iterable[str] = ("gfx906",)) -> list[Diagnosis]:
+    """Every recognised failure in ``text``; one diagnosis per rule, library and arch, with the
+    numbers of all the lines that gave it. A GPU target named anywhere in the text fills in for
+    lines that name none."""
+    lines = text.splitlines()
+    ctx = Context(arch=None, fixable_processors=tuple(fixable_processors))
+    for ln in lines:
+        a = _norm_arch(ln)
+        if a:
+            ctx.arch = a
+            break
+    out: dict[tuple, Diagnosis] = {}
+    for no, ln in enumerate(lines, 1):
+        d = explain_line(ln, ctx)
+        if d is None:
+            continue
+        key = (d.rule, d.library, d.arch)
+        if key in out:
+            out[key].lines.append(no)
+            continue
+        d.lines, d.text = [no], ln.strip()
+        out[key] = d
+    return list(out.values())

@@ -1,0 +1,217 @@
+"""The checks behind ``rocmrevive verify`` for one rocBLAS copy and the devices it must serve.
+
+Per copy: ``integrity`` (rocmrevive's installed files still have their journal hashes; the
+caller computes it, because the journal lives in a higher layer). Per device:
+
+* ``targets``: every code object the Tensile lookup reaches loads on the device (processor,
+  xnack/sramecc), and its code object version is one the tree's runtime loads;
+* ``tensile``: the lazy index → placeholders → code objects → kernels cross-reference
+  (``tensile.xref``) and the reverse;
+* ``host``: ``librocblas.so`` itself embeds code for the device (TRSM and friends live there).
+
+    result = verify_copy(Path(".../rocblas/library"), [TargetId.parse("gfx906:sramecc+:xnack-")],
+                         host_library=Path(".../librocblas.so.4.4"), rocm_version="6.4.3")
+    result.ok, [c.to_json() for d in result.devices for c in d.checks]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from packaging.version import InvalidVersion, Version
+
+from rocmrevive.codeobj.targetid import TargetId
+from rocmrevive.tensile.xref import TARGET_KINDS, XrefReport, cross_reference
+
+PASS, FAIL, SKIP = "pass", "fail", "skip"
+
+
+@dataclass
+class Check:
+    name: str
+    status: str
+    summary: str
+    offenders: list[dict] = field(default_factory=list)  # {"file", "kernels", "problem", "kind"}
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "status": self.status, "summary": self.summary,
+                "offenders": self.offenders, "notes": self.notes}
+
+
+@dataclass
+class DeviceResult:
+    target: TargetId
+    checks: list[Check] = field(default_factory=list)
+    xref: XrefReport | None = None
+
+    @property
+    def ok(self) -> bool:
+        return all(c.status != FAIL for c in self.checks)
+
+    def to_json(self) -> dict:
+        out = {"target": str(self.target), "ok": self.ok,
+               "checks": [c.to_json() for c in self.checks]}
+        if self.xref is not None:
+            x = self.xref.to_json()
+            x.pop("findings")
+            out["tensile"] = x
+        return out
+
+
+@dataclass
+class CopyResult:
+    library: str                 # shown path of the Tensile library folder
+    host_library: str | None
+    rocm_version: str | None
+    runtime_co_max: int | None   # highest code object version the tree's runtime loads
+    runtime_basis: str           # how that was found, in words
+    integrity: Check
+    devices: list[DeviceResult] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.integrity.status != FAIL and all(d.ok for d in self.devices)
+
+    def to_json(self) -> dict:
+        return {"library": self.library, "host_library": self.host_library,
+                "rocm_version": self.rocm_version, "runtime_max_code_object_version": self.runtime_co_max,
+                "runtime_basis": self.runtime_basis, "ok": self.ok,
+                "integrity": self.integrity.to_json(),
+                "devices": [d.to_json() for d in self.devices]}
+
+
+# ------------------------------------------------------------------------------------------
+# what the runtime loads
+
+def max_co_version_for_rocm(version: str) -> int | None:
+    """The highest code object version a ROCm release's loader accepts, conservatively:
+    v6 from ROCm 6.3 (llvm PR #130963: "ROCm 6.3 will be needed"; FORMATS.md §1.4, §8.3),
+    v5 from ROCm 6.0 (whose compiler already writes v5 by default), v4 before."""
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return None
+    if v >= Version("6.3"):
+        return 6
+    if v >= Version("6.0"):
+        return 5
+    return 4
+
+
+NEWEST_CO_VERSION = 6
+
+
+def runtime_limit(rocm_version: str | None, host_report) -> tuple[int | None, str]:
+    """(highest loadable code object version or None when unknown, how it was found).
+
+    The tree's ROCm version decides. Without one, the code objects the tree's own
+    ``librocblas.so`` embeds are loaded by its runtime (they ship together), which proves a
+    lower bound only: it settles the question when that bound is the newest version."""
+    if rocm_version:
+        limit = max_co_version_for_rocm(rocm_version)
+        if limit is not None:
+            return limit, f"ROCm {rocm_version}"
+    if host_report is not None:
+        versions = [e.co_version for e in host_report.entries if e.co_version is not None]
+        if versions and max(versions) >= NEWEST_CO_VERSION:
+            return max(versions), f"the tree's librocblas embeds code object v{max(versions)}"
+        if versions:
+            return None, (f"unknown: no ROCm version, and the tree's librocblas only proves "
+                          f"code object v{max(versions)} loads")
+    return None, "unknown: no ROCm version, and the host library does not say"
+
+
+# ------------------------------------------------------------------------------------------
+
+def verify_copy(library: Path, devices: list[TargetId], *, host_library: Path | None = None,
+                rocm_version: str | None = None, integrity: Check | None = None,
+                show: Callable[[Path], str] = str) -> CopyResult:
+    """Run every check for one rocBLAS copy and each device; never raises for damaged files."""
+    host_report = None
+    if host_library is not None:
+        from rocmrevive.codeobj.inspect import inspect_file
+
+        host_report = inspect_file(host_library)
+    limit, basis = runtime_limit(rocm_version, host_report)
+    res = CopyResult(library=show(library),
+                     host_library=show(host_library) if host_library is not None else None,
+                     rocm_version=rocm_version, runtime_co_max=limit, runtime_basis=basis,
+                     integrity=integrity or Check("integrity", SKIP, "not checked"))
+    for dev in devices:
+        xr = cross_reference(library, dev)
+        d = DeviceResult(dev, xref=xr)
+        d.checks.append(_targets_check(xr, limit, basis))
+        d.checks.append(_tensile_check(xr))
+        d.checks.append(_host_check(host_library, host_report, dev, show))
+        res.devices.append(d)
+    return res
+
+
+def _offender(f) -> dict:
+    return {"kind": f.kind, "file": f.file, "problem": f.detail, "kernels": list(f.kernels)}
+
+
+def _targets_check(xr: XrefReport, limit: int | None, basis: str) -> Check:
+    offenders = [_offender(f) for f in xr.errors if f.kind in TARGET_KINDS]
+    notes = []
+    checked = 0
+    for co in xr.code_objects.values():
+        for e in co.entries:
+            if not e.target.covers_processor(xr.device.processor):
+                continue
+            checked += 1
+            if limit is not None and e.co_version is not None and e.co_version > limit:
+                need = "ROCm 6.3" if e.co_version >= 6 else "ROCm 6.0"
+                offenders.append({"kind": "code-object-version", "file": co.file, "kernels": [],
+                                  "problem": f"code object v{e.co_version} needs {need} or newer; "
+                                             f"this tree's runtime loads up to v{limit} ({basis})"})
+    if limit is None:
+        newest = max((e.co_version or 0 for co in xr.code_objects.values() for e in co.entries), default=0)
+        notes.append(f"code object versions not checked (up to v{newest} here): runtime {basis}")
+    if offenders:
+        return Check("targets", FAIL,
+                     f"{len(offenders)} code object(s) will not load on {xr.device}", offenders, notes)
+    if not checked:
+        return Check("targets", SKIP, f"no code object for {xr.device.processor} to check", notes=notes)
+    return Check("targets", PASS,
+                 f"{checked} code object(s) load on {xr.device}"
+                 + (f", all within code object v{limit}" if limit else ""), notes=notes)
+
+
+def _tensile_check(xr: XrefReport) -> Check:
+    errors = [f for f in xr.errors if f.kind not in TARGET_KINDS]
+    notes = [f"{f.file}: {f.detail}" for f in xr.warnings]
+    facts = (f"{xr.placeholders} placeholders, {xr.kernels_found}/{xr.solutions} solutions' kernels "
+             f"found, {xr.referenced}/{len(xr.on_disk)} code objects referenced")
+    if errors:
+        return Check("tensile", FAIL, f"{len(errors)} problem(s): {facts}",
+                     [_offender(f) for f in errors], notes)
+    return Check("tensile", PASS, facts, notes=notes)
+
+
+def _host_check(host_library: Path | None, rep, dev: TargetId, show) -> Check:
+    if host_library is None or rep is None:
+        return Check("host", SKIP, "no librocblas.so found next to this library folder")
+    name = show(host_library)
+    if rep.problems and not rep.entries:
+        return Check("host", FAIL, f"{name} cannot be read",
+                     [{"kind": "host-unreadable", "file": name, "kernels": [],
+                       "problem": "; ".join(rep.problems)}])
+    covering = [e for e in rep.entries if e.target.covers_processor(dev.processor)]
+    if not covering:
+        have = ", ".join(rep.processors) or "nothing"
+        return Check("host", FAIL, f"{name} has no code for {dev.processor}",
+                     [{"kind": "host-missing-target", "file": name, "kernels": [],
+                       "problem": f"embeds {have}: rocBLAS functions outside Tensile (TRSM, GEMV, "
+                                  "level-1/2) fail with hipErrorInvalidDeviceFunction"}])
+    from rocmrevive.diagnose.audit import load_verdict
+
+    good = [e for e in covering if load_verdict(e.target, dev) != "no"]
+    targets = ", ".join(sorted({str(e.target) for e in covering}))
+    if not good:
+        return Check("host", FAIL, f"{name} has {dev.processor} code only for another mode",
+                     [{"kind": "host-incompatible-features", "file": name, "kernels": [],
+                       "problem": f"embeds {targets}, which does not load on {dev}"}])
+    return Check("host", PASS, f"{Path(name).name} embeds {targets}")

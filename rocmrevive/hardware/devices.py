@@ -1,0 +1,38 @@
+"""The device targets a command works for: ``--target`` values, else the GPUs the machine shows.
+
+    resolve_devices(Root("/"), ["gfx906:sramecc+:xnack-"])   # ([TargetId(...)], "--target")
+"""
+from __future__ import annotations
+
+from rocmrevive.codeobj.targetid import TargetId
+from rocmrevive.errors import RevError
+
+
+def resolve_devices(root, targets=(), *, processor: str | None = None) -> tuple[list[TargetId], str]:
+    """``--target`` values (parsed), else the distinct targets of the detected GPUs (KFD target
+    version, SRAM ECC from its capability, XNACK from ``amdgpu.noretry``), optionally only
+    those of one ``processor``. Raises USAGE for a bad target, NOTHING_SUPPORTED for none."""
+    if targets:
+        out: list[TargetId] = []
+        for t in targets:
+            try:
+                tid = TargetId.parse(t)
+            except ValueError as exc:
+                raise RevError("USAGE", f"--target {t}: {exc}") from None
+            if tid not in out:
+                out.append(tid)
+        return out, "--target"
+    from rocmrevive.hardware.gpus import scan
+
+    out = []
+    for gpu in scan(root).gpus:
+        if gpu.target is None or (processor and gpu.target.processor != processor):
+            continue
+        if gpu.target not in out:
+            out.append(gpu.target)
+    if not out:
+        what = f"{processor} GPU" if processor else "AMD GPU"
+        raise RevError("NOTHING_SUPPORTED",
+                       f"no {what} found under {root.base}; pass --target {processor or 'gfx906'} "
+                       f"to work for a card that is not in this machine")
+    return out, "detected"

@@ -1,0 +1,359 @@
+"""Run the user's llama.cpp on a tiny model written here, on each GPU in turn and then on all.
+
+The binary is ``llama-bench`` (preferred: ``-o json`` gives tokens/s directly) or, failing that,
+``llama-completion``/``llama-cli`` (tokens/s parsed from its timing lines), from ``--llama-bin
+DIR`` or PATH. Each GPU runs alone, made the only visible one through its backend's variable
+(HIP_VISIBLE_DEVICES for ROCm, CUDA_VISIBLE_DEVICES for CUDA, GGML_VK_VISIBLE_DEVICES for
+Vulkan), every layer offloaded (``-ngl 99``); then all GPUs together. A run that exits non-zero,
+hangs past its time limit, prints no result or runs on no GPU is a failure. A binary built
+without a GPU backend is reported as such.
+
+    res = run_llama_smoke(bin_dir=None, timeout=120)
+    res["status"]  # "passed" | "failed" | "unavailable"
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+BENCH_NAMES = ("llama-bench",)
+CLI_NAMES = ("llama-completion", "llama-cli")
+GPU_BACKENDS = ("ROCm", "HIP", "CUDA", "Vulkan", "SYCL", "Metal", "MUSA", "CANN", "OpenCL")
+VISIBILITY_ENV = {"ROCm": "HIP_VISIBLE_DEVICES", "HIP": "HIP_VISIBLE_DEVICES",
+                  "CUDA": "CUDA_VISIBLE_DEVICES", "MUSA": "MUSA_VISIBLE_DEVICES",
+                  "Vulkan": "GGML_VK_VISIBLE_DEVICES"}
+PROMPT_TOKENS, GEN_TOKENS = 64, 32
+
+
+@dataclass
+class LlamaDevice:
+    name: str  # as llama.cpp names it: ROCm0, CUDA1, Vulkan0
+    backend: str
+    index: int
+    description: str = ""
+    memory_mib: int | None = None
+
+
+@dataclass
+class LlamaRun:
+    label: str  # "ROCm0", "all GPUs", "CPU"
+    argv: list[str]
+    env: dict[str, str]
+    ok: bool = False
+    exit_status: int | None = None
+    seconds: float = 0.0
+    prompt_tps: float | None = None  # prompt processing, tokens/s
+    gen_tps: float | None = None  # generation, tokens/s
+    backends: str | None = None
+    gpu_info: str | None = None
+    message: str | None = None
+    timed_out: bool = False
+
+
+@dataclass
+class ProcResult:
+    rc: int | None
+    out: str
+    err: str
+    seconds: float
+    timed_out: bool
+
+
+def run_proc(argv: list[str], env: dict[str, str] | None, timeout: float) -> ProcResult:
+    """Run with a time limit; the whole process group is killed on a hang."""
+    t0 = time.monotonic()
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, env=full_env, start_new_session=True)
+    except OSError as exc:
+        return ProcResult(None, "", f"cannot start {argv[0]}: {exc}", 0.0, False)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        out, err = proc.communicate()
+        timed_out = True
+    return ProcResult(proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
+                      time.monotonic() - t0, timed_out)
+
+
+def _tail(text: str, n: int = 4) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return " | ".join(lines[-n:])
+
+
+def find_binary(bin_dir: str | os.PathLike | None) -> tuple[Path | None, str | None, list[str]]:
+    """(path, kind "bench"|"cli", where looked)."""
+    looked = []
+    for kind, names in (("bench", BENCH_NAMES), ("cli", CLI_NAMES)):
+        for name in names:
+            if bin_dir is not None:
+                p = Path(bin_dir) / name
+                looked.append(str(p))
+                if p.is_file() and os.access(p, os.X_OK):
+                    return p, kind, looked
+            else:
+                looked.append(f"{name} on PATH")
+                w = shutil.which(name)
+                if w:
+                    return Path(w), kind, looked
+    return None, None, looked
+
+
+_DEV_LINE = re.compile(r"^\s+(?P<name>[A-Za-z_]+?)(?P<idx>\d+):\s*(?P<desc>.*?)\s*(?:\((?P<mib>\d+) MiB[^)]*\))?\s*$")
+
+
+def parse_list_devices(text: str) -> list[LlamaDevice] | None:
+    """Devices from ``--list-devices`` output; None when it printed no such list."""
+    if "Available devices:" not in text:
+        return None
+    devs = []
+    for line in text.split("Available devices:", 1)[1].splitlines():
+        m = _DEV_LINE.match(line)
+        if not m:
+            continue
+        devs.append(LlamaDevice(name=m["name"] + m["idx"], backend=m["name"], index=int(m["idx"]),
+                                description=m["desc"], memory_mib=int(m["mib"]) if m["mib"] else None))
+    return devs
+
+
+def parse_bench_json(text: str) -> list[dict] | None:
+    """The list llama-bench prints with ``-o json``; None if there is none."""
+    text = text.strip()
+    start = text.find("[")
+    if start < 0:
+        return None
+    try:
+        data = json.loads(text[start:])
+    except ValueError:
+        return None
+    if not isinstance(data, list):
+        return None
+    return [d for d in data if isinstance(d, dict)]
+
+
+_CLI_TPS = re.compile(r"(?P<what>prompt eval|eval) time\s*=.*?(?P<tps>[\d.]+|inf|nan) tokens per second")
+
+
+def parse_cli_timings(text: str) -> tuple[float | None, float | None]:
+    """(prompt tokens/s, generation tokens/s) from llama-cli/llama-completion's timing lines."""
+    pp = tg = None
+    for m in _CLI_TPS.finditer(text):
+        try:
+            v = float(m["tps"])
+        except ValueError:
+            continue
+        if m["what"] == "eval":
+            tg = v
+        else:
+            pp = v
+    return pp, tg
+
+
+def _cli_backends(text: str) -> str:
+    """Backends named on the system_info line (the CLI has no JSON)."""
+    found = [b for b in GPU_BACKENDS if re.search(rf"\b{b} :", text)]
+    return ",".join(found) if found else "CPU"
+
+
+def _good(v) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v) and v > 0
+
+
+def bench_argv(binary: Path, kind: str, model: Path, ngl: int) -> list[str]:
+    if kind == "bench":
+        return [str(binary), "-m", str(model), "-ngl", str(ngl), "-o", "json",
+                "-p", str(PROMPT_TOKENS), "-n", str(GEN_TOKENS), "-r", "2"]
+    return [str(binary), "-m", str(model), "-ngl", str(ngl), "-n", str(GEN_TOKENS),
+            "-p", "The quick brown fox jumps over the lazy dog", "-no-cnv", "--temp", "0",
+            "-s", "906"]
+
+
+def run_one(label: str, binary: Path, kind: str, model: Path, env: dict[str, str], timeout: float,
+            ngl: int = 99, expect_gpu: bool = True, extra: list[str] | None = None) -> LlamaRun:
+    argv = bench_argv(binary, kind, model, ngl) + list(extra or [])
+    run = LlamaRun(label=label, argv=argv, env=env)
+    pr = run_proc(argv, env, timeout)
+    run.exit_status, run.seconds, run.timed_out = pr.rc, round(pr.seconds, 3), pr.timed_out
+    name = binary.name
+    if pr.timed_out:
+        run.message = (f"{name} on {label} did not finish within {timeout:g} s: a hang "
+                       f"(GPU or driver stuck? check dmesg)")
+        return run
+    if pr.rc is None:
+        run.message = pr.err
+        return run
+    if pr.rc != 0:
+        sig = f" (signal {-pr.rc})" if pr.rc < 0 else ""
+        run.message = f"{name} on {label} exited with status {pr.rc}{sig}: {_tail(pr.err) or 'no message'}"
+        return run
+    if kind == "bench":
+        rows = parse_bench_json(pr.out)
+        if not rows:
+            run.message = (f"{name} on {label} exited 0 but printed no result"
+                           + (f": {_tail(pr.err)}" if pr.err.strip() else ""))
+            return run
+        for r in rows:
+            if (r.get("n_gen") or 0) > 0:
+                run.gen_tps = r.get("avg_ts")
+            elif (r.get("n_prompt") or 0) > 0:
+                run.prompt_tps = r.get("avg_ts")
+        run.backends = rows[0].get("backends")
+        run.gpu_info = rows[0].get("gpu_info")
+    else:
+        run.prompt_tps, run.gen_tps = parse_cli_timings(pr.err + "\n" + pr.out)
+        run.backends = _cli_backends(pr.err)
+        run.gpu_info = None
+    if not (_good(run.gen_tps) and (kind != "bench" or _good(run.prompt_tps))):
+        run.message = (f"{name} on {label} printed no usable tokens/s "
+                       f"(prompt {run.prompt_tps}, generation {run.gen_tps})")
+        return run
+    if expect_gpu and kind == "bench" and not (run.gpu_info or "").strip():
+        run.message = f"{name} on {label} ran, but on no GPU (llama.cpp saw none: is the device visible?)"
+        return run
+    run.ok = True
+    return run
+
+
+def _visible_env(dev: LlamaDevice) -> tuple[dict[str, str], list[str]]:
+    """(environment, extra argv) that leave only ``dev`` visible."""
+    var = VISIBILITY_ENV.get(dev.backend)
+    if var is None:
+        return {}, ["-dev", dev.name]
+    current = os.environ.get(var)
+    if current:
+        ids = [x.strip() for x in current.split(",") if x.strip()]
+        if dev.index < len(ids):
+            return {var: ids[dev.index]}, []
+    return {var: str(dev.index)}, []
+
+
+def run_llama_smoke(bin_dir: str | os.PathLike | None = None, *, timeout: float = 180.0,
+                    cpu_test_mode: bool = False, model: str | os.PathLike | None = None,
+                    workdir: str | os.PathLike | None = None,
+                    on_run: Callable[[LlamaRun], None] | None = None) -> dict:
+    """Run the llama.cpp smoke; returns a JSON-ready dict (see module doc)."""
+    out: dict = {"status": "unavailable", "reason": None, "binary": None, "kind": None,
+                 "model": None, "backends": None, "gpu_backend": None, "devices": [], "runs": [],
+                 "failures": [], "warnings": []}
+    binary, kind, looked = find_binary(bin_dir)
+    if binary is None:
+        where = f"in {bin_dir}" if bin_dir is not None else "on PATH"
+        out["reason"] = (f"no llama-bench, llama-completion or llama-cli {where}; "
+                         f"pass --llama-bin DIR (the folder with llama.cpp's programs)")
+        return out
+    out["binary"], out["kind"] = str(binary), kind
+
+    tmp = None
+    if model is None:
+        from rocmrevive.errors import RevError
+        from rocmrevive.smoke.gguf_model import write_tiny_llama
+
+        tmp = tempfile.mkdtemp(prefix="rocmrevive-smoke-", dir=workdir)
+        try:
+            model = write_tiny_llama(Path(tmp) / "tiny-llama.gguf")
+        except RevError as exc:  # no gguf package: this part cannot run
+            shutil.rmtree(tmp, ignore_errors=True)
+            out["reason"] = exc.message
+            return out
+    model = Path(model)
+    out["model"] = {"path": str(model), "bytes": model.stat().st_size}
+    try:
+        return _run(out, binary, kind, model, timeout, cpu_test_mode, on_run)
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run(out, binary, kind, model, timeout, cpu_test_mode, on_run) -> dict:
+    def record(run: LlamaRun):
+        d = asdict(run)
+        out["runs"].append(d)
+        if not run.ok:
+            out["failures"].append({"step": "llama", "label": run.label, "message": run.message})
+        if on_run:
+            on_run(run)
+        return run
+
+    # what devices does it see?
+    lst = run_proc([str(binary), "--list-devices"], None, min(timeout, 120))
+    devices = parse_list_devices(lst.out) if lst.rc == 0 and not lst.timed_out else None
+    if lst.timed_out:
+        out["failures"].append({"step": "llama", "label": "--list-devices",
+                                "message": f"{binary.name} --list-devices did not finish within "
+                                           f"{min(timeout, 120):g} s: a hang"})
+        out["status"] = "failed"
+        out["reason"] = out["failures"][0]["message"]
+        return out
+    gpus = [d for d in (devices or []) if d.backend in GPU_BACKENDS]
+    out["devices"] = [asdict(d) for d in gpus]
+
+    if cpu_test_mode:
+        run = record(run_one("CPU", binary, kind, model, {}, timeout, ngl=0, expect_gpu=False))
+        out["backends"] = run.backends
+        out["gpu_backend"] = bool(run.backends and run.backends != "CPU") if run.backends else None
+        return _finish(out)
+
+    if not gpus:
+        # one run tells us what the binary was built with
+        probe = run_one("all GPUs", binary, kind, model, {}, timeout, expect_gpu=False)
+        out["backends"] = probe.backends
+        if not probe.ok:
+            record(probe)
+            return _finish(out)
+        gpu_backend = bool(probe.backends and probe.backends != "CPU")
+        out["gpu_backend"] = gpu_backend
+        if not gpu_backend:
+            out["reason"] = (f"{binary} was built without a GPU backend (it reports backend "
+                             f"{probe.backends}); rebuild llama.cpp with -DGGML_HIP=ON")
+            out["cpu_run"] = asdict(probe)
+            return out
+        if kind == "bench" and (probe.gpu_info or "").strip():
+            # an old llama-bench without --list-devices: count the GPUs it reports
+            names = [x.strip() for x in probe.gpu_info.split(",") if x.strip()]
+            be = next((b for b in GPU_BACKENDS if b in probe.backends.split(",")), "ROCm")
+            gpus = [LlamaDevice(name=f"{be}{i}", backend=be, index=i, description=n)
+                    for i, n in enumerate(names)]
+            out["devices"] = [asdict(d) for d in gpus]
+        else:
+            out["reason"] = (f"{binary} has a GPU backend ({probe.backends}) but sees no GPU "
+                             f"devices (driver, permissions on /dev/kfd, or *_VISIBLE_DEVICES?)")
+            return out
+
+    out["gpu_backend"] = True
+    for dev in gpus:
+        env, extra = _visible_env(dev)
+        run = record(run_one(dev.name, binary, kind, model, env, timeout, extra=extra))
+        out["backends"] = out["backends"] or run.backends
+    if len(gpus) >= 2:
+        record(run_one("all GPUs", binary, kind, model, {}, timeout))
+    else:
+        out["warnings"].append("one GPU: no all-GPUs run")
+    return _finish(out)
+
+
+def _finish(out: dict) -> dict:
+    if out["failures"]:
+        out["status"] = "failed"
+        out["reason"] = out["failures"][0]["message"]
+    elif out["runs"]:
+        out["status"] = "passed"
+        out["reason"] = None
+    return out

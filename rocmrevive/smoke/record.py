@@ -1,0 +1,56 @@
+"""The smoke status record: ``<root>/var/lib/rocmrevive/smoke/last.json``, the outcome of the
+last ``rocmrevive smoke`` run, so that ``rocmrevive status`` can say when the stack was last
+proven to work (``last_passed_at`` survives a later failed run).
+
+    write_last(root, record) ; read_last(root) -> dict | None
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from rocmrevive.rootfs import Root
+
+RECORD_PATH = "/var/lib/rocmrevive/smoke/last.json"
+RECORD_SCHEMA = 1
+
+
+def read_last(root: Root) -> dict | None:
+    p = root.path(RECORD_PATH)
+    try:
+        with open(p, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_last(root: Root, record: dict) -> str:
+    """Write atomically; carries ``last_passed_at`` forward. Returns the machine path.
+    Raises OSError when the folder cannot be written."""
+    prev = read_last(root) or {}
+    rec = dict(record)
+    rec["record_schema"] = RECORD_SCHEMA
+    if rec.get("status") == "passed":
+        rec["last_passed_at"] = rec.get("finished_at")
+    else:
+        rec["last_passed_at"] = prev.get("last_passed_at")
+    p = root.path(RECORD_PATH)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".last.", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(rec, f, indent=2, default=str)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return RECORD_PATH

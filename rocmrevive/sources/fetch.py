@@ -1,0 +1,511 @@
+"""Get one manifest source into the cache, verified: from the cache itself, a local copy
+(``--from``), a Debian mirror (the host's apt configuration or ``--mirror``) or an apt repository
+pinned through its signed index.
+
+    r = fetch_source(manifest.sources[0], Path("/var/cache/rocmrevive"), mirror=None)
+    Path(r), r.sha256, r.origin          # cache path, "0561...", "download" | "cache" | "local"
+
+``FetchResult`` is path-like (``os.fspath(r)`` is the verified artifact), so it can be passed
+wherever a Path is expected, e.g. to ``extract_selected``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from rocmrevive.errors import RevError
+from rocmrevive.rootfs import Root
+from rocmrevive.sources import apt
+from rocmrevive.sources.cache import Cache, sha256_file
+from rocmrevive.sources.http import Downloader
+from rocmrevive.sources.manifest import Manifest, Source
+from rocmrevive.sources.unpack import norm_prefix
+
+MAX_INRELEASE = 16 << 20
+MAX_KEY = 1 << 20
+EXPORT_SUMS = "SHA256SUMS"
+EXPORT_INDEX = "rocmrevive-export.json"
+
+
+@dataclass
+class FetchResult(os.PathLike):
+    """A verified artifact. ``origin``: "cache" (already there), "download", "local" (copied from
+    --from), "local-tree" (an unpacked folder used in place: not checksummed, ``verified`` False)."""
+
+    path: Path
+    source: Source
+    origin: str
+    sha256: str | None
+    size: int | None
+    filename: str                         # the artifact's name in its repository ("pool/.../x.deb")
+    url: str | None = None
+    verified: bool = True
+    provenance: dict = field(default_factory=dict)
+    index_files: dict = field(default_factory=dict)  # repo-relative path -> cached copy (signed chain)
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    @property
+    def basename(self) -> str:
+        return self.filename.rsplit("/", 1)[-1]
+
+    def to_json(self) -> dict:
+        return {"path": str(self.path), "origin": self.origin, "sha256": self.sha256, "size": self.size,
+                "filename": self.filename, "url": self.url, "verified": self.verified,
+                "provenance": self.provenance}
+
+
+def fetch_source(source: Source, cache: Path | os.PathLike | str | Cache, *, mirror: str | None = None,
+                 local: Path | os.PathLike | str | None = None,
+                 progress: Callable[[int, int | None], None] | None = None,
+                 root: Root | None = None, keyrings: Iterable[Path] = (),
+                 downloader: Downloader | None = None) -> FetchResult:
+    """The verified artifact of ``source`` in ``cache``, downloading (or copying from ``local``)
+    only what is missing. Raises RevError: NETWORK (mirror trouble: retry), VERIFY_FAILED (a
+    checksum, size or signature is wrong: nothing was kept), USAGE (no mirror configured)."""
+    cache = cache if isinstance(cache, Cache) else Cache(cache)
+    root = root or Root("/")
+    dl = downloader or Downloader()
+    keyrings = [Path(k) for k in keyrings]
+    if local is not None:
+        return _from_local(source, Path(local), cache, root, keyrings, dl)
+
+    # already in the cache?
+    if source.pinned and cache.has(source.sha256, source.size):
+        return _cached(source, cache, source.sha256, source.size, _repo_filename(source), None, {})
+    rec = None if source.pinned else cache.load_resolution(_resolution_key(source))
+    if rec and cache.has(rec["sha256"], rec.get("size")):
+        return _cached(source, cache, rec["sha256"], rec["size"], rec["filename"], rec.get("url"),
+                       rec.get("provenance", {}), _index_files(cache, source, rec))
+
+    if source.kind == "debian":
+        bases = [mirror.rstrip("/")] if mirror else apt.debian_mirrors(root)
+        if not bases:
+            raise RevError("USAGE", f"no Debian archive mirror in {root.machine_path(root.path('/etc/apt'))}"
+                                    f"/sources.list(.d) to fetch {source.package} {source.version} from; "
+                                    f"pass --mirror URL (a Debian mirror) or --from a copy")
+    else:
+        bases = [source.repo]
+    last: RevError | None = None
+    for base in bases:
+        try:
+            return _fetch_from(base, source, cache, root, keyrings, dl, progress)
+        except RevError as exc:
+            if exc.code != "NETWORK":
+                raise
+            last = exc
+    assert last is not None
+    raise last
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def _repo_filename(source: Source) -> str:
+    return source.filename or f"{source.package}_{source.version.split(':')[-1]}_{source.arch}.deb"
+
+
+def _cached(source, cache: Cache, sha, size, filename, url, provenance, index_files=None) -> FetchResult:
+    return FetchResult(cache.path_for(sha), source, "cache", sha, size, filename, url, True, dict(provenance),
+                       index_files or {})
+
+
+def _resolution_key(source: Source) -> str:
+    ident = json.dumps([source.kind, source.repo, source.suite, source.component, source.arch, source.package,
+                        source.version, source.signed_by], sort_keys=True)
+    slug = re.sub(r"[^a-z0-9.+-]+", "-", f"{source.manifest_id}--{source.name}".lower())
+    return f"{slug}--{hashlib.sha256(ident.encode()).hexdigest()[:12]}"
+
+
+def _index_files(cache: Cache, source: Source, rec: dict) -> dict:
+    d = cache.base / "resolved" / _resolution_key(source)
+    out = {}
+    for rel, name in rec.get("index_files", {}).items():
+        if (d / name).is_file():
+            out[rel] = d / name
+    out.update(_key_file(cache, source))
+    return out
+
+
+def _download(url: str, source: Source, sha: str, size: int, cache: Cache, dl: Downloader, progress
+              ) -> tuple[Path, str]:
+    with cache.lock(sha):
+        if cache.has(sha, size):
+            return cache.path_for(sha), "cache"
+        part = cache.partial_path(sha)
+        dl.download(url, part, size=size, sha256=sha, progress=progress)
+        return cache.commit(part, sha), "download"
+
+
+def _fetch_from(base: str, source: Source, cache: Cache, root: Root, keyrings: list[Path], dl: Downloader,
+                progress) -> FetchResult:
+    base = base.rstrip("/")
+    if source.pinned and source.filename and not source.signed_by:
+        url = f"{base}/{source.filename}"
+        try:
+            path, origin = _download(url, source, source.sha256, source.size, cache, dl, progress)
+            return FetchResult(path, source, origin, source.sha256, source.size, source.filename, url, True,
+                               {"url": url, "pinned_by": "manifest"})
+        except RevError as exc:
+            if exc.code != "NETWORK" or "not found" not in exc.message:
+                raise
+            # the pool file is gone: ask the index what this mirror has, for a useful message
+            _resolve(base, source, root, keyrings, dl, cache)
+            raise
+    entry, prov, files = _resolve(base, source, root, keyrings, dl, cache)
+    url = f"{base}/{entry.filename}"
+    path, origin = _download(url, source, entry.sha256, entry.size, cache, dl, progress)
+    prov = {**prov, "url": url}
+    index_files = {}
+    if not source.pinned:
+        key = _resolution_key(source)
+        names = {rel: rel.replace("/", "__") for rel in files}
+        record = {"sha256": entry.sha256, "size": entry.size, "filename": entry.filename, "url": url,
+                  "provenance": prov, "index_files": names, "resolved_at": int(time.time())}
+        cache.save_resolution(key, record, {names[rel]: data for rel, data in files.items()})
+        index_files = {rel: cache.base / "resolved" / key / names[rel] for rel in files}
+    index_files.update(_key_file(cache, source))
+    return FetchResult(path, source, origin, entry.sha256, entry.size, entry.filename, url, True, prov, index_files)
+
+
+def _key_file(cache: Cache, source: Source) -> dict:
+    if not source.signed_by:
+        return {}
+    kc = cache.base / "keys" / f"{source.signed_by}.gpg"
+    return {kc.name: kc} if kc.is_file() else {}
+
+
+def _resolve(base: str, source: Source, root: Root, keyrings: list[Path], dl: Downloader, cache: Cache
+             ) -> tuple[apt.PackageEntry, dict, dict[str, bytes]]:
+    """Find the package in the repository's index (through the signed InRelease when the source
+    names a key). Returns (entry, provenance, {repo-relative path: bytes} of the index files)."""
+    dists = f"dists/{source.suite}"
+    files: dict[str, bytes] = {}
+    prov: dict = {"repo": base, "suite": source.suite}
+    if source.signed_by:
+        inrel_url = f"{base}/{dists}/InRelease"
+        data = dl.get_bytes(inrel_url, max_size=MAX_INRELEASE)
+        text, signer = _verify_with_keys(data, source, root, keyrings, dl, cache, inrel_url)
+        rel = apt.parse_release(text.decode("utf-8", "replace"))
+        if source.suite not in (rel.suite, rel.codename):
+            raise RevError("VERIFY_FAILED", f"{inrel_url} is for suite {rel.suite or '?'} / codename "
+                                            f"{rel.codename or '?'}, not {source.suite}; refused")
+        path, size, digest = apt.pick_index(rel, source.component, source.arch)
+        raw = dl.get_bytes(f"{base}/{dists}/{path}", max_size=size, size=size, sha256=digest)
+        files[f"{dists}/InRelease"] = data
+        files[f"{dists}/{path}"] = raw
+        prov.update({"signed_by": signer, "inrelease_sha256": hashlib.sha256(data).hexdigest(),
+                     "index": f"{dists}/{path}", "index_sha256": digest, "pinned_by": "signed index"})
+    else:
+        raw, path = None, None
+        for ext in (".xz", ".gz", ""):
+            cand = f"{source.component}/binary-{source.arch}/Packages{ext}"
+            try:
+                raw = dl.get_bytes(f"{base}/{dists}/{cand}", max_size=apt.MAX_INDEX_BYTES)
+                path = cand
+                break
+            except RevError as exc:
+                if exc.code != "NETWORK" or "not found" not in exc.message:
+                    raise
+        if raw is None:
+            raise RevError("NETWORK", f"{base}/{dists}: no Packages index for {source.component}/{source.arch}; "
+                                      f"is {base} an apt repository with suite {source.suite}?")
+        prov.update({"index": f"{dists}/{path}", "index_sha256": hashlib.sha256(raw).hexdigest(),
+                     "pinned_by": "manifest"})
+    text_idx = apt.decompress_index(path, raw)
+    entry = apt.find_package(text_idx, source.package, source.version, source.arch)
+    if entry is None:
+        have = apt.package_versions(text_idx, source.package)
+        listing = f"it has {', '.join(have[-6:])}" if have else f"it has no {source.package} at all"
+        raise RevError("NETWORK", f"{source.package} {source.version} is not in {base} {source.suite} ({listing}); "
+                                  f"try another mirror, or --from a copy")
+    if source.pinned and (entry.sha256, entry.size) != (source.sha256, source.size):
+        raise RevError("VERIFY_FAILED", f"{base}: the index lists {source.package} {source.version} with sha256 "
+                                        f"{entry.sha256} ({entry.size} bytes), the manifest pins {source.sha256} "
+                                        f"({source.size} bytes); refused")
+    prov.update({"filename": entry.filename, "package": entry.package, "version": entry.version})
+    return entry, prov, files
+
+
+def _verify_with_keys(data: bytes, source: Source, root: Root, keyrings: list[Path], dl: Downloader,
+                      cache: Cache, where: str) -> tuple[bytes, str]:
+    fpr = source.signed_by
+    key_cache = cache.base / "keys" / f"{fpr}.gpg"
+    rings = list(keyrings) + ([key_cache] if key_cache.is_file() else []) + apt.host_keyrings(root)
+    try:
+        return apt.verify_inrelease(data, fpr, rings, where=where)
+    except RevError as exc:
+        if exc.code != "VERIFY_FAILED" or not source.key_url or "BAD signature" in exc.message:
+            raise
+    # the pinned key may simply not be installed: fetch it (trust still comes from the fingerprint)
+    key = dl.get_bytes(source.key_url, max_size=MAX_KEY)
+    tmp = cache.base / "keys" / f".{fpr}.download"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    tmp.write_bytes(apt.dearmor(key))
+    try:
+        text, signer = apt.verify_inrelease(data, fpr, list(keyrings) + [tmp], where=where)
+    except RevError:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, key_cache)
+    return text, signer
+
+
+# --------------------------------------------------------------------------------------------
+# local copies: a file, a folder of files, an export made by `fetch --to`, an unpacked tree
+
+
+def _from_local(source: Source, p: Path, cache: Cache, root: Root, keyrings: list[Path], dl: Downloader
+                ) -> FetchResult:
+    if not p.exists():
+        raise RevError("USAGE", f"--from {p}: no such file or folder")
+    expected: tuple[str, int] | None = None
+    filename = _repo_filename(source)
+    prov: dict = {"from": str(p)}
+    if source.pinned:
+        expected = (source.sha256, source.size)
+        prov["pinned_by"] = "manifest"
+    else:
+        rec = cache.load_resolution(_resolution_key(source))
+        if rec:
+            expected = (rec["sha256"], rec["size"])
+            filename = rec["filename"]
+            prov.update(rec.get("provenance", {}))
+            prov["pinned_by"] = "signed index (cached)"
+
+    if p.is_file():
+        if expected is None:
+            raise RevError("VERIFY_FAILED", f"--from {p}: {source.describe()} has no pinned sha256 and no verified "
+                                            f"index is cached, so the file cannot be checked; run `rocmrevive fetch` "
+                                            f"once with network, or copy a folder made by `rocmrevive fetch --to`")
+        return _adopt(p, source, cache, expected, filename, prov)
+
+    export = p / "sources" / source.name
+    if export.is_dir() and not source.pinned and expected is None:
+        # an export made by `fetch --to`: a small repository of its own; verify the signed chain again
+        entry, prov2, files = _resolve(f"file://{export.resolve()}", source, root,
+                                       keyrings + sorted(export.glob("*.gpg")), dl, cache)
+        candidate = export / entry.filename
+        if not candidate.is_file():
+            raise RevError("VERIFY_FAILED", f"--from {p}: the export lacks {entry.filename}")
+        res = _adopt(candidate, source, cache, (entry.sha256, entry.size), entry.filename,
+                     {**prov2, "from": str(p)})
+        key = _resolution_key(source)
+        names = {rel: rel.replace("/", "__") for rel in files}
+        cache.save_resolution(key, {"sha256": entry.sha256, "size": entry.size, "filename": entry.filename,
+                                    "url": None, "provenance": res.provenance, "index_files": names,
+                                    "resolved_at": int(time.time())},
+                              {names[rel]: data for rel, data in files.items()})
+        res.index_files = {rel: cache.base / "resolved" / key / names[rel] for rel in files}
+        res.index_files.update(_key_file(cache, source))
+        return res
+
+    if expected is not None:
+        for cand in _find_in_folder(p, expected):
+            try:
+                return _adopt(cand, source, cache, expected, filename, prov)
+            except RevError:
+                continue
+
+    tree = p / norm_prefix(source.member_prefix)
+    if tree.is_dir():
+        return FetchResult(p, source, "local-tree", None, None, str(p), None, False,
+                           {"from": str(p), "pinned_by": None,
+                            "warning": "an unpacked folder: no package checksum; the code objects are verified "
+                                       "when installed"})
+    if expected is None:
+        raise RevError("VERIFY_FAILED", f"--from {p}: no export of {source.name} there, and {source.describe()} has "
+                                        f"no pinned sha256 to look for")
+    raise RevError("VERIFY_FAILED", f"--from {p}: no file with the pinned sha256 {expected[0][:16]}... "
+                                    f"({expected[1]} bytes) of {source.describe()}, and no "
+                                    f"{source.member_prefix} folder")
+
+
+def _adopt(path: Path, source: Source, cache: Cache, expected: tuple[str, int], filename: str, prov: dict
+           ) -> FetchResult:
+    sha, size = expected
+    st = path.stat()
+    if st.st_size != size:
+        raise RevError("VERIFY_FAILED", f"{path} is not {source.describe()}: {st.st_size} bytes, pinned size "
+                                        f"is {size}")
+    if cache.has(sha, size):
+        digest, _ = sha256_file(path)
+        if digest != sha:
+            raise RevError("VERIFY_FAILED", f"{path} is not {source.describe()}: sha256 {digest}, pinned {sha}")
+        return FetchResult(cache.path_for(sha), source, "cache", sha, size, filename, None, True, prov)
+    digest, _ = sha256_file(path)
+    if digest != sha:
+        raise RevError("VERIFY_FAILED", f"{path} is not {source.describe()}: sha256 {digest}, pinned {sha}")
+    dest = cache.add_local(path, sha)
+    return FetchResult(dest, source, "local", sha, size, filename, None, True, prov)
+
+
+def _find_in_folder(folder: Path, expected: tuple[str, int]) -> list[Path]:
+    """Files in ``folder`` that may be the pinned artifact: SHA256SUMS entries first, then any file
+    of the pinned size (the caller hashes them)."""
+    sha, size = expected
+    out: list[Path] = []
+    sums = folder / EXPORT_SUMS
+    if sums.is_file():
+        for line in sums.read_text(errors="replace").splitlines():
+            parts = line.strip().split(None, 1)
+            if len(parts) == 2 and parts[0].lower() == sha:
+                cand = folder / parts[1].lstrip("*")
+                if cand.is_file() and cand.stat().st_size == size:
+                    out.append(cand)
+    for dirpath, dirnames, filenames in os.walk(folder):
+        if len(Path(dirpath).relative_to(folder).parts) >= 8:
+            dirnames[:] = []
+        for f in sorted(filenames):
+            cand = Path(dirpath) / f
+            try:
+                if not cand.is_symlink() and cand.stat().st_size == size and cand not in out:
+                    out.append(cand)
+            except OSError:
+                continue
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# many sources, and exports
+
+
+@dataclass
+class SourceFetch:
+    """What happened to one source in a `fetch` run."""
+
+    manifest: Manifest
+    source: Source
+    status: str  # "cached" | "downloaded" | "local" | "local-tree" | "failed" | "not-tried"
+    result: FetchResult | None = None
+    error: RevError | None = None
+
+    def to_json(self) -> dict:
+        out = {"manifest": self.manifest.id, "source": self.source.name, "kind": self.source.kind,
+               "package": self.source.package, "version": self.source.version,
+               "rocblas_version": str(self.source.rocblas_version), "cross_version": self.source.cross_version,
+               "status": self.status}
+        if self.result is not None:
+            out.update(self.result.to_json())
+        out["error"] = self.error.to_json() if self.error is not None else None
+        return out
+
+
+_STATUS = {"cache": "cached", "download": "downloaded", "local": "local", "local-tree": "local-tree"}
+
+
+def fetch_manifests(manifests: list[Manifest], cache: Path | Cache, *, mirror: str | None = None,
+                    local: Path | None = None, sources: Iterable[str] = (), all_sources: bool = False,
+                    progress_for: Callable[[Source], Callable[[int, int | None], None] | None] | None = None,
+                    root: Root | None = None, keyrings: Iterable[Path] = (),
+                    downloader: Downloader | None = None) -> list[SourceFetch]:
+    """For each manifest: its sources in order, stopping at the first that works (version-matched
+    sources only), or every source (``all_sources``), or the ones named in ``sources``."""
+    cache = cache if isinstance(cache, Cache) else Cache(cache)
+    wanted = set(sources)
+    out: list[SourceFetch] = []
+    for m in manifests:
+        if wanted:
+            cands = [s for s in m.sources if s.name in wanted]
+        elif all_sources:
+            cands = list(m.sources)
+        else:
+            cands = [s for s in m.sources if not s.cross_version]
+        done = False
+        for s in cands:
+            if done and not (all_sources or wanted):
+                out.append(SourceFetch(m, s, "not-tried"))
+                continue
+            prog = progress_for(s) if progress_for else None
+            try:
+                r = fetch_source(s, cache, mirror=mirror, local=local, progress=prog, root=root, keyrings=keyrings,
+                                 downloader=downloader)
+            except RevError as exc:
+                out.append(SourceFetch(m, s, "failed", error=exc))
+                continue
+            finally:
+                close = getattr(prog, "close", None)
+                if close:
+                    close()
+            out.append(SourceFetch(m, s, _STATUS[r.origin], r))
+            done = True
+        for s in m.sources:
+            if s not in cands:
+                out.append(SourceFetch(m, s, "not-tried"))
+    return out
+
+
+def export_artifacts(results: Iterable[FetchResult], dest: Path) -> list[dict]:
+    """Copy artifacts (and the signed index files that pin them) to ``dest`` for other hosts:
+    ``dest/sources/<source>/<repository path>`` plus ``SHA256SUMS`` and ``rocmrevive-export.json``.
+    ``rocmrevive fetch --from dest`` on another host verifies everything again."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    entries: dict[str, dict] = {}
+    index = {"schema_version": 1, "sources": []}
+    for r in results:
+        if r.origin == "local-tree" or r.sha256 is None:
+            continue
+        base = Path("sources") / r.source.name
+        files = [(base / r.filename, Path(r.path), r.sha256)]
+        files += [(base / rel, Path(p), None) for rel, p in sorted(r.index_files.items())]
+        for rel, src, sha in files:
+            out = dest / rel
+            if ".." in rel.parts:
+                raise RevError("VERIFY_FAILED", f"refusing to export {rel}: '..' in a repository path")
+            digest, size = _copy_verified(src, out, sha)
+            entries[str(rel)] = {"path": str(rel), "sha256": digest, "size": size}
+        index["sources"].append({"manifest": r.source.manifest_id, "source": r.source.name,
+                                 "file": str(base / r.filename), "sha256": r.sha256, "size": r.size,
+                                 "provenance": r.provenance})
+    # keep entries of earlier exports into the same folder
+    sums = dest / EXPORT_SUMS
+    if sums.is_file():
+        for line in sums.read_text(errors="replace").splitlines():
+            parts = line.strip().split(None, 1)
+            if len(parts) == 2 and parts[1] not in entries and (dest / parts[1]).is_file():
+                entries[parts[1]] = {"path": parts[1], "sha256": parts[0], "size": (dest / parts[1]).stat().st_size}
+    lines = [f"{e['sha256']}  {p}\n" for p, e in sorted(entries.items())]
+    _write_text(sums, "".join(lines))
+    old = dest / EXPORT_INDEX
+    if old.is_file():
+        try:
+            prev = json.loads(old.read_text())
+            keep = [s for s in prev.get("sources", [])
+                    if (s.get("manifest"), s.get("source")) not in
+                    {(x["manifest"], x["source"]) for x in index["sources"]}]
+            index["sources"] = keep + index["sources"]
+        except (ValueError, AttributeError):
+            pass
+    _write_text(old, json.dumps(index, indent=2, sort_keys=True) + "\n")
+    return [entries[k] for k in sorted(entries)]
+
+
+def _copy_verified(src: Path, out: Path, sha: str | None) -> tuple[str, int]:
+    if out.is_file() and sha is not None and out.stat().st_size == src.stat().st_size:
+        digest, size = sha256_file(out)
+        if digest == sha:
+            return digest, size
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".part")
+    shutil.copyfile(src, tmp)
+    digest, size = sha256_file(tmp)
+    if sha is not None and digest != sha:
+        tmp.unlink(missing_ok=True)
+        raise RevError("VERIFY_FAILED", f"{src} no longer matches its sha256 in the cache; run `rocmrevive fetch` again")
+    os.replace(tmp, out)
+    return digest, size
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)

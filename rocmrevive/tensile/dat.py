@@ -1,0 +1,205 @@
+"""Tensile ``.dat`` files: msgpack maps ``{solutions: [...], library: {...}}`` (FORMATS.md §5.3).
+
+Two kinds matter to rocBLAS's lazy loading:
+
+* the lazy index ``TensileLibrary_lazy_<arch>.dat``: no solutions, and a ``Hardware`` library
+  whose leaves are ``Placeholder`` nodes naming per-problem-type files;
+* a placeholder ``<name>.dat``: the solutions (kernel name, index, ``sizeMapping.sourceKernel``).
+
+No file names of code objects are stored: ``code_object_name`` derives them the way Tensile's
+``PlaceholderLibrary::getCodeObjectFileName`` does.
+
+    index = LazyIndex.read(Path("TensileLibrary_lazy_gfx906.dat")); index.placeholders[:2]
+    sols = read_solutions(Path(index.placeholders[0] + ".dat"))
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import msgpack
+
+# Every Tensile msgpack library starts with a 2-key map whose first key is "solutions".
+DAT_MAGIC = b"\x82\xa9solutions"
+LAZY_PREFIX = "TensileLibrary_lazy_"
+HELPER_PREFIX = "Kernels.so-000-"
+
+_LAZY_RE = re.compile(r"^TensileLibrary_lazy_(?P<arch>[A-Za-z0-9:+\-]+)\.dat$")
+
+
+class TensileFormatError(ValueError):
+    """A file that is not a Tensile msgpack library, or is damaged (one line: what and where)."""
+
+
+def is_tensile_dat(head: bytes) -> bool:
+    """True when ``head`` (the first bytes of a file) starts like a Tensile msgpack library.
+
+    Tensile always writes ``solutions`` first; a library written by another tool might not,
+    so readers below do not rely on the order, only this quick classifier does."""
+    return head.startswith(DAT_MAGIC)
+
+
+def lazy_index_name(arch: str) -> str:
+    """``gfx906`` -> ``TensileLibrary_lazy_gfx906.dat``."""
+    return f"{LAZY_PREFIX}{arch}.dat"
+
+
+def arch_of_lazy_index(filename: str) -> str | None:
+    """``TensileLibrary_lazy_gfx90a.dat`` -> ``gfx90a``; None for any other name."""
+    m = _LAZY_RE.match(filename)
+    return m.group("arch") if m else None
+
+
+def is_fallback_placeholder(placeholder: str) -> bool:
+    # Tensile's own test is a substring search for "fallback" in the placeholder name.
+    return "fallback" in placeholder
+
+
+def code_object_name(placeholder: str, source_kernel: bool, arch: str) -> str:
+    """The code object file a solution of ``placeholder`` is loaded from (FORMATS.md §5.3):
+    ``<p>.co`` for assembly kernels, ``<p>.hsaco`` for source kernels, and
+    ``<p>_<arch>.hsaco`` for source kernels of an arch-neutral fallback placeholder, where
+    ``arch`` loses any ``:xnack``/``:sramecc`` part."""
+    if not source_kernel:
+        return placeholder + ".co"
+    if is_fallback_placeholder(placeholder):
+        return f"{placeholder}_{arch.split(':', 1)[0]}.hsaco"
+    return placeholder + ".hsaco"
+
+
+# ------------------------------------------------------------------------------------------
+# reading
+
+def _unpacker(data: bytes) -> msgpack.Unpacker:
+    u = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=max(len(data), 1 << 20))
+    u.feed(data)
+    return u
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise TensileFormatError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _top_level(path: Path, data: bytes) -> Iterator[tuple[str, msgpack.Unpacker]]:
+    """Yield ``(key, unpacker)`` for each top-level key; the caller unpacks or skips the value."""
+    if not data:
+        raise TensileFormatError(f"{path} is empty")
+    u = _unpacker(data)
+    try:
+        n = u.read_map_header()
+    except Exception as exc:  # msgpack raises several types (OutOfData, StackError, ValueError)
+        raise TensileFormatError(f"{path} is not a Tensile library (no msgpack map at the start)") from exc
+    for _ in range(n):
+        try:
+            key = u.unpack()
+        except Exception as exc:
+            raise TensileFormatError(f"{path} is truncated or damaged (at a top-level key)") from exc
+        yield str(key), u
+
+
+@dataclass(frozen=True)
+class Solution:
+    """One Tensile solution: the kernel it launches and where that kernel's code lives."""
+
+    name: str  # the kernel symbol name (``<name>.kd`` in the code object)
+    index: int
+    source_kernel: bool
+    operation: str | None = None
+
+    @classmethod
+    def from_msgpack(cls, obj: Any) -> "Solution":
+        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+            raise ValueError("a solution without a kernel name")
+        mapping = obj.get("sizeMapping") or {}
+        ptype = obj.get("problemType") or {}
+        return cls(name=obj["name"], index=int(obj.get("index", -1)),
+                   source_kernel=bool(mapping.get("sourceKernel", False)),
+                   operation=ptype.get("operationIdentifier") if isinstance(ptype, dict) else None)
+
+
+def read_solutions(path: Path, data: bytes | None = None) -> list[Solution]:
+    """The solutions of a placeholder (or any Tensile) ``.dat``. The selection tables after them
+    are walked without being built: rocBLAS parses the whole file, so a file damaged anywhere
+    is damaged.
+
+    Raises FileNotFoundError, or TensileFormatError for a damaged or foreign file."""
+    data = _read_bytes(path) if data is None else data
+    solutions: list[Solution] | None = None
+    for key, u in _top_level(path, data):
+        if key != "solutions" or solutions is not None:
+            try:
+                u.skip()
+            except Exception as exc:
+                raise TensileFormatError(f"{path} is truncated or damaged (in {key!r})") from exc
+            continue
+        try:
+            count = u.read_array_header()
+            solutions = [Solution.from_msgpack(u.unpack()) for _ in range(count)]
+        except Exception as exc:
+            raise TensileFormatError(f"{path} is truncated or damaged (in its solutions: {exc})") from exc
+    if solutions is None:
+        raise TensileFormatError(f"{path} has no 'solutions' list: not a Tensile library")
+    return solutions
+
+
+@dataclass
+class LazyIndex:
+    """``TensileLibrary_lazy_<arch>.dat``: which placeholders rocBLAS may load for ``arch``.
+
+    ``processors`` are the ``AMDGPU``/``Processor`` predicates of its ``Hardware`` rows (the
+    processor the index is really for, whatever its file name says)."""
+
+    path: Path
+    arch: str | None
+    processors: list[str]
+    placeholders: list[str]
+    solutions: int = 0  # solutions stored in the index itself (0 in a lazy index)
+
+    @classmethod
+    def read(cls, path: Path, data: bytes | None = None) -> "LazyIndex":
+        data = _read_bytes(path) if data is None else data
+        library = None
+        n_solutions = 0
+        for key, u in _top_level(path, data):
+            try:
+                value = u.unpack()
+            except Exception as exc:
+                raise TensileFormatError(f"{path} is truncated or damaged (in {key!r})") from exc
+            if key == "library":
+                library = value
+            elif key == "solutions" and isinstance(value, list):
+                n_solutions = len(value)
+        if not isinstance(library, dict):
+            raise TensileFormatError(f"{path} has no 'library' map: not a Tensile library")
+        placeholders: list[str] = []
+        processors: list[str] = []
+        _walk(library, placeholders, processors)
+        return cls(path=path, arch=arch_of_lazy_index(path.name), processors=processors,
+                   placeholders=list(dict.fromkeys(placeholders)), solutions=n_solutions)
+
+
+def _walk(node: Any, placeholders: list[str], processors: list[str]) -> None:
+    # The library is a tree of typed nodes (Hardware, ProblemMap, Problem, Matching,
+    # Placeholder...) and predicates; walking it generically keeps us independent of which
+    # node kinds a Tensile version nests between the root and the placeholders.
+    stack = [node]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            kind = x.get("type")
+            if kind == "Placeholder" and isinstance(x.get("value"), str):
+                placeholders.append(x["value"])
+                continue
+            if kind == "Processor" and isinstance(x.get("value"), str):
+                processors.append(x["value"])
+                continue
+            stack.extend(reversed(list(x.values())))
+        elif isinstance(x, list):
+            stack.extend(reversed(x))

@@ -1,0 +1,424 @@
+"""Cross-reference a rocBLAS Tensile library folder for one device, the way rocBLAS looks
+kernels up (FORMATS.md §5.3–5.4):
+
+lazy index ``TensileLibrary_lazy_<proc>.dat`` → every placeholder ``<p>.dat`` → for each
+solution the code object its file name rule gives (``<p>.co``, ``<p>.hsaco`` or
+``<p>_<proc>.hsaco``) → the kernel as a ``.kd`` symbol **and** a metadata entry in a code object
+that can load on the device. Then the reverse: code objects for the processor that nothing
+references. ``Kernels.so-000-<proc>.hsaco`` (the helper kernels) must be there too.
+
+    report = cross_reference(Path("/opt/rocm/lib/rocblas/library"), TargetId.parse("gfx906:sramecc+:xnack-"))
+    report.ok, [f.to_json() for f in report.errors]
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rocmrevive.codeobj.targetid import ANY, OFF, ON, TargetId
+from rocmrevive.tensile.dat import (HELPER_PREFIX, LazyIndex, Solution, TensileFormatError,
+                                    code_object_name, lazy_index_name, read_solutions)
+
+# Finding kinds. Each says what is wrong in rocBLAS's own terms; ``detail`` says it in words.
+LAZY_INDEX_MISSING = "lazy-index-missing"
+LAZY_INDEX_UNREADABLE = "lazy-index-unreadable"
+LAZY_INDEX_OTHER_PROCESSOR = "lazy-index-other-processor"
+PLACEHOLDER_MISSING = "placeholder-missing"
+PLACEHOLDER_UNREADABLE = "placeholder-unreadable"
+CODE_OBJECT_MISSING = "code-object-missing"
+CODE_OBJECT_UNREADABLE = "code-object-unreadable"
+CODE_OBJECT_DAMAGED = "code-object-damaged"
+WRONG_TARGET = "wrong-target"
+INCOMPATIBLE_FEATURES = "incompatible-features"
+KERNEL_MISSING = "kernel-missing"
+KERNEL_INCOMPLETE = "kernel-incomplete"
+HELPER_MISSING = "helper-kernels-missing"
+UNREFERENCED_CODE_OBJECT = "unreferenced-code-object"
+UNREFERENCED_PLACEHOLDER = "unreferenced-placeholder"
+
+# Kinds about a code object's target rather than the index's consistency.
+TARGET_KINDS = frozenset({WRONG_TARGET, INCOMPATIBLE_FEATURES, LAZY_INDEX_OTHER_PROCESSOR})
+
+ERROR, WARNING = "error", "warning"
+
+
+@dataclass
+class Finding:
+    kind: str
+    file: str  # a file name inside the library folder
+    detail: str
+    kernels: list[str] = field(default_factory=list)  # the kernels (solutions) it breaks
+    severity: str = ERROR
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "severity": self.severity, "file": self.file,
+                "detail": self.detail, "kernels": list(self.kernels)}
+
+
+@dataclass(frozen=True)
+class ElfEntry:
+    """One device ELF of a code object file: its target and what it defines."""
+
+    target: TargetId
+    co_version: int | None
+    e_flags: int
+    kernel_names: frozenset[str]
+    kd_symbols: frozenset[str]
+    problems: tuple[str, ...] = ()
+
+    @property
+    def unreadable(self) -> bool:
+        # read_amdgpu_elf returns the header's facts but no sections when it cannot go deeper
+        return bool(self.problems) and not self.kernel_names and not self.kd_symbols
+
+
+@dataclass
+class CodeObjectFile:
+    """A code object file as read from disk (a raw ELF, or a bundle/CCOB of several)."""
+
+    file: str
+    container: str  # "elf" or "bundle" (offload bundle or CCOB, read through the codeobj core)
+    entries: list[ElfEntry] = field(default_factory=list)
+    problem: str | None = None  # why nothing could be read
+    solutions: int = 0  # how many solutions need it
+    helper: bool = False
+
+
+@dataclass
+class XrefReport:
+    library: Path
+    device: TargetId
+    lazy_index: str
+    placeholders: int = 0
+    solutions: int = 0
+    asm_solutions: int = 0
+    source_solutions: int = 0
+    kernels_found: int = 0  # solutions whose kernel is there, loadable
+    code_objects: dict[str, CodeObjectFile] = field(default_factory=dict)
+    on_disk: list[str] = field(default_factory=list)  # code objects for the processor on disk
+    findings: list[Finding] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == ERROR]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == WARNING]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def referenced(self) -> int:
+        return sum(1 for c in self.code_objects.values() if c.solutions and not c.helper)
+
+    def to_json(self) -> dict:
+        return {"library": str(self.library), "device": str(self.device),
+                "lazy_index": self.lazy_index, "placeholders": self.placeholders,
+                "solutions": self.solutions, "asm_solutions": self.asm_solutions,
+                "source_solutions": self.source_solutions, "kernels_found": self.kernels_found,
+                "code_objects_referenced": self.referenced, "code_objects_on_disk": len(self.on_disk),
+                "ok": self.ok, "seconds": round(self.seconds, 3),
+                "findings": [f.to_json() for f in self.findings]}
+
+
+# ------------------------------------------------------------------------------------------
+
+def cross_reference(library: Path, device: TargetId) -> XrefReport:
+    """Check that every kernel the lazy index can lead rocBLAS to is there and loads on
+    ``device``; see the module docstring. Never raises for damaged files: they are findings."""
+    t0 = time.perf_counter()
+    proc = device.processor
+    lazy_name = lazy_index_name(proc)
+    rep = XrefReport(library=library, device=device, lazy_index=lazy_name)
+    try:
+        names = set(os.listdir(library))
+    except OSError as exc:
+        rep.findings.append(Finding(LAZY_INDEX_MISSING, lazy_name,
+                                    f"cannot list the library folder: {exc.strerror or exc}"))
+        return rep
+    rep.on_disk = sorted(n for n in names if _is_arch_code_object(n, device))
+    reader = _CodeObjectReader(library)
+    rep.code_objects = reader.cache
+
+    if lazy_name not in names:
+        detail = (f"no lazy index for {proc}: rocBLAS finds no Tensile library for this GPU "
+                  f"(it then fails with 'Cannot read …/TensileLibrary.dat … for GPU arch : {proc}')")
+        if proc in names or any(n.endswith(".kpack") for n in names):
+            # ROCm 7.13+ (TheRock) keeps per-arch subfolders and .kpack archives (DESIGN.md)
+            detail += "; this folder uses the per-arch/.kpack layout, which rocmrevive does not read yet"
+        rep.findings.append(Finding(LAZY_INDEX_MISSING, lazy_name, detail))
+        _check_helper(rep, names, reader)
+        rep.seconds = time.perf_counter() - t0
+        return rep
+    try:
+        index = LazyIndex.read(library / lazy_name)
+    except (TensileFormatError, OSError) as exc:
+        rep.findings.append(Finding(LAZY_INDEX_UNREADABLE, lazy_name, str(exc)))
+        _check_helper(rep, names, reader)
+        rep.seconds = time.perf_counter() - t0
+        return rep
+    if index.processors and proc not in index.processors:
+        rep.findings.append(Finding(
+            LAZY_INDEX_OTHER_PROCESSOR, lazy_name,
+            f"the index selects processor {', '.join(sorted(set(index.processors)))}, not {proc}: "
+            "rocBLAS finds no solution for this GPU"))
+    rep.placeholders = len(index.placeholders)
+    needs, dat_seen = _solutions_by_code_object(rep, index, names)
+    for co_name, sols in needs.items():
+        _check_kernels(rep, reader, names, co_name, sols)
+    _check_helper(rep, names, reader)
+    _reverse(rep, names, dat_seen)
+    rep.seconds = time.perf_counter() - t0
+    return rep
+
+
+def _solutions_by_code_object(rep: XrefReport, index: LazyIndex,
+                              names: set[str]) -> tuple[dict[str, list[Solution]], set[str]]:
+    """Lazy index -> placeholders -> the code object file each solution needs."""
+    proc = rep.device.processor
+    needs: dict[str, list[Solution]] = {}
+    dat_seen: set[str] = set()
+    for ph in index.placeholders:
+        dat = ph + ".dat"
+        dat_seen.add(dat)
+        if dat not in names:
+            rep.findings.append(Finding(
+                PLACEHOLDER_MISSING, dat,
+                f"named by {rep.lazy_index} but not in the folder: every problem of this type fails"))
+            continue
+        try:
+            sols = read_solutions(rep.library / dat)
+        except (TensileFormatError, OSError) as exc:
+            rep.findings.append(Finding(PLACEHOLDER_UNREADABLE, dat, str(exc)))
+            continue
+        for s in sols:
+            rep.solutions += 1
+            if s.source_kernel:
+                rep.source_solutions += 1
+            else:
+                rep.asm_solutions += 1
+            needs.setdefault(code_object_name(ph, s.source_kernel, proc), []).append(s)
+    return needs, dat_seen
+
+
+def _check_kernels(rep: XrefReport, reader: "_CodeObjectReader", names: set[str], co_name: str,
+                   sols: list[Solution]) -> None:
+    """Code object -> kernels: each as a ``.kd`` descriptor and a metadata entry of an ELF that
+    loads on the device."""
+    uses = Counter(s.name for s in sols)  # a kernel may serve several solutions
+    kernels = list(uses)
+    found_name = _find_variant(co_name, names, rep.device)
+    if found_name is None:
+        rep.findings.append(Finding(
+            CODE_OBJECT_MISSING, co_name,
+            f"needed by {len(kernels)} kernel(s) but not in the folder "
+            "(rocBLAS: 'kernel not found in any loaded module')", kernels))
+        return
+    co = reader.read(found_name)
+    co.solutions += len(sols)
+    usable = _usable_entries(rep, co, kernels)
+    if usable is None:
+        return
+    names_defined = frozenset().union(*(e.kernel_names for e in usable))
+    kds_defined = frozenset().union(*(e.kd_symbols for e in usable))
+    missing, incomplete = [], []
+    for k in kernels:
+        in_meta, in_kd = k in names_defined, k in kds_defined
+        if in_meta and in_kd:
+            rep.kernels_found += uses[k]
+        elif in_meta or in_kd:
+            incomplete.append(k + (" (no .kd descriptor)" if in_meta else " (no metadata entry)"))
+        else:
+            missing.append(k)
+    if missing:
+        rep.findings.append(Finding(
+            KERNEL_MISSING, found_name,
+            f"{len(missing)} of {len(kernels)} kernel(s) the .dat names are not in this code object",
+            missing))
+    if incomplete:
+        rep.findings.append(Finding(
+            KERNEL_INCOMPLETE, found_name,
+            f"{len(incomplete)} kernel(s) have only half of what the loader needs", incomplete))
+
+
+def _reverse(rep: XrefReport, names: set[str], dat_seen: set[str]) -> None:
+    """What is on disk for the processor that nothing references (warnings: never loaded)."""
+    for name in rep.on_disk:
+        if name not in rep.code_objects:
+            rep.findings.append(Finding(
+                UNREFERENCED_CODE_OBJECT, name,
+                f"no solution reachable from {rep.lazy_index} loads it (left over, or its .dat is missing)",
+                severity=WARNING))
+    suffix = f"_{rep.device.processor}.dat"
+    for name in sorted(names):
+        if (name.startswith("TensileLibrary_") and name.endswith(suffix) and name != rep.lazy_index
+                and name not in dat_seen):
+            rep.findings.append(Finding(UNREFERENCED_PLACEHOLDER, name,
+                                        f"not named by {rep.lazy_index}: never loaded", severity=WARNING))
+
+
+def _usable_entries(rep: XrefReport, co: CodeObjectFile, kernels: list[str]) -> list[ElfEntry] | None:
+    """The device ELFs of ``co`` that load on the device; None (after adding a finding) when
+    none does or the file cannot be read."""
+    if co.problem is not None:
+        rep.findings.append(Finding(CODE_OBJECT_UNREADABLE, co.file, co.problem, kernels))
+        return None
+    for e in co.entries:
+        if e.problems and not e.unreadable:
+            rep.findings.append(Finding(CODE_OBJECT_DAMAGED, co.file, "; ".join(e.problems)))
+    readable = [e for e in co.entries if not e.unreadable]
+    if not readable:
+        why = "; ".join(p for e in co.entries for p in e.problems) or "no device code object inside"
+        rep.findings.append(Finding(CODE_OBJECT_UNREADABLE, co.file, why, kernels))
+        return None
+    usable = [e for e in readable if e.target.can_load_on(rep.device)]
+    if usable:
+        return usable
+    targets = ", ".join(sorted({str(e.target) for e in readable}))
+    if any(e.target.covers_processor(rep.device.processor) for e in readable):
+        rep.findings.append(Finding(
+            INCOMPATIBLE_FEATURES, co.file,
+            f"built for {targets}, which does not load on {_device_words(rep.device)}", kernels))
+    else:
+        rep.findings.append(Finding(
+            WRONG_TARGET, co.file,
+            f"built for {targets}, not {rep.device.processor}: the loader refuses it", kernels))
+    return None
+
+
+def _check_helper(rep: XrefReport, names: set[str], reader: "_CodeObjectReader") -> None:
+    proc = rep.device.processor
+    wanted = f"{HELPER_PREFIX}{proc}.hsaco"
+    found = _find_variant(wanted, names, rep.device)
+    if found is None:
+        rep.findings.append(Finding(
+            HELPER_MISSING, wanted,
+            "the helper kernels (beta-only, split-K reduction, conversions) are missing: "
+            "GEMMs that need them fail"))
+        return
+    co = reader.read(found)
+    co.helper = True
+    _usable_entries(rep, co, [])
+
+
+def _device_words(device: TargetId) -> str:
+    feats = [f"{n} {v}" for n, v in (("sramecc", device.sramecc), ("xnack", device.xnack))
+             if v in (ON, OFF)]
+    unknown = [n for n, v in (("sramecc", device.sramecc), ("xnack", device.xnack)) if v == ANY]
+    out = f"a {device.processor} device"
+    if feats:
+        out += " with " + " and ".join(feats)
+    if unknown:
+        out += f" ({' and '.join(unknown)} mode unknown: pass the full target, e.g. {device.processor}:sramecc+:xnack-)"
+    return out
+
+
+def _feature_suffixes(device: TargetId) -> list[str]:
+    """File-name spellings of the device's modes: rocBLAS names per-mode code objects with a
+    dash (``…_gfx90a-xnack+.hsaco``, FORMATS.md §5.1)."""
+    parts = []
+    if device.sramecc in (ON, OFF):
+        parts.append("sramecc" + ("+" if device.sramecc == ON else "-"))
+    if device.xnack in (ON, OFF):
+        parts.append("xnack" + ("+" if device.xnack == ON else "-"))
+    out = []
+    if len(parts) == 2:
+        out.append("-" + "-".join(parts))
+    out.extend("-" + p for p in parts)
+    return out
+
+
+def _find_variant(name: str, names: set[str], device: TargetId) -> str | None:
+    if name in names:
+        return name
+    if name.endswith(".hsaco"):
+        stem = name[:-len(".hsaco")]
+        for suffix in _feature_suffixes(device):
+            if stem + suffix + ".hsaco" in names:
+                return stem + suffix + ".hsaco"
+    return None
+
+
+def _is_arch_code_object(name: str, device: TargetId) -> bool:
+    """A Tensile code object file for the device's processor (in the device's mode, if the
+    file name carries one)."""
+    proc = device.processor
+    if not name.startswith("TensileLibrary_"):
+        return False
+    if name.endswith(f"_{proc}.co") or name.endswith(f"_{proc}.hsaco"):
+        return True
+    if name.endswith(".hsaco") and f"_{proc}-" in name:
+        return any(name.endswith(f"_{proc}{s}.hsaco") for s in _feature_suffixes(device))
+    return False
+
+
+class _CodeObjectReader:
+    """Reads each code object file once (through the code-object core)."""
+
+    def __init__(self, library: Path):
+        self.library = library
+        self.cache: dict[str, CodeObjectFile] = {}
+
+    def read(self, name: str) -> CodeObjectFile:
+        if name in self.cache:
+            return self.cache[name]
+        co = read_code_object_file(self.library / name)
+        self.cache[name] = co
+        return co
+
+
+def read_code_object_file(path: Path) -> CodeObjectFile:
+    """Every device ELF in ``path`` with its target, kernels and descriptors. A raw ELF is
+    read directly; bundles and CCOB go through ``codeobj.inspect.iter_elf_payloads``."""
+    from rocmrevive.codeobj.elf import ELF_MAGIC, read_amdgpu_elf
+
+    name = path.name
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+            if head == ELF_MAGIC:
+                fh.seek(0)
+                data = fh.read()
+            else:
+                data = None
+    except OSError as exc:
+        return CodeObjectFile(name, "unknown", problem=f"cannot read: {exc.strerror or exc}")
+    if data is not None:
+        co = CodeObjectFile(name, "elf")
+        try:
+            co.entries.append(_entry(read_amdgpu_elf(data)))
+        except ValueError as exc:
+            co.problem = str(exc)
+        return co
+    co = CodeObjectFile(name, "bundle")
+    try:
+        from rocmrevive.codeobj.inspect import iter_elf_payloads
+    except ImportError:  # the code-object core is older than this module
+        co.problem = "bundled code objects need rocmrevive.codeobj.inspect, which is not available"
+        return co
+    bad: list[str] = []
+    try:
+        for _obj, payload in iter_elf_payloads(path):
+            try:
+                co.entries.append(_entry(read_amdgpu_elf(payload)))
+            except ValueError as exc:
+                bad.append(str(exc))
+    except (ValueError, OSError, EOFError) as exc:
+        co.problem = f"cannot unpack: {exc}"
+        return co
+    if not co.entries:
+        co.problem = "; ".join(bad) or "not a code object (no device ELF inside)"
+    return co
+
+
+def _entry(elf) -> ElfEntry:
+    return ElfEntry(target=elf.target, co_version=elf.co_version, e_flags=elf.e_flags,
+                    kernel_names=frozenset(elf.kernel_names), kd_symbols=frozenset(elf.kd_symbols),
+                    problems=tuple(elf.problems))

@@ -1,0 +1,72 @@
+"""Doctor findings about ROCm installs and rocBLAS copies: which copy lacks the Tensile files a
+detected GPU needs, broken ``/opt/rocm`` links, layouts rocmrevive cannot patch yet.
+
+    tree_findings(survey)  # [Finding(id='rocblas-missing-gfx906', severity='error', ...)]
+"""
+from __future__ import annotations
+
+from rocmrevive.hardware.findings import Finding
+
+
+def tree_findings(s) -> list[Finding]:
+    out: list[Finding] = []
+    gpus = {g.index: g for g in s.hardware.gpus}
+    if s.rocm_link and not s.rocm_link.exists:
+        out.append(Finding("rocm-link-broken", "error", s.rocm_link.path,
+                           f"{s.rocm_link.path} -> {s.rocm_link.target} leads nowhere",
+                           "the ROCm release it pointed at was removed",
+                           f"sudo ln -sfn <rocm-X.Y.Z> {s.rocm_link.path}  (one of: "
+                           + (", ".join(i.path for i in s.installs) or "no install left") + ")"))
+    if s.hardware.gfx906 and not s.copies:
+        out.append(Finding("no-rocblas", "info", "machine", "no rocBLAS copy found",
+                           "no ROCm under /opt, no distribution package, no PyTorch ROCm wheel in the "
+                           "places searched", "pass --python for a venv elsewhere, or --tree PATH", "none"))
+    for c in s.copies:
+        missing = [gpus[i] for i in c.missing_for_gpus if i in gpus]
+        m906 = [g for g in missing if g.processor == "gfx906"]
+        what = f"rocBLAS {c.rocblas_version or '?'} in {c.path}"
+        if m906:
+            labels = ", ".join(g.label for g in m906)
+            if "gfx906" in c.targets:
+                targets = sorted({str(g.target) for g in m906})
+                out.append(Finding(
+                    "rocblas-gfx906-wrong-target", "error", c.path,
+                    f"{what} has gfx906 files, but none load on {labels} ({', '.join(targets)})",
+                    "the code objects were built for other target features", f"rocmrevive install --tree {c.path}",
+                    data={"code_object_targets": c.deep.targets if c.deep else None}))
+            elif "gfx906" in c.file_targets:
+                out.append(Finding(
+                    "rocblas-gfx906-no-index", "error", c.path,
+                    f"{what} has gfx906 code objects but no TensileLibrary_lazy_gfx906.dat",
+                    "rocBLAS finds Tensile kernels only through the per-arch lazy index; a copy by "
+                    "file pattern missed it", f"rocmrevive install --tree {c.path}"))
+            else:
+                out.append(Finding(
+                    "rocblas-missing-gfx906", "error", c.path,
+                    f"{what} has no gfx906 Tensile files ({labels} cannot run GEMMs through it)",
+                    "AMD dropped gfx906 from rocBLAS in ROCm 6.4 (ROCm#4625): rocBLAS stops with "
+                    "'Cannot read …TensileLibrary.dat … for GPU arch : gfx906'",
+                    f"rocmrevive install --tree {c.path}",
+                    data={"targets": c.targets, "owner": c.owner, "layout": c.layout}))
+        others = [g for g in missing if g.processor != "gfx906"]
+        if others and s.hardware.gfx906:
+            out.append(Finding(
+                "rocblas-missing-other", "info", c.path,
+                f"{what} does not serve {', '.join(f'{g.label} ({g.processor})' for g in others)}",
+                "rocmrevive adds gfx906 files only", "none", "none"))
+        if c.kpack or c.arch_folders:
+            out.append(Finding(
+                "rocblas-new-layout", "info", c.path,
+                f"{what} uses TheRock's layout (" + ", ".join(
+                    x for x, on in (("per-arch folders", c.arch_folders), (".kpack archives", c.kpack)) if on)
+                + ")", "ROCm 7.13+ builds move device code; rocmrevive recognises but does not patch it yet",
+                "none", "none"))
+        if c.problems:
+            out.append(Finding("rocblas-read-problems", "info", c.path, f"{c.path}: " + "; ".join(c.problems[:3]),
+                               "files missing or unreadable", "none", "none"))
+        if c.deep and c.deep.not_code:
+            out.append(Finding("rocblas-not-code", "warning", c.path,
+                               f"{len(c.deep.not_code)} file(s) named .co/.hsaco in {c.path} are not code objects",
+                               "placeholders or damaged files: " + ", ".join(c.deep.not_code[:5]),
+                               f"rocmrevive install --tree {c.path}"))
+    return out

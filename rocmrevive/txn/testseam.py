@@ -1,0 +1,33 @@
+"""The one test seam of the transaction code: crash on purpose at a step boundary.
+
+``ROCMREVIVE_TEST_KILL_AT=<step>:<n>`` makes the process SIGKILL itself when it reaches the n-th
+boundary named ``step`` (``*`` counts every boundary). Steps, in the order an apply meets them:
+``begin backup mkdir stage intent rename dirsync done commit``; a rollback/undo meets
+``undo_begin undo undo_temps rmdir rolled_back``; a roll-forward meets ``forward``. Unset (always,
+outside tests), ``checkpoint`` costs one dictionary lookup.
+
+    ROCMREVIVE_TEST_KILL_AT='rename:3' python -c '...apply_plan(...)'   # dies after the 3rd rename
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+ENV = "ROCMREVIVE_TEST_KILL_AT"
+_counts: dict[str, int] = {}
+_mutex = threading.Lock()
+
+
+def checkpoint(step: str) -> None:
+    spec = os.environ.get(ENV)
+    if not spec:
+        return
+    name, _, n = spec.partition(":")
+    if name not in (step, "*"):
+        return
+    with _mutex:
+        _counts[name] = _counts.get(name, 0) + 1
+        hit = _counts[name] == int(n or 1)
+    if hit:
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,200 @@
+"""`rocmrevive install` end to end: a machine in a folder (built from a real capture), a ROCm
+6.4.3 tree whose rocBLAS lacks gfx906, a real .deb as the source, then check what a user would
+check: the files, the tree hash, the JSON, the exit codes; and that bad sources change nothing."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, TRIPLET
+from tests.machines.build import build
+
+sys.path.insert(0, str(REPO / "demo"))
+import minirocblas as mr  # noqa: E402
+
+DEMO_MANIFEST = (REPO / "manifests/rocblas-4.4-gfx906.toml").read_text().split("[[sources]]")[0]
+
+
+def tree_hash(top: Path) -> str:
+    """One hash over every path, mode and content under ``top`` (links by their target)."""
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(top):
+        dirnames.sort()
+        for name in sorted(filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]):
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
+            h.update(f"{os.path.relpath(p, top)}\0{st.st_mode:o}\0".encode())
+            if os.path.islink(p):
+                h.update(os.readlink(p).encode())
+            else:
+                with open(p, "rb") as f:
+                    h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
+
+
+def write_manifest(folder: Path, deb: Path, manifest_id="rocblas-4.4-gfx906-test", **extra) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    data = deb.read_bytes()
+    body = DEMO_MANIFEST.replace('id = "rocblas-4.4-gfx906"', f'id = "{manifest_id}"')
+    src = {"name": "test-source", "kind": "debian", "package": "librocblas4", "version": "6.4.4-4",
+           "suite": "sid", "filename": "pool/main/r/rocblas/librocblas4_6.4.4-4_amd64.deb",
+           "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
+           "member_prefix": "./usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library/",
+           "rocblas_version": "4.4.1", "compatible": ">=4.4.0,<4.5", **extra}
+    lines = ["[[sources]]"] + [f"{k} = {json.dumps(v)}" for k, v in src.items()]
+    (folder / "m.toml").write_text(body + "\n".join(lines) + "\n")
+    return folder
+
+
+def rr(root: Path, *args, check_rc=None):
+    r = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), *args],
+                       capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
+    if check_rc is not None:
+        assert r.returncode == check_rc, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
+    return r
+
+
+@pytest.fixture
+def demo(tmp_path):
+    """The dual-MI50 machine with a mini rocBLAS 4.4 tree (gfx908 only) and a gfx906 source."""
+    root = build("dual-mi50", tmp_path / "m")
+    mr.build_tree(root, rocm_version="6.4.3", arches_present=("gfx908",), replace=True)
+    deb = mr.build_source_deb(tmp_path / "librocblas4_6.4.4-4_amd64.deb")["path"]
+    mf = write_manifest(tmp_path / "manifests", Path(deb))
+    args = ["--manifests", str(mf), "--from", str(deb), "--cache", str(tmp_path / "cache"), "--yes"]
+    return root, Path(deb), args
+
+
+def test_check_then_install_then_idempotent_then_rollback(demo):
+    root, deb, args = demo
+    before = tree_hash(root / "opt")
+    r = rr(root, "--json", "install", "--check", *args, check_rc=20)
+    doc = json.loads(r.stdout)
+    assert doc["schema_version"] == 1 and doc["changed"] is False and doc["error"]["code"] == "CHANGES_PENDING"
+    (copy,) = doc["copies"]
+    assert copy["status"] == "planned" and copy["summary"]["create"] == 9
+    assert tree_hash(root / "opt") == before            # --check wrote nothing to the tree
+    assert not (root / "var/lib/rocmrevive/tx").exists() or not any((root / "var/lib/rocmrevive/tx").iterdir())
+
+    r = rr(root, "--json", "install", *args, check_rc=0)
+    doc = json.loads(r.stdout)
+    (copy,) = doc["copies"]
+    assert doc["changed"] is True and copy["status"] == "installed" and copy["txid"]
+    assert copy["verify_after"]["ok"] is True
+    lib = root / "opt/rocm-6.4.3/lib/rocblas/library"
+    listed = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True).stdout
+    wanted = sorted(l.split()[-1].rsplit("/", 1)[-1] for l in listed.splitlines()
+                    if "/rocblas/4.4.1/library/" in l and "gfx906" in l)
+    assert sorted(p.name for p in lib.iterdir() if "gfx906" in p.name) == wanted
+    assert set(doc["diff"]["after"]) == {f"/opt/rocm-6.4.3/lib/rocblas/library/{n}" for n in wanted}
+    # owner and mode follow the tree's own files
+    ref = (lib / "TensileLibrary_lazy_gfx908.dat").stat()
+    new = (lib / "TensileLibrary_lazy_gfx906.dat").stat()
+    assert (new.st_mode, new.st_uid, new.st_gid) == (ref.st_mode, ref.st_uid, ref.st_gid)
+
+    r = rr(root, "--json", "install", *args, check_rc=0)      # idempotent
+    doc = json.loads(r.stdout)
+    assert doc["changed"] is False and doc["copies"][0]["status"] == "satisfied"
+
+    rr(root, "verify", check_rc=0)
+    r = rr(root, "--json", "rollback", check_rc=0)
+    assert json.loads(r.stdout)["changed"] is True
+    assert tree_hash(root / "opt") == before
+
+
+def test_wrong_target_in_source_is_refused_and_nothing_changes(demo, tmp_path, codeobjects):
+    """A gfx908 code object under a gfx906 name in the package: refused before any write."""
+    root, deb, args = demo
+    bad_dir = tmp_path / "bad"
+    subprocess.run(["dpkg-deb", "-R", str(deb), str(bad_dir)], check=True)
+    lib = bad_dir / TRIPLET / "rocblas/4.4.1/library"
+    victim = next(lib.glob("*_gfx906.co"))
+    shutil.copy(codeobjects["gfx908_v4"].path, victim)
+    bad_deb = tmp_path / "bad.deb"
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(bad_dir), str(bad_deb)], check=True,
+                   capture_output=True)
+    mf = write_manifest(tmp_path / "badmf", bad_deb)
+    before = tree_hash(root / "opt")
+    r = rr(root, "--json", "install", "--manifests", str(mf), "--from", str(bad_deb), "--yes",
+           "--cache", str(tmp_path / "cache2"), check_rc=6)
+    doc = json.loads(r.stdout)
+    assert doc["error"]["code"] == "VERIFY_FAILED"
+    assert victim.name in doc["copies"][0]["reason"] and "gfx908" in doc["copies"][0]["reason"]
+    assert tree_hash(root / "opt") == before
+
+
+def test_checksum_mismatch_is_refused(demo, tmp_path):
+    root, deb, args = demo
+    other = tmp_path / "other.deb"
+    data = bytearray(deb.read_bytes())
+    data[-1] ^= 1
+    other.write_bytes(bytes(data))
+    before = tree_hash(root / "opt")
+    mf = args[args.index("--manifests") + 1]
+    r = rr(root, "install", "--manifests", mf, "--from", str(other), "--yes",
+           "--cache", str(tmp_path / "c3"))
+    assert r.returncode == 6, r.stderr
+    assert "Traceback" not in r.stderr
+    assert tree_hash(root / "opt") == before
+
+
+def test_no_gpu_machine_needs_a_target(tmp_path):
+    root = build("no-amd-gpu", tmp_path / "m")
+    r = rr(root, "install", "--check")
+    assert r.returncode == 3 and "--target gfx906" in r.stderr
+
+
+def test_target_without_card_plans_for_an_image(demo, tmp_path):
+    root, deb, args = demo
+    shutil.rmtree(root / "sys/class/kfd")
+    r = rr(root, "--json", "install", "--check", "--target", "gfx906", *args, check_rc=20)
+    assert json.loads(r.stdout)["devices"] == ["gfx906"]
+
+
+def test_tree_option_names_one_install(demo):
+    root, deb, args = demo
+    r = rr(root, "--json", "install", "--check", "--tree", "/opt/rocm-6.4.3", *args, check_rc=20)
+    assert [c["library"] for c in json.loads(r.stdout)["copies"]] == ["/opt/rocm-6.4.3/lib/rocblas/library"]
+    r = rr(root, "install", "--check", "--tree", "/opt/nowhere", *args)
+    assert r.returncode == 2 and "no such folder" in r.stderr
+
+
+@pytest.mark.debian
+@pytest.mark.slow
+def test_real_package_round_trip(tmp_path, rocblas441, debian_debs, debian_pkgs):
+    """AMD's layout filled from Debian's real rocBLAS 4.4.1 minus its gfx906 files (AMD's 6.4.x
+    ships the same names without gfx906); install from the real 280 MB package with the shipped
+    manifest: the 140 files equal Debian's byte for byte, nothing else changed; rollback
+    restores the tree hash."""
+    root = build("dual-mi50", tmp_path / "m")
+    rocm = root / "opt/rocm-6.4.3"
+    shutil.rmtree(rocm / "lib")
+    lib = rocm / "lib/rocblas/library"
+    lib.mkdir(parents=True)
+    for f in rocblas441.iterdir():
+        if "gfx906" not in f.name:
+            os.link(f, lib / f.name)  # hard links: the cache is never written (txn replaces by rename)
+    host = debian_pkgs["librocblas4_6.4.4-4_amd64"] / TRIPLET / "librocblas.so.4.4"
+    os.link(host, rocm / "lib/librocblas.so.4.4")
+    os.symlink("librocblas.so.4.4", rocm / "lib/librocblas.so.4")
+    before = tree_hash(root / "opt")
+    deb = debian_debs["librocblas4_6.4.4-4_amd64"]
+    r = rr(root, "--json", "install", "--yes", "--from", str(deb), "--cache", str(tmp_path / "cache"), check_rc=0)
+    doc = json.loads(r.stdout)
+    (copy,) = doc["copies"]
+    assert copy["status"] == "installed" and copy["summary"]["create"] == 140
+    assert copy["verify_after"]["ok"] is True
+    tensile = next(d for d in copy["verify_after"]["devices"])["tensile"]
+    assert tensile["solutions"] == 7761
+    for f in rocblas441.glob("*gfx906*"):
+        assert hashlib.sha256((lib / f.name).read_bytes()).digest() == hashlib.sha256(f.read_bytes()).digest()
+    assert sum(1 for p in lib.iterdir()) == 1349
+    rr(root, "rollback", check_rc=0)
+    assert tree_hash(root / "opt") == before

@@ -1,0 +1,139 @@
+"""``rocmrevive status``: per tree what rocmrevive added and when, intact / drifted / missing
+(e.g. after an apt upgrade replaced the tree), and the exit codes monitoring relies on."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+from rocmrevive.cli.main import cli as rocmrevive
+from rocmrevive.txn.fsutil import sha256_file
+from rocmrevive.txn.plan import FileChange, Plan
+from rocmrevive.txn.transaction import apply_plan
+from rocmrevive.txn.lock import TxLock
+from test_txn_support import LIB, TREE, Machine, cli, run_child
+
+
+def run(m: Machine, *args: str, as_json: bool = True):
+    r = CliRunner().invoke(rocmrevive, ["--root", str(m.base)] + (["--json"] if as_json else []) + list(args))
+    if r.exception and not isinstance(r.exception, SystemExit):
+        raise r.exception
+    return r.exit_code, (json.loads(r.stdout) if as_json else r.stdout), r.stderr
+
+
+@pytest.fixture
+def m(tmp_path) -> Machine:
+    return Machine.build(tmp_path)
+
+
+def _upgrade_replaces_tree(m: Machine, where) -> None:
+    """What `apt upgrade` of AMD's packages does to an unversioned-path tree: the package's own
+    files come back, files it does not own are gone."""
+    pristine = Machine.build(where)
+    shutil.rmtree(m.p(TREE))
+    subprocess.run(["cp", "-a", str(pristine.p(TREE)), str(m.p(TREE))], check=True)
+
+
+def test_nothing_done_yet(m):
+    rc, doc, _ = run(m, "status")
+    assert (rc, doc["trees"], doc["transactions"], doc["pending"], doc["changed"]) == (0, [], [], [], False)
+    rc, out, _ = run(m, "status", as_json=False)
+    assert rc == 0 and "rocmrevive has changed nothing here" in out
+    assert not m.state().exists(), "status wrote something"
+
+
+def test_status_shows_what_was_added_when_and_that_it_is_intact(m):
+    res = apply_plan(m.root, m.plan())
+    rc, doc, _ = run(m, "status")
+    assert rc == 0 and doc["error"] is None
+    assert doc["trees"] == [{"tree": TREE, "exists": True, "state": "intact", "files_managed": 8,
+                             "transactions": [res.txid]}]
+    t = doc["transactions"][0]
+    assert t["txid"] == res.txid and t["state"] == "committed" and t["integrity"] == "intact"
+    assert t["tree_given"] == "/opt/rocm" and t["meta"]["manifest"] == "rocblas-4.4.1-gfx906"
+    assert t["ops"] == {"create": 6, "replace": 1, "delete": 1} and len(t["intact"]) == 8
+    assert t["committed"] and t["began"] <= t["committed"]
+    assert sorted(c["path"] for c in t["changes"]) == sorted(t["intact"])
+    assert {c["source"] for c in t["changes"]} == {"deb:librocblas4_6.4.4-4_amd64.deb", "test"}
+    rc, out, _ = run(m, "status", as_json=False)
+    assert f"{TREE}: intact" in out and res.txid in out and "rocblas-4.4.1-gfx906" in out
+
+
+def test_an_upgrade_that_replaced_the_tree_shows_as_missing(m, tmp_path):
+    apply_plan(m.root, m.plan(replace=False, delete=False))  # a gfx906 install only adds files
+    _upgrade_replaces_tree(m, tmp_path / "pkg")
+    rc, doc, _ = run(m, "status")
+    assert rc == 8 and doc["error"]["code"] == "DRIFT"
+    assert "its files are gone" in doc["error"]["message"] and "install again" in doc["error"]["message"]
+    t = doc["transactions"][0]
+    assert t["integrity"] == "missing" and len(t["missing"]) == 6 and t["intact"] == []
+    assert doc["trees"][0]["state"] == "missing"
+    rc, out, err = run(m, "status", as_json=False)
+    assert rc == 8 and "missing (6 missing)" in out and "install again" in err
+
+
+def test_a_tree_removed_by_an_upgrade_to_a_new_version(m):
+    apply_plan(m.root, m.plan(replace=False, delete=False))
+    shutil.rmtree(m.p(TREE))  # ROCm 6.4.4 went to /opt/rocm-6.4.4; 6.4.3 is gone
+    rc, doc, _ = run(m, "status")
+    assert rc == 8 and doc["trees"][0]["exists"] is False
+    rc, out, _ = run(m, "status", as_json=False)
+    assert f"{TREE} (folder gone): missing" in out
+
+
+def test_changed_and_partly_missing_files(m):
+    plan = m.plan(replace=False, delete=False)
+    apply_plan(m.root, plan)
+    m.p(plan.changes[0].dest).unlink()
+    rc, doc, _ = run(m, "status")
+    assert rc == 8 and doc["transactions"][0]["integrity"] == "partial"
+    assert "1 of its files are gone" in doc["error"]["message"]
+    m.p(plan.changes[1].dest).write_bytes(b"rebuilt by someone")
+    rc, doc, _ = run(m, "status")
+    t = doc["transactions"][0]
+    assert rc == 8 and t["integrity"] == "drifted"
+    rc, out, _ = run(m, "-v", "status", as_json=False)
+    assert f"create  drifted    {t['drifted'][0]}" in out
+    assert t["drifted"] == [plan.changes[1].dest.replace("/opt/rocm/", "/opt/rocm-6.4.3/")]
+    assert "1 of its files were changed by something else" in doc["error"]["message"]
+
+
+def test_a_later_transaction_supersedes_an_earlier_ones_files(m):
+    a = m.staged("a.co", 100)
+    b = m.staged("b.co", 200)
+    x = "/opt/rocm/lib/rocblas/library/x_gfx906.co"
+    apply_plan(m.root, Plan("/opt/rocm", [FileChange(x, a, sha256_file(a)[0], 100, "create")]))
+    apply_plan(m.root, Plan("/opt/rocm", [FileChange(x, b, sha256_file(b)[0], 200, "replace")]))
+    rc, doc, _ = run(m, "status")
+    assert rc == 0
+    first, second = doc["transactions"]
+    assert first["integrity"] == "intact" and first["superseded"] == [f"{LIB}/x_gfx906.co"]
+    assert second["integrity"] == "intact" and doc["trees"][0]["transactions"] == [first["txid"], second["txid"]]
+
+
+def test_interrupted_and_in_progress(m):
+    assert run_child(m, "apply", m.plan(), kill_at="stage:2").returncode == -9
+    rc, doc, _ = run(m, "status")
+    assert rc == 9 and doc["transactions"][0]["state"] == "interrupted" and doc["trees"][0]["state"] == "interrupted"
+    with TxLock(m.state("lock")):  # a live rocmrevive holding the lock is still working on it
+        rc, doc, _ = run(m, "status")
+    assert rc == 0 and doc["transactions"][0]["state"] == "in_progress"
+
+
+def test_tree_filter_and_rolled_back_history(m):
+    res = apply_plan(m.root, m.plan())
+    rc, doc, _ = run(m, "rollback")
+    assert rc == 0
+    rc, doc, _ = run(m, "status", "--tree", "/opt/rocm")
+    assert rc == 0 and doc["transactions"][0]["state"] == "rolled_back" and doc["trees"][0]["state"] == "clean"
+    rc, doc, _ = run(m, "status", "--tree", "/opt/rocm-7.0.0")
+    assert rc == 0 and doc["transactions"] == []
+
+
+def test_status_in_a_real_process(m):
+    apply_plan(m.root, m.plan())
+    rc, doc, err = cli(m, "status")
+    assert rc == 0 and doc["command"] == "status" and doc["trees"][0]["state"] == "intact", err
