@@ -20,6 +20,7 @@ EXIT_CODES: dict[str, tuple[int, str]] = {
     "DRIFT": (8, "managed files changed outside rocmrevive (use --force to override)"),
     "INTERRUPTED": (9, "an interrupted transaction was found; run `rocmrevive recover`"),
     "SMOKE_FAILED": (10, "smoke test failed"),
+    "PROBLEMS_FOUND": (11, "doctor found at least one error on the machine"),
     "CHANGES_PENDING": (20, "--check: changes would be made"),
 }
 

@@ -18,7 +18,7 @@ def doctor(root, *extra):
 
 def test_demo_machine_findings(machine):
     code, doc, f = doctor(machine("dual-mi50"), "--user", "alice")
-    assert code == 6 and doc["error"]["code"] == "VERIFY_FAILED"
+    assert code == 11 and doc["error"]["code"] == "PROBLEMS_FOUND"
     assert doc["counts"]["error"] == 1
     miss = f["rocblas-missing-gfx906"]
     assert miss["severity"] == "error" and miss["fix"] == "rocmrevive install --tree /opt/rocm-6.4.3/lib/rocblas/library"
@@ -55,7 +55,7 @@ def test_user_not_in_render_group(machine):
     code, doc, f = doctor(machine("rocm643-torch-venv"), "--user", "alice")
     g = f["user-not-in-render-group"]
     assert g["severity"] == "error" and g["fix"].startswith("sudo usermod -aG render,video alice")
-    assert "/dev/kfd" in g["message"] and code == 6
+    assert "/dev/kfd" in g["message"] and code == 11
     code, doc, f = doctor(machine("rocm643-torch-venv"), "--user", "nobody-here")
     assert "user-unknown" in f and f["user-unknown"]["severity"] == "info"
 
@@ -78,12 +78,12 @@ def test_rocminfo_disagreement_is_an_error(machine, tmp_path):
     ri = tmp_path / "ri.txt"
     ri.write_text(capture("gfx906_mi50x4_rocminfo_grep_rocm3999.txt"))
     code, _, f = doctor(machine("dual-mi50"), "--rocminfo", str(ri), "--user", "alice")
-    assert code == 6 and f["rocminfo-mismatch"]["severity"] == "error"
+    assert code == 11 and f["rocminfo-mismatch"]["severity"] == "error"
 
 
 def test_kfd_missing_is_an_error(machine):
     code, _, f = doctor(machine("mi50-radeon-vii", no_kfd=True))
-    assert code == 6 and f["kfd-missing"]["severity"] == "error" and "modprobe amdgpu" in f["kfd-missing"]["fix"]
+    assert code == 11 and f["kfd-missing"]["severity"] == "error" and "modprobe amdgpu" in f["kfd-missing"]["fix"]
 
 
 def test_stock_kernel_p2p_fix(machine):
@@ -94,7 +94,7 @@ def test_stock_kernel_p2p_fix(machine):
 
 def test_human_output(machine):
     res = CliRunner().invoke(cli, ["--root", str(machine("dual-mi50")), "doctor", "--user", "alice"])
-    assert res.exit_code == 6
+    assert res.exit_code == 11
     out = res.stdout
     assert "error   rocBLAS 4.4.1 in /opt/rocm-6.4.3/lib/rocblas/library has no gfx906 Tensile files" in out
     assert "fix:   rocmrevive install --tree /opt/rocm-6.4.3/lib/rocblas/library" in out
@@ -105,4 +105,4 @@ def test_human_output(machine):
 @pytest.mark.parametrize("name", ["mi50x8", "mi50x4-switch", "mi50-w5700-mixed", "mi50-radeon-vii"])
 def test_every_machine_diagnoses(machine, name):
     code, doc, _ = doctor(machine(name), "--user", "root")
-    assert code in (0, 6) and (code == 6) == (doc["counts"]["error"] > 0)
+    assert code in (0, 11) and (code == 11) == (doc["counts"]["error"] > 0)

@@ -1,6 +1,6 @@
 """``rocmrevive doctor``: problems on this machine, each with a severity, its cause and the fix.
 
-Exit codes: 0 when no finding is an error; 6 (VERIFY_FAILED) when at least one is; 3
+Exit codes: 0 when no finding is an error; 11 (PROBLEMS_FOUND) when at least one is; 3
 (NOTHING_SUPPORTED) when there are no errors and no gfx906 GPU (nothing to do).
 """
 from __future__ import annotations
@@ -50,7 +50,7 @@ def render_doctor(doc: dict):
 def doctor(ui: UI, pythons, trees, rocminfo_file, deep, no_search, user, vulkan_file):
     """Find problems on this machine and say how to fix them.
 
-    Exit code 0 with no errors, 6 when any finding is an error, 3 when nothing applies (no gfx906).
+    Exit code 0 with no errors, 11 when any finding is an error, 3 when nothing applies (no gfx906).
     """
     def work() -> Outcome:
         from rocmrevive.trees.survey import diagnose
@@ -65,7 +65,7 @@ def doctor(ui: UI, pythons, trees, rocminfo_file, deep, no_search, user, vulkan_
                "gpus": [{k: g[k] for k in ("index", "node", "bdf", "target", "model", "model_certain")}
                         for g in full["gpus"]]}
         if counts["error"]:
-            code, msg = "VERIFY_FAILED", (f"{counts['error']} error(s): "
+            code, msg = "PROBLEMS_FOUND", (f"{counts['error']} error(s): "
                                           + "; ".join(f.message for f in findings if f.severity == "error"))
         elif not s.supported:
             code, msg = "NOTHING_SUPPORTED", "no gfx906 GPU on this machine; nothing for rocmrevive to do"
