@@ -19,5 +19,10 @@ setup:
 fixtures:
 	bash tests/fixtures/fetch_debian.sh
 
+# Speed against the reference tools, as ratios in one run (needs `make fixtures`).
 bench:
 	$(PYTHON) bench/bench_inspect.py
+	$(PYTHON) bench/bench_detect.py
+	$(PYTHON) bench/bench_verify.py
+	$(PYTHON) bench/bench_apply.py
+	$(PYTHON) bench/bench_extract.py
