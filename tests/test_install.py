@@ -198,3 +198,26 @@ def test_real_package_round_trip(tmp_path, rocblas441, debian_debs, debian_pkgs)
     assert sum(1 for p in lib.iterdir()) == 1349
     rr(root, "rollback", check_rc=0)
     assert tree_hash(root / "opt") == before
+
+
+@pytest.mark.parametrize("step", ["begin:1", "stage:3", "intent:1", "rename:4", "dirsync:1", "done:1", "commit:1"])
+def test_killed_install_is_finished_or_undone_by_the_next_command(demo, step):
+    """kill -9 inside `install`, then run another command (detect): it completes or undoes the
+    transaction first, and the tree is wholly old or wholly new."""
+    root, deb, args = demo
+    before = tree_hash(root / "opt")
+    env = {**os.environ, "ROCMREVIVE_TEST_KILL_AT": step}
+    r = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), "install", *args],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == -9, r.stderr
+    r = rr(root, "--json", "detect")
+    assert r.returncode == 0, r.stderr
+    assert "recovered interrupted transaction" in r.stderr
+    lib = root / "opt/rocm-6.4.3/lib/rocblas/library"
+    gfx906 = sorted(p.name for p in lib.iterdir() if "gfx906" in p.name)
+    assert gfx906 == [] or len(gfx906) == 9, gfx906
+    if not gfx906:
+        assert tree_hash(root / "opt") == before
+    assert not [p for p in lib.iterdir() if p.name.startswith(".")]     # no stray temporary files
+    status = json.loads(rr(root, "--json", "status").stdout)
+    assert status["error"] is None

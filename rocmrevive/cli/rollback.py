@@ -52,6 +52,7 @@ def rollback(ui, txid, force, dry_run, state_dir):
     from rocmrevive.txn.transaction import rollback as do_rollback
 
     def work() -> Outcome:
+        ui.recover_first(state_dir, dry_run=dry_run)
         with ui.progress("restoring", None) as advance:
             res = do_rollback(ui.root, txid, force=force, state_dir=state_dir, dry_run=dry_run, progress=advance)
         data = res.to_json()

@@ -21,6 +21,12 @@ from rocmrevive.rootfs import Root
 
 SCHEMA_VERSION = 1
 
+# Commands that first finish or undo a transaction a killed run left behind (ISSUE: "the next
+# command of any kind finds it first"). Not: status and recover (they report/handle it), the
+# commands that never touch a machine, and those with a dry-run mode, which call
+# ``recover_first(dry_run=...)`` themselves (install, rollback).
+RECOVER_FIRST = {"detect", "doctor", "verify", "audit", "smoke", "fetch", "rccl", "patch", "hook"}
+
 
 @dataclass
 class Outcome:
@@ -117,6 +123,8 @@ class UI:
     # running a command ---------------------------------------------------------------
     def run(self, command: str, work: Callable[[], Outcome]) -> None:
         try:
+            if command.split()[0] in RECOVER_FIRST:
+                self.recover_first()
             out = work()
         except RevError as exc:
             self._emit_error(command, exc.code, exc.message, exc.details)
