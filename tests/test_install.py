@@ -212,7 +212,8 @@ def test_killed_install_is_finished_or_undone_by_the_next_command(demo, step):
     assert r.returncode == -9, r.stderr
     r = rr(root, "--json", "detect")
     assert r.returncode == 0, r.stderr
-    assert "recovered interrupted transaction" in r.stderr
+    # killed after the commit record there is nothing left to recover
+    assert ("recovered interrupted transaction" in r.stderr) == (step != "commit:1"), r.stderr
     lib = root / "opt/rocm-6.4.3/lib/rocblas/library"
     gfx906 = sorted(p.name for p in lib.iterdir() if "gfx906" in p.name)
     assert gfx906 == [] or len(gfx906) == 9, gfx906
