@@ -26,3 +26,4 @@ bench:
 	$(PYTHON) bench/bench_verify.py
 	$(PYTHON) bench/bench_apply.py
 	$(PYTHON) bench/bench_extract.py
+	$(PYTHON) bench/bench_install.py

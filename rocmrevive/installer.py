@@ -216,7 +216,6 @@ def _plan_copy(root, copy, cp: CopyPlan, devices, manifests, cache_dir: Path, *,
                cross_version, check, state_dir, log, progress, confirm) -> None:
     from rocmrevive.diagnose import locate
     from rocmrevive.sources.fetch import fetch_source
-    from rocmrevive.sources.unpack import extract_selected
     from rocmrevive.txn.plan import plan_from_staged
     from rocmrevive.txn.transaction import apply_plan, rollback
 
@@ -264,13 +263,7 @@ def _plan_copy(root, copy, cp: CopyPlan, devices, manifests, cache_dir: Path, *,
 
     work = Path(tempfile.mkdtemp(prefix="stage-", dir=_staging_parent(cache_dir)))
     try:
-        log(f"extracting {manifest.id} files from {fetched.basename}")
-        staged = extract_selected(Path(fetched.path), manifest.select, work / "files",
-                                  member_prefix=source.member_prefix)
-        if not staged:
-            raise RevError("VERIFY_FAILED", f"{fetched.basename}: no member under {source.member_prefix} "
-                                            f"matches manifest {manifest.id}")
-        by_name = {s.name: s.path for s in staged}
+        by_name = _extracted(fetched, manifest, source, cache_dir, log)
         _check_staged_targets(by_name, devices)
         staged_result = _verify(_overlay(real_lib, by_name, work), devices, host_library=host_lib,
                                 rocm_version=copy.rocm_version, show=lambda p: str(p))
@@ -310,6 +303,47 @@ def _plan_copy(root, copy, cp: CopyPlan, devices, manifests, cache_dir: Path, *,
                      f"(transaction {res.txid})") if res.changed else "files already in place"
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _extracted(fetched, manifest, source, cache_dir: Path, log: Log) -> dict[str, Path]:
+    """The manifest's members of a verified artifact, extracted once per (artifact, manifest)
+    into the cache and re-hashed on every reuse: a second tree, a re-install after an upgrade
+    or a fleet node with a shared cache skips the decompression (most of an install's time)."""
+    import json
+
+    from rocmrevive.sources.cache import sha256_file
+    from rocmrevive.sources.unpack import extract_selected
+
+    key = f"{fetched.sha256[:32]}-{manifest.id}"
+    done = cache_dir / "extracted" / key
+    index = done / "index.json"
+    if index.is_file():
+        try:
+            listed = json.loads(index.read_text())
+            files = {n: done / "files" / n for n in listed}
+            if all(sha256_file(p) == tuple(listed[n]) for n, p in files.items()):
+                log(f"using the {len(files)} files extracted earlier from {fetched.basename}")
+                return files
+        except (OSError, ValueError, TypeError):
+            pass
+        log(f"extracted files of {fetched.basename} in the cache were damaged; extracting again")
+        shutil.rmtree(done, ignore_errors=True)
+    log(f"extracting {manifest.id} files from {fetched.basename}")
+    parent = cache_dir / "extracted"
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=parent))
+    try:
+        staged = extract_selected(Path(fetched.path), manifest.select, tmp / "files",
+                                  member_prefix=source.member_prefix)
+        if not staged:
+            raise RevError("VERIFY_FAILED", f"{fetched.basename}: no member under {source.member_prefix} "
+                                            f"matches manifest {manifest.id}")
+        (tmp / "index.json").write_text(json.dumps({f.name: [f.sha256, f.size] for f in staged}))
+        os.replace(tmp, done)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return {f.name: done / "files" / f.name for f in staged}
 
 
 def _staging_parent(cache_dir: Path) -> Path:

@@ -183,15 +183,35 @@ def read_amdgpu_elf(data: bytes) -> AmdgpuElf:
             if sec["sh_type"] == "SHT_NOTE":
                 _read_notes(obj, sec, data)
             elif sec["sh_type"] == "SHT_DYNSYM":
-                for sym in sec.iter_symbols():
-                    if (sym.name.endswith(".kd") and sym["st_info"]["type"] == "STT_OBJECT"
-                            and sym["st_shndx"] != "SHN_UNDEF"):
-                        obj.kd_symbols.add(sym.name[:-3])
+                strtab = elf.get_section(sec["sh_link"])
+                _read_kd_symbols(obj, data, sec, strtab)
     except (ELFError, struct.error, ValueError, IndexError) as exc:
         obj.problems.append(f"cannot read sections: {exc}")
         return obj
     _cross_check(obj)
     return obj
+
+
+_SYM = struct.Struct("<IBBHQQ")  # Elf64_Sym: name, info, other, shndx, value, size
+STT_OBJECT = 1
+
+
+def _read_kd_symbols(obj: AmdgpuElf, data: bytes, sec, strtab) -> None:
+    # pyelftools builds an object per symbol; Tensile .co files have thousands, and this loop
+    # is most of a cross-reference's time, so the fixed-size records are read with struct.
+    off, size = sec["sh_offset"], sec["sh_size"]
+    s_off, s_size = strtab["sh_offset"], strtab["sh_size"]
+    if off + size > len(data) or s_off + s_size > len(data):
+        obj.problems.append("symbol table lies past the end of the file")
+        return
+    strs = data[s_off:s_off + s_size]
+    for name, info, _other, shndx, _value, _size in _SYM.iter_unpack(data[off:off + size - size % 24]):
+        if info & 0xF != STT_OBJECT or shndx == 0 or name >= len(strs):
+            continue
+        end = strs.find(b"\0", name)
+        sym = strs[name:end if end >= 0 else len(strs)]
+        if sym.endswith(b".kd"):
+            obj.kd_symbols.add(sym[:-3].decode("utf-8", "replace"))
 
 
 def _read_notes(obj: AmdgpuElf, sec, data: bytes) -> None:
