@@ -42,10 +42,13 @@ class Root:
             return real[len(base):]
         return real
 
-    def resolve(self, machine_path: str | os.PathLike) -> Path:
+    def resolve(self, machine_path: str | os.PathLike, *, strict: bool = False, what: str = "path") -> Path:
         """Resolve symlinks as the machine would (chroot semantics): an absolute link target is
         read under the root, and ``..`` never climbs above it, so the result is always inside.
 
+        ``strict``: refuse (ValueError) a link that leads outside the root in the real file
+        system — a relative target climbing above it, or an absolute target missing under the
+        root that the kernel would follow to a real place outside — before writing through it.
         Raises ValueError on a symlink loop.
         """
         if self.is_host:
@@ -62,14 +65,36 @@ class Root:
                     cur.pop()
                 continue
             real = self.base.joinpath(*cur, name)
-            if real.is_symlink():
-                hops += 1
-                if hops > 40:
-                    raise ValueError(f"too many symbolic links at {'/' + '/'.join(cur + [name])}")
-                target = os.readlink(real)
-                if target.startswith("/"):
-                    cur = []
-                parts = [x for x in target.split("/") if x] + parts
+            if not real.is_symlink():
+                cur.append(name)
                 continue
-            cur.append(name)
+            hops += 1
+            link = "/" + "/".join(cur + [name])
+            if hops > 40:
+                raise ValueError(f"too many symbolic links at {link} under {self.base}")
+            target = os.readlink(real)
+            if strict:
+                self._refuse_escape(real, target, cur, f"{what} {machine_path}: {link} is a symbolic link "
+                                    f"to {target}, which leads outside the root {self.base}; "
+                                    f"refusing to write through it")
+            if target.startswith("/"):
+                cur = []
+            parts = [x for x in target.split("/") if x] + parts
         return self.base.joinpath(*cur)
+
+    def _refuse_escape(self, real: Path, target: str, cur: list[str], message: str) -> None:
+        if target.startswith("/"):
+            inside = self.resolve(target)
+            if not os.path.lexists(inside):
+                kernel = Path(os.path.realpath(real))
+                if kernel.exists() and kernel != self.base and self.base not in kernel.parents:
+                    raise ValueError(message)
+            return
+        depth = len(cur)
+        for x in target.split("/"):
+            if x == "..":
+                depth -= 1
+                if depth < 0:
+                    raise ValueError(message)
+            elif x and x != ".":
+                depth += 1

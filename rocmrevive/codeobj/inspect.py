@@ -13,7 +13,7 @@ from __future__ import annotations
 import mmap
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
+
 from typing import Iterator
 
 from rocmrevive.codeobj import bundle as B

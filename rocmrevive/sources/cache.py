@@ -11,7 +11,6 @@ size and checksum were verified, so anything found there can be used as is.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -19,6 +18,7 @@ import shutil
 from pathlib import Path
 
 from rocmrevive.errors import RevError
+from rocmrevive.hashing import sha256_file  # noqa: F401  (re-exported: the one hash function)
 from rocmrevive.rootfs import Root
 
 _HEX = re.compile(r"^[0-9a-f]{64}$")
@@ -36,19 +36,6 @@ def default_cache_dir(root: Root | None = None, *, euid: int | None = None, env:
     return base / "rocmrevive"
 
 
-def sha256_file(path: Path | os.PathLike) -> tuple[str, int]:
-    h = hashlib.sha256()
-    n = 0
-    with open(path, "rb", buffering=0) as f:
-        buf = bytearray(1 << 20)
-        mv = memoryview(buf)
-        while True:
-            k = f.readinto(mv)
-            if not k:
-                break
-            h.update(mv[:k])
-            n += k
-    return h.hexdigest(), n
 
 
 class Cache:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from rocmrevive.errors import RevError
+from rocmrevive.hashing import sha256_file
 
 TRANSIENT_STATUS = {408, 425, 429, 500, 502, 503, 504}
 CHUNK = 1 << 20
@@ -55,16 +56,8 @@ def _retry_after(resp) -> float | None:
 
 
 def _hash_file(path: Path, h) -> int:
-    n = 0
-    with open(path, "rb", buffering=0) as f:
-        buf = bytearray(CHUNK)
-        mv = memoryview(buf)
-        while True:
-            k = f.readinto(mv)
-            if not k:
-                return n
-            h.update(mv[:k])
-            n += k
+    return sha256_file(path, h=h)[1]
+
 
 
 class Downloader:

@@ -14,6 +14,8 @@ import os
 import stat
 from pathlib import Path
 
+from rocmrevive.hashing import sha256_file as _sha256_file
+
 CHUNK = 1 << 20
 
 
@@ -30,25 +32,7 @@ def sha256_file(path: str | os.PathLike) -> tuple[str, int]:
 
         sha, size = sha256_file("/opt/rocm/lib/rocblas/library/Kernels.so-000-gfx906.hsaco")
     """
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
-    try:
-        return _hash_fd(fd)
-    finally:
-        os.close(fd)
-
-
-def _hash_fd(fd: int) -> tuple[str, int]:
-    h = hashlib.sha256()
-    buf = bytearray(CHUNK)
-    view = memoryview(buf)
-    size = 0
-    while True:
-        n = os.readv(fd, [buf])
-        if not n:
-            break
-        h.update(view[:n])
-        size += n
-    return h.hexdigest(), size
+    return _sha256_file(path, follow_symlinks=False)
 
 
 def _write_all(fd: int, data) -> None:
