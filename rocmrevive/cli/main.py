@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "smoke": ("rocmrevive.cli.smoke:smoke", "Run PyTorch and llama.cpp on every GPU and check the results."),
     "rccl": ("rocmrevive.cli.rccl:rccl", "RCCL targets, peer-to-peer readiness and multi-GPU setups."),
     "patch": ("rocmrevive.cli.patch:patch", "Reversible patches for Python packages (vLLM...)."),
+    "hook": ("rocmrevive.cli.hook:hook", "Opt-in apt hook: check (or re-apply) after package upgrades."),
 }
 
 
