@@ -1,23 +1,28 @@
 PYTHON ?= python3
 export PYTHONDONTWRITEBYTECODE = 1
 
-.PHONY: demo test setup fixtures bench demo-real
+.PHONY: demo test setup setup-torch fixtures bench
 
 # Set up and run the main job on the embedded demo machine (no network needed).
 demo: setup
 	bash demo/run.sh
 
-# The whole test suite (Debian's real packages are fetched once into /var/tmp).
-test:
-	bash tests/fixtures/fetch_debian.sh
+# The whole test suite. Slow fixtures are made once and cached in /var/tmp/rocmrevive-test-cache:
+# Debian's real ROCm packages, and a CPU build of llama.cpp (about 5 minutes the first time).
+test: fixtures
 	$(PYTHON) -m pytest -q -p no:cacheprovider
+
+fixtures:
+	bash tests/fixtures/fetch_debian.sh
+	sh tests/fixtures/build_llama.sh
 
 setup:
 	bash scripts/setup-system.sh
 	$(PYTHON) -m pip install -q --disable-pip-version-check -e '.[test]'
 
-fixtures:
-	bash tests/fixtures/fetch_debian.sh
+# The tests' own PyTorch: the CPU build (this exact pin; a plain `torch` pulls a CUDA build).
+setup-torch:
+	$(PYTHON) -m pip install -q --disable-pip-version-check torch==2.13.0
 
 # Speed against the reference tools, as ratios in one run (needs `make fixtures`).
 bench:

@@ -2,7 +2,8 @@
 # System packages the tests and the demo need (Debian 12). Idempotent; quick when installed.
 set -euo pipefail
 need=()
-for pkg in clang-15 lld-15 clang-tools-15 llvm-15 binutils gcc gpg gpgv xz-utils zstd dpkg-dev \
+for pkg in clang-15 lld-15 clang-tools-15 llvm-15 binutils gcc g++ cmake make gpg gpgv xz-utils zstd dpkg-dev \
+           e2fsprogs util-linux curl \
            pciutils; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done

@@ -137,3 +137,24 @@ def test_status_in_a_real_process(m):
     apply_plan(m.root, m.plan())
     rc, doc, err = cli(m, "status")
     assert rc == 0 and doc["command"] == "status" and doc["trees"][0]["state"] == "intact", err
+
+
+def test_status_shows_when_the_stack_was_last_proven(tmp_path):
+    """`smoke` writes its record; `status` shows it (issue 8: when the stack last worked)."""
+    import json as _json
+    import subprocess as _sp
+    import sys as _sys
+
+    from rocmrevive.rootfs import Root
+    from rocmrevive.smoke.record import write_last
+
+    root = tmp_path / "m"
+    root.mkdir()
+    write_last(Root(root), {"status": "passed", "finished_at": "2026-12-02T10:00:00Z", "parts": {}})
+    r = _sp.run([_sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), "--json", "status"],
+                capture_output=True, text=True)
+    doc = _json.loads(r.stdout)
+    assert doc["smoke"]["status"] == "passed" and doc["smoke"]["last_passed_at"]
+    r = _sp.run([_sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), "status"],
+                capture_output=True, text=True)
+    assert "last smoke test: passed" in r.stdout

@@ -55,9 +55,16 @@ def status(ui, trees, state_dir):
                     "drifted": f"{len(t['drifted'])} of its files were changed by something else"}[t["integrity"]]
             message = f"transaction {t['txid']} on {t['tree']}: {what}"
 
+        from rocmrevive.smoke.record import read_last
+
+        smoke = read_last(ui.root)
+
         def render(con):
             from rich.table import Table
 
+            if smoke:
+                con.print(f"last smoke test: {smoke.get('status')} at {smoke.get('finished_at')}; "
+                          f"last passed: {smoke.get('last_passed_at') or 'never'}", markup=False)
             if not txs:
                 con.print("rocmrevive has changed nothing here (no transactions in "
                           f"{state_dir.rstrip('/')}/tx)")
@@ -90,7 +97,7 @@ def status(ui, trees, state_dir):
                             con.print(f"  {x['txid']}  {c['op']:<7} {where.get(c['path'], '-'):<10} {c['path']}")
 
         return Outcome(data={"state_dir": state_dir, "trees": tree_docs, "transactions": txs,
-                             "pending": [t["txid"] for t in pending]},
+                             "pending": [t["txid"] for t in pending], "smoke": smoke},
                        render=render, changed=False, code=code, message=message)
 
     ui.run("status", work)
