@@ -13,7 +13,11 @@ REPO=$(pwd)
 RR="python3 -m rocmrevive.cli.main"
 WORK=${DEMO_DIR:-$(mktemp -d /tmp/rocmrevive-demo.XXXXXX)}
 M="$WORK/machine"
-step() { printf '\n\033[1m$ rocmrevive %s\033[0m\n' "$*"; }
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+  step() { printf '\n\033[1m$ rocmrevive %s\033[0m\n' "$*"; }
+else
+  step() { printf '\n$ rocmrevive %s\n' "$*"; }
+fi
 
 rm -rf "$M"; mkdir -p "$WORK"; cp -a demo/machines/dual-mi50 "$M"
 python3 demo/minirocblas.py tree "$M" --replace >/dev/null
