@@ -1,7 +1,7 @@
 PYTHON ?= python3
 export PYTHONDONTWRITEBYTECODE = 1
 
-.PHONY: demo test setup setup-torch fixtures bench
+.PHONY: demo test setup setup-torch fixtures bench ansible-sanity
 
 # Set up and run the main job on the embedded demo machine (no network needed).
 demo: setup
@@ -32,3 +32,7 @@ bench:
 	$(PYTHON) bench/bench_apply.py
 	$(PYTHON) bench/bench_extract.py
 	$(PYTHON) bench/bench_install.py
+
+# ansible-test sanity on the collection (downloads its own pip bootstrap: not part of CI).
+ansible-sanity:
+	bash collections/ansible_collections/rocmrevive/gfx906/tests/sanity/run-sanity.sh

@@ -49,10 +49,13 @@ def rollback(ui, txid, force, dry_run, state_dir):
     Every file's sha256 is checked first: if one changed since the install (drift) nothing is
     touched and the files are named (exit 8) unless --force. `rocmrevive status` lists TXIDs.
     """
+    from rocmrevive.txn.transaction import require_no_pending
     from rocmrevive.txn.transaction import rollback as do_rollback
 
     def work() -> Outcome:
-        ui.recover_first(state_dir, dry_run=dry_run)
+        # An interrupted transaction is not rolled back behind the user's back here: undoing
+        # it and then "the last one" too would undo more than asked. `recover` handles it.
+        require_no_pending(ui.root, state_dir=state_dir)
         with ui.progress("restoring", None) as advance:
             res = do_rollback(ui.root, txid, force=force, state_dir=state_dir, dry_run=dry_run, progress=advance)
         data = res.to_json()

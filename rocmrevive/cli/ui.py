@@ -24,8 +24,11 @@ SCHEMA_VERSION = 1
 # Commands that first finish or undo a transaction a killed run left behind (ISSUE: "the next
 # command of any kind finds it first"). Not: status and recover (they report/handle it), the
 # commands that never touch a machine, and those with a dry-run mode, which call
-# ``recover_first(dry_run=...)`` themselves (install, rollback).
-RECOVER_FIRST = {"detect", "doctor", "verify", "audit", "smoke", "fetch", "rccl", "patch", "hook"}
+# ``recover_first(dry_run=...)`` themselves (install), and rollback, which stops with
+# INTERRUPTED instead (undoing the interrupted one and then "the last one" would undo too much).
+# `hook run` is excluded: it runs inside apt's hook while apt holds the dpkg lock.
+RECOVER_FIRST = {"detect", "doctor", "verify", "audit", "smoke", "fetch", "rccl", "patch", "hook install",
+                 "hook remove"}
 
 
 @dataclass
@@ -123,7 +126,7 @@ class UI:
     # running a command ---------------------------------------------------------------
     def run(self, command: str, work: Callable[[], Outcome]) -> None:
         try:
-            if command.split()[0] in RECOVER_FIRST:
+            if command in RECOVER_FIRST or command.split()[0] in RECOVER_FIRST:
                 self.recover_first()
             out = work()
         except RevError as exc:

@@ -1,0 +1,248 @@
+"""``rocmrevive hook install|remove|status|run``: the opt-in apt hook that notices, after every
+dpkg run, when an upgrade took away the gfx906 files rocmrevive installed (and can put them back)."""
+from __future__ import annotations
+
+import datetime
+import os
+import shutil
+import subprocess
+import sys
+
+import click
+
+from rocmrevive.cli.ui import Outcome
+
+INSTALL_PASSTHROUGH = ("--from", "--mirror", "--cache", "--manifests", "--tree")
+
+
+def _self_argv(root) -> list[str]:
+    """How to start rocmrevive again: the executable the installed hook names (what apt runs),
+    else this same interpreter and package."""
+    from rocmrevive.hooks import HOOK_FILE, parse
+
+    real = root.path(HOOK_FILE)
+    cfg = parse(real.read_text(errors="replace")) if real.is_file() else None
+    argv = list(cfg.bin) if cfg else [sys.executable, "-m", "rocmrevive.cli.main"]
+    if not root.is_host:
+        argv += ["--root", str(root.base)]
+    return argv
+
+
+def _default_bin() -> list[str]:
+    found = shutil.which("rocmrevive")
+    return [os.path.abspath(found)] if found else [sys.executable, "-m", "rocmrevive.cli.main"]
+
+
+@click.group()
+def hook():
+    """An apt hook (opt-in) that checks rocmrevive's files after every dpkg run.
+
+    `rocmrevive hook install` writes /etc/apt/apt.conf.d/99rocmrevive through a journaled
+    transaction; apt then runs `rocmrevive hook run` after each dpkg run (DPkg::Post-Invoke),
+    which warns when a tree lost the gfx906 files rocmrevive installed, or with --reapply
+    installs them again once apt has finished. `rocmrevive hook remove` undoes it.
+    """
+
+
+@hook.command("install")
+@click.option("--reapply", is_flag=True, help="Re-install lost files (rocmrevive install --yes) instead of only warning.")
+@click.option("--bin", "bin_path", metavar="PATH",
+              help="The rocmrevive executable apt should run (default: the one on PATH).")
+@click.option("--state-dir", metavar="DIR", help="The install journal the hook checks (default /var/lib/rocmrevive).")
+@click.option("--from", "from_path", metavar="PATH", help="With --reapply: install from this local file or export.")
+@click.option("--mirror", metavar="URL", help="With --reapply: download from this mirror.")
+@click.option("--cache", metavar="DIR", help="With --reapply: the download cache.")
+@click.option("--manifests", "manifests_dir", metavar="DIR", help="With --reapply: the manifest folder.")
+@click.option("--tree", "trees", multiple=True, metavar="PATH", help="With --reapply: only this tree (repeatable).")
+@click.option("--dry-run", is_flag=True, help="Check everything and say what would be written; write nothing.")
+@click.pass_obj
+def install(ui, reapply, bin_path, state_dir, from_path, mirror, cache, manifests_dir, trees, dry_run):
+    """Install the apt hook (/etc/apt/apt.conf.d/99rocmrevive) as a journaled transaction."""
+    from rocmrevive.errors import RevError
+    from rocmrevive.hooks import HOOK_FILE, HookConfig, install_hook, render
+
+    def work() -> Outcome:
+        extra = []
+        for flag, value in zip(INSTALL_PASSTHROUGH, (from_path, mirror, cache, manifests_dir)):
+            if value:
+                extra += [flag, os.path.abspath(value) if flag in ("--from", "--cache", "--manifests") else value]
+        for t in trees:
+            extra += ["--tree", t]
+        if extra and not reapply:
+            raise RevError("USAGE", "--from, --mirror, --cache, --manifests and --tree are for --reapply")
+        binv = [os.path.abspath(bin_path)] if bin_path else _default_bin()
+        cfg = HookConfig(mode="reapply" if reapply else "warn", bin=binv, install_args=extra, state_dir=state_dir)
+        res = install_hook(ui.root, cfg, dry_run=dry_run)
+        data = {"path": HOOK_FILE, "mode": cfg.mode, "config": cfg.to_json(), "command": cfg.shell_command(),
+                "dry_run": dry_run, "content": render(cfg), **{k: v for k, v in res.to_json().items() if k != "changed"}}
+
+        def show(con):
+            if res.state == "unchanged":
+                con.print(f"the apt hook {HOOK_FILE} is already installed (mode {cfg.mode}); nothing to do",
+                          markup=False)
+                return
+            head = "would install" if dry_run else "installed"
+            tx = "" if dry_run else f", transaction {res.txid}"
+            con.print(f"{head} the apt hook {HOOK_FILE} (mode {cfg.mode}{tx}); after every dpkg run apt will run:",
+                      markup=False)
+            con.print(f"  {cfg.shell_command()}", markup=False)
+
+        return Outcome(data=data, render=show, changed=res.changed and not dry_run)
+
+    ui.run("hook install", work)
+
+
+@hook.command("remove")
+@click.option("--force", is_flag=True, help="Remove it even if it was edited since (the edited bytes are kept in the backups).")
+@click.option("--dry-run", is_flag=True, help="Say what would be done; change nothing.")
+@click.pass_obj
+def remove(ui, force, dry_run):
+    """Remove the apt hook by rolling back its transactions (checks it was not edited)."""
+    from rocmrevive.hooks import HOOK_FILE, remove_hook
+
+    def work() -> Outcome:
+        results = remove_hook(ui.root, force=force, dry_run=dry_run)
+        acted = [r for r in results if any(a["op"] != "keep" for a in r.actions)]
+
+        def show(con):
+            if not results:
+                con.print(f"no apt hook installed by rocmrevive ({HOOK_FILE}); nothing to do", markup=False)
+                return
+            head = "would roll back" if dry_run else "rolled back"
+            for r in results:
+                con.print(f"{head} hook transaction {r.txid}: " +
+                          ", ".join(f"{a['op']} {a['path']}" for a in r.actions), markup=False)
+
+        data = {"path": HOOK_FILE, "dry_run": dry_run, "removed": bool(acted) and not dry_run,
+                "transactions": [r.to_json() for r in results]}
+        return Outcome(data=data, render=show, changed=bool(acted) and not dry_run,
+                       warnings=[w for r in results for w in r.warnings if r.actions])
+
+    ui.run("hook remove", work)
+
+
+@hook.command("status")
+@click.option("--state-dir", metavar="DIR", help="The install journal to check (default: the hook's, else /var/lib/rocmrevive).")
+@click.pass_obj
+def status(ui, state_dir):
+    """Whether the hook is installed, and what it would report right now."""
+    from rocmrevive.hooks import findings, hook_status
+
+    def work() -> Outcome:
+        st = hook_status(ui.root)
+        cfg = st["config"] or {}
+        found = findings(ui.root, state_dir or cfg.get("state_dir"))
+        data = {**st, "findings": [f.to_json() for f in found]}
+
+        def show(con):
+            if not st["exists"]:
+                con.print(f"the apt hook is not installed ({st['path']} does not exist)", markup=False)
+            elif not st["installed"]:
+                con.print(f"{st['path']} exists but is not a rocmrevive hook", markup=False)
+            else:
+                state = {True: "unchanged since installed", False: "EDITED since installed",
+                         None: "not in rocmrevive's journal"}[st["intact"]]
+                con.print(f"apt hook {st['path']}: mode {cfg['mode']}, {state}", markup=False)
+            for f in found:
+                con.print(f"  {f.message()}", markup=False)
+            if st["exists"] and not found:
+                con.print("  every file rocmrevive installed is in place", markup=False)
+
+        return Outcome(data=data, render=show)
+
+    ui.run("hook status", work)
+
+
+@hook.command("run", context_settings={"ignore_unknown_options": True})
+@click.option("--mode", type=click.Choice(["warn", "reapply"]), default="warn", show_default=True)
+@click.option("--state-dir", metavar="DIR", help="The install journal to check (default /var/lib/rocmrevive).")
+@click.option("--now", is_flag=True, hidden=True, help="Re-apply in this process (the background half of --mode reapply).")
+@click.option("--wait", "wait_s", default=900.0, show_default=True, metavar="SECONDS",
+              help="With reapply: how long to wait for apt/dpkg to release their locks.")
+@click.option("--log", "log_path", default=None, metavar="PATH",
+              help="With reapply: the log of the background install (default /var/log/rocmrevive/hook.log).")
+@click.argument("install_args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_obj
+def run(ui, mode, state_dir, now, wait_s, log_path, install_args):
+    """What apt runs after dpkg (DPkg::Post-Invoke). Never fails: apt must go on.
+
+    Checks the files of every committed install against the journal. Mode warn prints one
+    line per tree that lost (or had changed) its gfx906 files. Mode reapply also starts
+    `rocmrevive install --yes INSTALL_ARGS` in the background, once apt has released its locks
+    (it holds them while its hooks run), and logs the result.
+    """
+    from rocmrevive.hooks import HOOK_LOG, findings, wait_for_package_managers
+
+    log_machine = log_path or HOOK_LOG
+    log_real = ui.root.path(log_machine)
+
+    def work() -> Outcome:
+        try:
+            if now:
+                return _reapply_now(ui, state_dir, install_args, wait_s, log_real, findings, wait_for_package_managers)
+            found = findings(ui.root, state_dir)
+        except Exception as exc:  # the hook must never break apt; say what went wrong instead
+            msg = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
+            return Outcome(data={"mode": mode, "findings": [], "action": "error", "problem": msg},
+                           render=lambda con: con.print(f"rocmrevive hook: could not check: {msg}", markup=False))
+        action, pid = "none", None
+        fixable = [f for f in found if f.kind in ("lost", "gone")]
+        if mode == "reapply" and fixable:
+            log_real.parent.mkdir(parents=True, exist_ok=True)
+            argv = _self_argv(ui.root) + ["hook", "run", "--mode", "reapply", "--now", "--wait", str(wait_s)]
+            argv += (["--state-dir", state_dir] if state_dir else []) + ["--log", log_machine]
+            argv += ["--", *install_args] if install_args else []
+            with open(log_real, "a") as logf:
+                logf.write(f"{_stamp()} dpkg run left: {'; '.join(f.message() for f in found)}\n")
+                logf.flush()
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
+                                        start_new_session=True, close_fds=True)
+            action, pid = "reapply-started", proc.pid
+        elif found:
+            action = "warned"
+        data = {"mode": mode, "findings": [f.to_json() for f in found], "action": action, "pid": pid,
+                "log": log_machine if pid else None}
+
+        def show(con):
+            for f in found:
+                con.print(f"rocmrevive hook: {f.message()}", markup=False)
+            if pid:
+                con.print(f"rocmrevive hook: re-installing in the background once apt has finished "
+                          f"(process {pid}, log {log_machine})", markup=False)
+
+        return Outcome(data=data, render=show)
+
+    ui.run("hook run", work)
+
+
+def _stamp() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _reapply_now(ui, state_dir, install_args, wait_s, log_real, findings, wait_for_package_managers) -> Outcome:
+    """The background half: wait for apt, look again, install, log."""
+    import json
+
+    def log(line: str) -> None:
+        log_real.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_real, "a") as f:
+            f.write(f"{_stamp()} {line}\n")
+
+    if not wait_for_package_managers(ui.root, wait_s):
+        log(f"gave up: apt/dpkg still held their locks after {wait_s:g} s; run `rocmrevive install` by hand")
+        return Outcome(data={"action": "gave-up"}, code="LOCKED", message="package manager still busy")
+    found = [f for f in findings(ui.root, state_dir) if f.kind in ("lost", "gone")]
+    if not found:
+        log("nothing to re-install any more")
+        return Outcome(data={"action": "none"})
+    argv = _self_argv(ui.root) + ["--json", "--no-progress", "install", "--yes", *install_args]
+    log("running: " + " ".join(argv))
+    r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    try:
+        doc = json.loads(r.stdout)
+    except ValueError:
+        doc = {"error": {"message": (r.stderr or r.stdout).strip()[-500:]}}
+    err = (doc.get("error") or {}).get("message")
+    copies = ", ".join(f"{c['library']}: {c['status']}" for c in doc.get("copies") or [])
+    log(f"install exited {r.returncode}" + (f": {copies}" if copies else "") + (f"; {err}" if err else ""))
+    return Outcome(data={"action": "reapplied", "exit": r.returncode, "install": doc}, changed=bool(doc.get("changed")))

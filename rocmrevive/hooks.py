@@ -1,0 +1,215 @@
+"""The opt-in apt hook: ``/etc/apt/apt.conf.d/99rocmrevive`` makes apt run ``rocmrevive hook run``
+after every dpkg run (``DPkg::Post-Invoke``), so that an upgrade that replaced a rocBLAS tree, and
+with it the gfx906 files rocmrevive installed, is noticed at once: a warning, or (mode
+``reapply``) ``rocmrevive install --yes`` once apt has let go of its locks.
+
+The hook file is written and removed like any other change rocmrevive makes: through a journaled
+transaction (``rocmrevive.txn``), in a journal of its own (``/var/lib/rocmrevive/hook``) so that
+``rocmrevive rollback`` of a rocBLAS install never undoes the hook, and removing it checks first
+that nobody edited it.
+
+    cfg = HookConfig(mode="warn", bin=["/usr/local/bin/rocmrevive"])
+    install_hook(root, cfg)          # TxResult; unchanged when the same hook is already there
+    hook_status(root)                # {"installed": True, "config": {...}, "intact": True, ...}
+    findings(root)                   # what the dpkg run broke: [Finding(tree, kind, files, txid)]
+    remove_hook(root)                # every hook transaction rolled back, newest first
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rocmrevive.errors import RevError
+
+HOOK_FILE = "/etc/apt/apt.conf.d/99rocmrevive"
+HOOK_DIR = "/etc/apt/apt.conf.d"
+HOOK_STATE_DIR = "/var/lib/rocmrevive/hook"
+HOOK_LOG = "/var/log/rocmrevive/hook.log"
+MODES = ("warn", "reapply")
+MARK = "// rocmrevive-hook "
+FORMAT_VERSION = 1
+
+
+@dataclass
+class HookConfig:
+    """What the hook runs. ``bin``: the argv that starts rocmrevive (an executable, or a Python
+    with ``-m rocmrevive.cli.main``); ``install_args``: options passed on to ``install`` when
+    re-applying (``--from``, ``--cache``, ...); ``state_dir``: the journal the hook checks."""
+
+    mode: str = "warn"
+    bin: list[str] = field(default_factory=list)
+    install_args: list[str] = field(default_factory=list)
+    state_dir: str | None = None
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise RevError("USAGE", f"hook mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if not self.bin or not os.path.isabs(self.bin[0]):
+            raise RevError("USAGE", "the hook needs the absolute path of the rocmrevive executable (--bin PATH)")
+        for word in [*self.bin, *self.install_args, self.state_dir or ""]:
+            # apt.conf strings have no escapes: a double quote or a line break would end them
+            if '"' in word or "\n" in word or "\\" in word:
+                raise RevError("USAGE", f"{word!r} cannot go into an apt configuration string "
+                                        "(no double quotes, backslashes or line breaks)")
+
+    def run_args(self) -> list[str]:
+        """``hook run`` and its options, as apt will call it."""
+        args = ["hook", "run", "--mode", self.mode]
+        if self.state_dir:
+            args += ["--state-dir", self.state_dir]
+        if self.install_args:
+            args += ["--", *self.install_args]
+        return args
+
+    def shell_command(self) -> str:
+        """One line for /bin/sh: does nothing when rocmrevive was uninstalled, never fails apt."""
+        exe = shlex.quote(self.bin[0])
+        argv = " ".join(shlex.quote(a) for a in [*self.bin, *self.run_args()])
+        return f"if [ -x {exe} ]; then {argv} || true; fi"
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def render(cfg: HookConfig) -> str:
+    """The hook file's text (apt.conf syntax, apt.conf(5))."""
+    meta = json.dumps({"version": FORMAT_VERSION, **cfg.to_json()}, sort_keys=True)
+    what = ("prints a warning" if cfg.mode == "warn"
+            else "re-installs them (`rocmrevive install --yes`) once apt has finished")
+    return (
+        "// rocmrevive apt hook, written by `rocmrevive hook install`. Remove it with\n"
+        "// `rocmrevive hook remove`, which checks first that it is unchanged (a journal in\n"
+        f"// {HOOK_STATE_DIR}). After every dpkg run it checks that the gfx906 rocBLAS files\n"
+        f"// rocmrevive installed are still there; when they are not, it {what}.\n"
+        f"{MARK}{meta}\n"
+        f'DPkg::Post-Invoke {{ "{cfg.shell_command()}"; }};\n'
+    )
+
+
+def parse(text: str) -> HookConfig | None:
+    """The configuration a hook file was written with (None: not a rocmrevive hook file)."""
+    for line in text.splitlines():
+        if line.startswith(MARK):
+            try:
+                d = json.loads(line[len(MARK):])
+                return HookConfig(mode=d["mode"], bin=list(d["bin"]), install_args=list(d.get("install_args") or []),
+                                  state_dir=d.get("state_dir"))
+            except (ValueError, KeyError, TypeError, RevError):
+                return None
+    return None
+
+
+def install_hook(root, cfg: HookConfig, *, dry_run: bool = False):
+    """Write the hook file through a transaction (a create, or a replace of another hook file,
+    whose bytes go to the backups); nothing is written when the same hook is there already."""
+    from rocmrevive.txn.plan import plan_from_staged
+    from rocmrevive.txn.transaction import apply_plan
+
+    if not root.path(HOOK_DIR).is_dir():
+        raise RevError("NOTHING_SUPPORTED", f"no {HOOK_DIR} under {root.base}: the hook is for apt-based systems "
+                                            "(Debian, Ubuntu)")
+    stage = Path(tempfile.mkdtemp(prefix="rocmrevive-hook-"))
+    try:
+        staged = stage / Path(HOOK_FILE).name
+        staged.write_text(render(cfg))
+        plan = plan_from_staged(root, HOOK_DIR, {HOOK_FILE: staged}, source="rocmrevive hook install",
+                                meta={"kind": "apt-hook", "mode": cfg.mode})
+        return apply_plan(root, plan, state_dir=HOOK_STATE_DIR, dry_run=dry_run)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def remove_hook(root, *, force: bool = False, dry_run: bool = False) -> list:
+    """Roll back every committed hook transaction, newest first: the hook file goes (or the file
+    that was there before comes back). A hook file edited since is refused (DRIFT) unless
+    ``force``. Returns the TxResults; [] when no hook was installed. A dry run checks the newest
+    transaction only (the older ones can be checked only once it is undone)."""
+    from rocmrevive.txn.transaction import list_transactions, rollback
+
+    txs = [t for t in list_transactions(root, state_dir=HOOK_STATE_DIR, verify=False) if t["state"] == "committed"]
+    if dry_run:
+        # each older transaction is only checkable once the newer ones are undone: check the newest
+        return [rollback(root, txs[-1]["txid"], force=force, state_dir=HOOK_STATE_DIR, dry_run=True)] if txs else []
+    return [rollback(root, t["txid"], force=force, state_dir=HOOK_STATE_DIR) for t in reversed(txs)]
+
+
+def hook_status(root) -> dict:
+    """Whether the hook is installed, with what configuration, and whether the file is still the
+    one rocmrevive wrote."""
+    from rocmrevive.txn.transaction import list_transactions
+
+    real = root.path(HOOK_FILE)
+    text = real.read_text(errors="replace") if real.is_file() else None
+    cfg = parse(text) if text is not None else None
+    txs = list_transactions(root, state_dir=HOOK_STATE_DIR)
+    live = [t for t in txs if t["state"] == "committed" and HOOK_FILE in (t.get("intact", []) + t.get("drifted", [])
+                                                                          + t.get("missing", []))]
+    last = live[-1] if live else None
+    intact = None if last is None else HOOK_FILE in last.get("intact", [])
+    return {"path": HOOK_FILE, "installed": cfg is not None, "exists": text is not None,
+            "config": cfg.to_json() if cfg else None, "managed": last is not None,
+            "intact": intact, "transactions": [t["txid"] for t in txs],
+            "pending": [t["txid"] for t in txs if t["state"] in ("interrupted", "broken")],
+            "state_dir": HOOK_STATE_DIR}
+
+
+@dataclass
+class Finding:
+    """One thing the package manager did to what rocmrevive installed."""
+
+    tree: str
+    kind: str  # "lost" (files gone, tree still there), "gone" (the whole tree), "changed"
+    files: list[str]
+    txid: str
+
+    def message(self) -> str:
+        n = len(self.files)
+        if self.kind == "gone":
+            return (f"{self.tree} is gone (an upgrade to another ROCm?): run `rocmrevive install` for the new "
+                    f"tree, and `rocmrevive rollback {self.txid}` to forget the old one")
+        if self.kind == "lost":
+            return (f"{self.tree} lost {n} gfx906 file{'s' * (n != 1)} rocmrevive installed (transaction "
+                    f"{self.txid}): run `rocmrevive install`")
+        return (f"{n} file{'s' * (n != 1)} rocmrevive installed in {self.tree} (transaction {self.txid}) "
+                "were changed by something else: run `rocmrevive verify`")
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "message": self.message()}
+
+
+def findings(root, state_dir: str | None = None) -> list[Finding]:
+    """What is wrong with the files of every committed rocBLAS transaction now."""
+    from rocmrevive.txn.transaction import DEFAULT_STATE_DIR, list_transactions
+
+    out = []
+    for t in list_transactions(root, state_dir=state_dir or DEFAULT_STATE_DIR):
+        if t["state"] != "committed" or t["integrity"] in (None, "intact"):
+            continue
+        if t.get("missing"):
+            kind = "lost" if t["tree_exists"] else "gone"
+            out.append(Finding(t["tree"], kind, list(t["missing"]), t["txid"]))
+        if t.get("drifted"):
+            out.append(Finding(t["tree"], "changed", list(t["drifted"]), t["txid"]))
+    return out
+
+
+def wait_for_package_managers(root, timeout: float, poll: float = 1.0) -> bool:
+    """Wait until apt/dpkg/rpm hold no lock (a Post-Invoke hook runs while apt still holds
+    /var/lib/dpkg/lock-frontend). True when free, False when ``timeout`` passed."""
+    from rocmrevive.txn.lock import check_package_managers
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            check_package_managers(root)
+            return True
+        except RevError as exc:
+            if exc.code != "LOCKED" or time.monotonic() >= deadline:
+                return False
+        time.sleep(poll)
