@@ -127,7 +127,9 @@ class UI:
     def run(self, command: str, work: Callable[[], Outcome]) -> None:
         try:
             if command in RECOVER_FIRST or command.split()[0] in RECOVER_FIRST:
-                self.recover_first()
+                ctx = click.get_current_context(silent=True)
+                params = ctx.params if ctx is not None else {}
+                self.recover_first(dry_run=bool(params.get("check") or params.get("dry_run")))
             out = work()
         except RevError as exc:
             self._emit_error(command, exc.code, exc.message, exc.details)

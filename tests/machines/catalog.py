@@ -529,3 +529,36 @@ MACHINES = {
     "no-amd-gpu": no_amd_gpu,
     "rocm643-torch-venv": rocm643_torch_venv,
 }
+
+
+def mi50_rx6900xt(**_) -> dict:
+    """An MI50 32GB (gfx906) and a Radeon RX 6900 XT (gfx1030) in one desktop (issue 10's seed)."""
+    rx = rx6900xt_gfx1030()["gpus"][0]
+    rx = {**rx, "kfd": dict(rx["kfd"]), "node": 1, "render_minor": 128, "card": 0}
+    mi50 = _mi50(_bdf(0x0C), 2, host_bridge="pci0000:00",
+                 chain=_vega_chain(0x0C, [{"bdf": _bdf(0, 3, 1), "id": (0x1022, 0x1483), "link": _link()}], _link()),
+                 bar0_at=0x7800000000, numa_node=0, render=129, card=1)
+    return {
+        "name": "mi50-rx6900xt",
+        "description": """
+An AMD Instinct MI50 32GB (gfx906:sramecc+:xnack-) at 0000:0c:00.0 and a Radeon RX 6900 XT
+(1002:73bf, gfx1030) at 0000:03:00.0, each on its own CPU root port of one AMD host bridge: the
+mixed pair whose RCCL needed both targets. No ROCm in /opt (the tests add RCCL copies).
+""",
+        "sources": [
+            "issue 10 (seed): an MI50 paired with an RX 6900 XT; AMD's librccl.so had no gfx1030 code "
+            "(hipErrorInvalidKernelFile) until RCCL was built for gfx906;gfx1030",
+            f"{C_GFX1030}: rocminfo agent gfx1030 on an RX 6900 XT",
+            f"{C_IDS}: 73bf -> gfx1030 (RDNA2), 66a1 = MI50 32GB",
+            f"{C_MI50X4_ENV}: the MI50's ids (66a1 rev 02, subsystem 0834)",
+            "inferred: the RX 6900 XT as in the rx6900xt-gfx1030 machine (KFD values, 16 GB, Navi bridge "
+            "pair); scenario: a Ryzen 9 5950X host, root ports 00:01.1 and 00:03.1 (1022:1483), both "
+            "cards with a BAR as large as their VRAM (Resizable BAR on)",
+        ],
+        "cpu": {"vendor_id": "AuthenticAMD", "family": 25, "model_name": "AMD Ryzen 9 5950X 16-Core Processor"},
+        "numa_node": 0,
+        "gpus": [rx, mi50],
+    }
+
+
+MACHINES["mi50-rx6900xt"] = mi50_rx6900xt

@@ -1,0 +1,406 @@
+"""Reversible patches for userspace Python packages (vLLM...), applied and rolled back through
+the same transaction core as any other file.
+
+A patch is two files in ``patches/``: ``<id>.toml`` (the package, the exact versions it is for,
+the file it changes, why) and ``<id>.diff`` (a unified diff). It is applied only when
+
+* the package's installed version (its ``.dist-info/METADATA``) is one the patch lists, and
+* the file is byte for byte the one that version installed (the sha256 in the dist's
+  ``RECORD``); an editable or source install has no RECORD hash for it, and then the diff's
+  own lines must match exactly, once.
+
+Anything else is refused, never patched "close enough". ``status`` recognises a file that is
+already patched (the reverse diff gives back the RECORD bytes), so apply is idempotent.
+
+    specs = load_patches()
+    st = patch_status(Root("/"), specs[0], "/home/alice/venv/lib/python3.11/site-packages")
+    st.state                                   # "applicable" | "applied" | "modified" | ...
+    apply_patch(root, specs[0], site); rollback_patch(root, specs[0], site)
+"""
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rocmrevive.errors import RevError
+from rocmrevive.rootfs import Root
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+_ID = re.compile(r"^[a-z0-9][a-z0-9.+_-]*$")
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+STATES = ("applicable", "applied", "modified", "unknown-version", "not-installed", "file-missing")
+
+
+class PatchMismatch(Exception):
+    """The diff does not apply to these bytes; the message says where."""
+
+
+# ----------------------------------------------------------------------------------------
+# unified diffs
+
+@dataclass(frozen=True)
+class Hunk:
+    old_start: int
+    old: tuple[str, ...]      # context and removed lines, in order (with their newlines)
+    new: tuple[str, ...]      # context and added lines
+
+
+def parse_diff(text: str) -> tuple[str, list[Hunk]]:
+    """(the file the diff changes, relative to the package root; its hunks). Text before the
+    ``---`` line is a comment. Raises ValueError for anything malformed."""
+    lines = text.splitlines(keepends=True)
+    i = 0
+    while i < len(lines) and not lines[i].startswith("--- "):
+        i += 1
+    if i + 1 >= len(lines) or not lines[i + 1].startswith("+++ "):
+        raise ValueError("no '--- a/FILE' / '+++ b/FILE' header")
+    new_name = lines[i + 1][4:].split("\t")[0].strip()
+    path = new_name[2:] if new_name.startswith("b/") else new_name
+    i += 2
+    hunks: list[Hunk] = []
+    while i < len(lines):
+        m = _HUNK.match(lines[i])
+        if not m:
+            if lines[i].strip():
+                raise ValueError(f"line {i + 1}: expected a hunk header, got {lines[i].strip()[:40]!r}")
+            i += 1
+            continue
+        n_old = int(m.group(2) or 1)
+        n_new = int(m.group(4) or 1)
+        old, new = [], []
+        i += 1
+        while i < len(lines) and (len(old) < n_old or len(new) < n_new):
+            ln = lines[i]
+            tag, body = ln[:1], ln[1:]
+            if ln.startswith("\\"):           # "\ No newline at end of file"
+                i += 1
+                continue
+            if tag == " ":
+                old.append(body)
+                new.append(body)
+            elif tag == "-":
+                old.append(body)
+            elif tag == "+":
+                new.append(body)
+            else:
+                raise ValueError(f"line {i + 1}: not a diff line: {ln.strip()[:40]!r}")
+            i += 1
+        if len(old) != n_old or len(new) != n_new:
+            raise ValueError(f"hunk at -{m.group(1)}: counts say -{n_old}/+{n_new}, found -{len(old)}/+{len(new)}")
+        hunks.append(Hunk(int(m.group(1)), tuple(old), tuple(new)))
+    if not hunks:
+        raise ValueError("no hunks")
+    return path, hunks
+
+
+def apply_hunks(data: bytes, hunks: list[Hunk], *, reverse: bool = False) -> bytes:
+    """Apply (or undo) the hunks. Each hunk's lines must occur exactly once in the file, in
+    hunk order; anything else raises PatchMismatch."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PatchMismatch(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    lines = text.splitlines(keepends=True)
+    pos = 0
+    for n, h in enumerate(hunks, 1):
+        find, put = (h.new, h.old) if reverse else (h.old, h.new)
+        k = len(find)
+        hits = [j for j in range(len(lines) - k + 1) if tuple(lines[j:j + k]) == find]
+        if not hits:
+            first = find[0].strip() if find else ""
+            raise PatchMismatch(f"hunk {n} (line {h.old_start}) does not match: {first[:60]!r}… is not there "
+                                f"as the diff expects")
+        if len(hits) > 1:
+            raise PatchMismatch(f"hunk {n} matches {len(hits)} places (lines {', '.join(str(j + 1) for j in hits[:4])})")
+        j = hits[0]
+        if j < pos:
+            raise PatchMismatch(f"hunk {n} matches before the previous hunk")
+        lines[j:j + k] = list(put)
+        pos = j + len(put)
+    return "".join(lines).encode("utf-8")
+
+
+# ----------------------------------------------------------------------------------------
+# patch specs
+
+@dataclass(frozen=True)
+class PatchSpec:
+    id: str
+    package: str
+    versions: tuple[str, ...]
+    file: str                 # relative to site-packages
+    summary: str
+    why: str
+    upstream: str
+    diff_text: str
+    hunks: tuple[Hunk, ...]
+    origin: str               # the .toml it was read from
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "package": self.package, "versions": list(self.versions), "file": self.file,
+                "summary": self.summary, "why": self.why, "upstream": self.upstream, "origin": self.origin}
+
+
+def default_patch_dir() -> Path:
+    """$ROCMREVIVE_PATCHES, else the ``patches/`` folder shipped with rocmrevive."""
+    env = os.environ.get("ROCMREVIVE_PATCHES")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parent
+    for cand in (here.parent / "patches", here / "data" / "patches"):
+        if cand.is_dir():
+            return cand
+    return here.parent / "patches"
+
+
+def load_patches(directory: Path | str | None = None) -> list[PatchSpec]:
+    """Every ``*.toml`` patch in ``directory``, checked; any error raises RevError("USAGE")
+    naming the file."""
+    d = Path(directory) if directory else default_patch_dir()
+    out = []
+    for toml in sorted(d.glob("*.toml")):
+        where = str(toml)
+        try:
+            meta = tomllib.loads(toml.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise RevError("USAGE", f"{where}: {exc}") from None
+        try:
+            pid = meta["id"]
+            if not isinstance(pid, str) or not _ID.match(pid):
+                raise ValueError(f"id {pid!r} is not a lower-case name")
+            versions = meta["versions"]
+            if not versions or not all(isinstance(v, str) for v in versions):
+                raise ValueError("versions must list the package versions the patch is for")
+            diff_text = (toml.parent / meta["diff"]).read_text()
+            path, hunks = parse_diff(diff_text)
+            if path != meta["file"]:
+                raise ValueError(f"the diff changes {path}, the patch says file = {meta['file']}")
+            out.append(PatchSpec(pid, meta["package"], tuple(versions), meta["file"], meta.get("summary", ""),
+                                 meta.get("why", "").strip(), meta.get("upstream", "").strip(), diff_text,
+                                 tuple(hunks), where))
+        except (KeyError, ValueError, OSError) as exc:
+            what = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise RevError("USAGE", f"{where}: {what}") from None
+    ids = [p.id for p in out]
+    dup = {i for i in ids if ids.count(i) > 1}
+    if dup:
+        raise RevError("USAGE", f"{d}: patch id {sorted(dup)[0]} is defined twice")
+    return out
+
+
+def patch_named(specs: list[PatchSpec], pid: str) -> PatchSpec:
+    for s in specs:
+        if s.id == pid:
+            return s
+    raise RevError("USAGE", f"no patch {pid} ({', '.join(s.id for s in specs) or 'none known'}); "
+                            f"`rocmrevive patch list` shows them")
+
+
+# ----------------------------------------------------------------------------------------
+# the installed package
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+@dataclass
+class Dist:
+    site: str                 # machine path of site-packages
+    dist_info: str            # machine path
+    name: str
+    version: str
+    record: dict[str, str]    # file -> sha256 hex (from RECORD's urlsafe base64)
+
+    def to_json(self) -> dict:
+        return {"site": self.site, "dist_info": self.dist_info, "name": self.name, "version": self.version}
+
+
+def find_dist(root: Root, site: str, package: str) -> Dist | None:
+    """The installed distribution ``package`` in ``site`` (its .dist-info), or None."""
+    from rocmrevive.hardware.sysfs import list_dir
+
+    want = _norm(package)
+    for name in list_dir(root.path(site)):
+        if not name.endswith(".dist-info"):
+            continue
+        stem = name[: -len(".dist-info")]
+        dname, _, ver = stem.rpartition("-")
+        if _norm(dname) != want:
+            continue
+        di = f"{site.rstrip('/')}/{name}"
+        version = ver
+        try:
+            meta = root.path(f"{di}/METADATA").read_text(errors="replace")
+            m = re.search(r"^Version:\s*(\S+)", meta, re.M)
+            if m:
+                version = m.group(1)
+        except OSError:
+            pass
+        record: dict[str, str] = {}
+        try:
+            rows = csv.reader(io.StringIO(root.path(f"{di}/RECORD").read_text(errors="replace")))
+            for row in rows:
+                if len(row) >= 2 and row[1].startswith("sha256="):
+                    b64 = row[1][len("sha256="):]
+                    record[row[0]] = base64.urlsafe_b64decode(b64 + "=" * (-len(b64) % 4)).hex()
+        except (OSError, ValueError):
+            pass
+        return Dist(site, di, dname, version, record)
+    return None
+
+
+# ----------------------------------------------------------------------------------------
+# status, apply, rollback
+
+@dataclass
+class PatchStatus:
+    patch: str
+    site: str
+    state: str                        # one of STATES
+    reason: str
+    file: str | None = None           # machine path
+    version: str | None = None
+    sha256: str | None = None
+    record_sha256: str | None = None
+    txid: str | None = None           # the rocmrevive transaction that applied it
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"patch": self.patch, "site": self.site, "state": self.state, "reason": self.reason,
+                "file": self.file, "version": self.version, "sha256": self.sha256,
+                "record_sha256": self.record_sha256, "txid": self.txid, "warnings": self.warnings}
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def patch_status(root: Root, spec: PatchSpec, site: str, *, state_dir: str | None = None) -> PatchStatus:
+    dist = find_dist(root, site, spec.package)
+    if dist is None:
+        return PatchStatus(spec.id, site, "not-installed", f"{spec.package} is not installed in {site}")
+    path = f"{site.rstrip('/')}/{spec.file}"
+    st = PatchStatus(spec.id, site, "", "", path, dist.version, record_sha256=dist.record.get(spec.file))
+    try:
+        data = root.path(path).read_bytes()
+    except OSError as exc:
+        st.state, st.reason = "file-missing", f"{path}: {exc.strerror or exc}"
+        return st
+    st.sha256 = _sha(data)
+    st.txid = _applied_by(root, spec, site, state_dir)
+    if dist.version not in spec.versions:
+        st.state = "unknown-version"
+        st.reason = (f"{spec.package} {dist.version} is not a version this patch knows "
+                     f"({', '.join(spec.versions)}); refusing to patch it")
+        return st
+    rec = st.record_sha256
+    if rec is None:
+        st.warnings.append(f"{dist.dist_info}/RECORD has no sha256 for {spec.file} (an editable or source "
+                           f"install): the file is matched by the diff's own lines only")
+    fwd_ok = rev = None
+    try:
+        fwd_ok = apply_hunks(data, list(spec.hunks))
+    except PatchMismatch as exc:
+        fwd_err = str(exc)
+    try:
+        rev = apply_hunks(data, list(spec.hunks), reverse=True)
+    except PatchMismatch:
+        pass
+    if rec is not None:
+        if st.sha256 == rec and fwd_ok is not None:
+            st.state, st.reason = "applicable", f"{path} is {spec.package} {dist.version}'s file (RECORD sha256)"
+        elif rev is not None and _sha(rev) == rec:
+            st.state, st.reason = "applied", f"{path} is {spec.package} {dist.version}'s file with this patch"
+        else:
+            st.state = "modified"
+            st.reason = (f"{path} (sha256 {st.sha256[:12]}…) is neither {spec.package} {dist.version}'s file "
+                         f"(RECORD sha256 {rec[:12]}…) nor that file patched; refusing to touch it")
+        return st
+    if fwd_ok is not None and rev is None:
+        st.state, st.reason = "applicable", f"the diff's lines match {path} exactly once"
+    elif rev is not None and fwd_ok is None:
+        st.state, st.reason = "applied", f"{path} holds the patched lines"
+    else:
+        st.state = "modified"
+        st.reason = f"{path} does not match the diff: {fwd_err if fwd_ok is None else 'ambiguous'}; refusing"
+    return st
+
+
+def _applied_by(root: Root, spec: PatchSpec, site: str, state_dir: str | None) -> str | None:
+    """The last committed rocmrevive transaction that applied ``spec`` in ``site``."""
+    from rocmrevive.txn.transaction import DEFAULT_STATE_DIR, list_transactions
+
+    try:
+        txs = list_transactions(root, state_dir=state_dir or DEFAULT_STATE_DIR, verify=False)
+    except RevError:
+        return None
+    hits = [t for t in txs if t.get("state") == "committed" and (t.get("meta") or {}).get("kind") == "patch"
+            and t["meta"].get("patch") == spec.id and t["meta"].get("site") == site]
+    return hits[-1]["txid"] if hits else None
+
+
+def apply_patch(root: Root, spec: PatchSpec, site: str, *, state_dir: str | None = None, dry_run: bool = False):
+    """Apply ``spec`` to the package in ``site`` as one transaction. Returns (status after,
+    TxResult or None when it was already applied). Raises RevError: NOTHING_SUPPORTED (not
+    installed, a version the patch does not know), VERIFY_FAILED (the file does not match)."""
+    from rocmrevive.txn.plan import plan_from_staged
+    from rocmrevive.txn.transaction import DEFAULT_STATE_DIR, apply_plan
+
+    st = patch_status(root, spec, site, state_dir=state_dir)
+    if st.state == "applied":
+        return st, None
+    if st.state in ("not-installed", "unknown-version", "file-missing"):
+        raise RevError("NOTHING_SUPPORTED", st.reason)
+    if st.state != "applicable":
+        raise RevError("VERIFY_FAILED", st.reason)
+    data = root.path(st.file).read_bytes()
+    new = apply_hunks(data, list(spec.hunks))
+    with tempfile.TemporaryDirectory(prefix="rocmrevive-patch-") as tmp:
+        staged = Path(tmp) / os.path.basename(spec.file)
+        staged.write_bytes(new)
+        tree = f"{site.rstrip('/')}/{spec.file.split('/')[0]}" if "/" in spec.file else site
+        plan = plan_from_staged(root, tree, {st.file: staged}, source=f"patch:{spec.id}",
+                                meta={"kind": "patch", "patch": spec.id, "package": spec.package,
+                                      "version": st.version, "site": site, "file": st.file})
+        res = apply_plan(root, plan, state_dir=state_dir or DEFAULT_STATE_DIR, dry_run=dry_run)
+    after = patch_status(root, spec, site, state_dir=state_dir)
+    if not dry_run and after.state != "applied":
+        raise RevError("VERIFY_FAILED", f"{st.file} is not as the patch expects after applying it "
+                                        f"({after.reason}); run `rocmrevive rollback {res.txid}`")
+    return after, res
+
+
+def rollback_patch(root: Root, spec: PatchSpec, site: str, *, state_dir: str | None = None,
+                   force: bool = False, dry_run: bool = False):
+    """Undo the transaction that applied ``spec`` in ``site``, byte for byte. Returns (status
+    after, TxResult)."""
+    from rocmrevive.txn.transaction import DEFAULT_STATE_DIR, rollback
+
+    txid = _applied_by(root, spec, site, state_dir)
+    if txid is None:
+        st = patch_status(root, spec, site, state_dir=state_dir)
+        raise RevError("USAGE", f"rocmrevive has not applied {spec.id} in {site} (its file is {st.state}); "
+                                f"nothing to roll back")
+    res = rollback(root, txid, force=force, state_dir=state_dir or DEFAULT_STATE_DIR, dry_run=dry_run)
+    return patch_status(root, spec, site, state_dir=state_dir), res
+
+
+def sites_with(root: Root, spec_or_package, pythons=(), *, common: bool = True) -> list[str]:
+    """The site-packages folders (machine paths) where the package is installed."""
+    from rocmrevive.trees.pythonenv import find_envs
+
+    package = spec_or_package.package if isinstance(spec_or_package, PatchSpec) else spec_or_package
+    envs, _ = find_envs(root, pythons, common=common)
+    return [e.site_packages for e in envs if find_dist(root, e.site_packages, package) is not None]

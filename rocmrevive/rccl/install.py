@@ -1,0 +1,292 @@
+"""A multi-target RCCL installed side by side, never over AMD's copy: the library of a known
+source (``sources.py``) that carries every processor the machine has, checked for this host's
+ABI, written to ``/opt/rocmrevive/rccl/<version>/lib/librccl.so.1`` as one journaled transaction
+(``rocmrevive rollback TXID`` undoes it byte for byte).
+
+    detect → pick a source covering the union of processors → fetch (cache, sha256) → extract the
+    one library → verify its device code (code-object core) → ABI check (SONAME, DT_NEEDED, symbol
+    versions, HIP runtime of the user's programs) → plan + apply → verify installed → env lines
+
+    rep = install_rccl(Root("/"), from_path="/srv/debs/librccl1_5.4.3-3+b1_amd64.deb")
+    rep.state, rep.library, rep.env        # "installed", "/opt/rocmrevive/rccl/5.4.3/lib/librccl.so.1", [...]
+"""
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rocmrevive.errors import RevError
+from rocmrevive.rccl.audit import HIP_RE, PROVENANCE, ROCMREVIVE_PREFIX, coverage_of, machine_gpus
+from rocmrevive.rccl.sources import RcclSource, pick_source
+from rocmrevive.rootfs import Root
+
+SONAME = "librccl.so.1"
+# where no side-by-side RCCL may go: AMD's trees and the distribution's folders
+FORBIDDEN_PREFIXES = ("/opt/rocm", "/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc")
+
+
+@dataclass
+class HipConsumer:
+    """Programs whose HIP runtime is fixed: a ROCm install or a PyTorch wheel."""
+    what: str
+    hip: str | None          # "libamdhip64.so.6"
+
+    def to_json(self) -> dict:
+        return {"what": self.what, "hip": self.hip}
+
+
+@dataclass
+class InstallReport:
+    devices: list[dict]
+    processors: list[str]
+    source: dict
+    state: str = "planned"               # planned | installed | unchanged | dry-run
+    artifact: dict | None = None
+    library: str | None = None           # the machine path installed (or planned)
+    staged_targets: list[str] = field(default_factory=list)
+    coverage: list[dict] = field(default_factory=list)
+    abi: dict | None = None
+    abi_skipped: bool = False
+    hip_conflicts: list[str] = field(default_factory=list)
+    plan: dict | None = None
+    transaction: dict | None = None
+    verify_after: dict | None = None
+    env: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.state == "installed"
+
+    def to_json(self) -> dict:
+        return {"devices": self.devices, "processors": self.processors, "source": self.source,
+                "state": self.state, "artifact": self.artifact, "library": self.library,
+                "staged_targets": self.staged_targets, "coverage": self.coverage, "abi": self.abi,
+                "abi_skipped": self.abi_skipped, "hip_conflicts": self.hip_conflicts, "plan": self.plan,
+                "transaction": self.transaction, "verify_after": self.verify_after, "env": self.env}
+
+
+def _is_forbidden(prefix: str) -> bool:
+    parts = posixpath.normpath(prefix).split("/")
+    top = "/" + "/".join(parts[1:3]) if len(parts) > 2 else prefix
+    if top == "/opt/rocm" or (len(parts) > 2 and parts[1] == "opt" and parts[2].startswith("rocm-")):
+        return True
+    return any(prefix == p or prefix.startswith(p + "/") for p in FORBIDDEN_PREFIXES if p != "/opt/rocm") \
+        or "site-packages" in parts or "dist-packages" in parts
+
+
+def hip_consumers(root: Root, pythons=(), tree: str | None = None) -> list[HipConsumer]:
+    """The HIP runtimes programs on the machine are bound to: each ROCm install's and each
+    PyTorch wheel's ``libamdhip64``."""
+    from rocmrevive.hardware.sysfs import list_dir
+    from rocmrevive.trees.installs import find_installs
+    from rocmrevive.trees.pythonenv import find_envs
+
+    out = []
+    installs, _ = find_installs(root)
+    paths = [i.path for i in installs]
+    if tree and tree not in paths:
+        paths.append(tree)
+    for p in paths:
+        names = sorted(n for n in list_dir(root.path(f"{p}/lib")) if HIP_RE.match(n))
+        versioned = [n for n in names if HIP_RE.match(n).group(1)]
+        if versioned:
+            out.append(HipConsumer(f"ROCm at {p}", min(versioned, key=len)))
+    envs, _ = find_envs(root, pythons, common=True)
+    for env in envs:
+        names = sorted(n for n in list_dir(root.path(f"{env.site_packages}/torch/lib")) if HIP_RE.match(n))
+        if names:
+            hip = _soname_of(root, f"{env.site_packages}/torch/lib/{names[0]}") or names[0]
+            out.append(HipConsumer(f"PyTorch {env.torch_version or '?'} in {env.prefix or env.site_packages}", hip))
+    return out
+
+
+def _soname_of(root: Root, mpath: str) -> str | None:
+    from rocmrevive.hostlib.elfdyn import DynamicError, read_dynamic
+
+    try:
+        return read_dynamic(root.path(mpath)).soname
+    except (DynamicError, OSError):
+        return None
+
+
+def abi_search_dirs(root: Root, tree: str | None) -> list[str]:
+    """The folders a program's loader searches for RCCL's needs besides the system's: the ROCm
+    tree's lib folder (``--tree``, else the default ``/opt/rocm``)."""
+    if tree:
+        return [f"{tree.rstrip('/')}/lib"]
+    if root.path("/opt/rocm/lib").is_dir():
+        return ["/opt/rocm/lib"]
+    return []
+
+
+def _stage_library(src: RcclSource, artifact, staging: Path) -> Path:
+    from rocmrevive.sources.unpack import extract_selected
+
+    got = extract_selected(Path(artifact), lambda name: name == src.member, staging,
+                           member_prefix=src.member_prefix)
+    if not got:
+        raise RevError("VERIFY_FAILED", f"{artifact} holds no {src.member_prefix}{src.member}")
+    return got[0].path
+
+
+def _already_installed(root: Root, src: RcclSource, dest_dir: str, also_names, rep: InstallReport) -> bool:
+    """The same source is in place, byte for byte, under every name asked for: nothing to fetch
+    (an idempotent run, e.g. from Ansible, costs one hash of the library)."""
+    from rocmrevive.txn.fsutil import sha256_file
+
+    text = root.path(f"{dest_dir}/{PROVENANCE}")
+    try:
+        prov = json.loads(text.read_text())
+    except (OSError, ValueError):
+        return False
+    if (prov.get("source") or {}).get("sha256") != src.sha256 or not prov.get("sha256"):
+        return False
+    names = [f"{dest_dir}/lib/{SONAME}"] + [f"{dest_dir}/lib/{n}" for n in also_names]
+    for n in names:
+        real = root.path(n)
+        if real.is_symlink() or not real.is_file() or sha256_file(real)[0] != prov["sha256"]:
+            return False
+    rep.state = "unchanged"
+    rep.staged_targets = prov.get("targets", [])
+    rep.abi = {"ok": (prov.get("abi") or {}).get("ok"), "lines": (prov.get("abi") or {}).get("lines", []),
+               "from": f"{dest_dir}/{PROVENANCE}"}
+    rep.abi_skipped = bool((prov.get("abi") or {}).get("skipped"))
+    rep.verify_after = {"sha256_ok": True, "targets": rep.staged_targets, "serves_all": True}
+    rep.env = _env_lines(dest_dir)
+    return True
+
+
+def _env_lines(dest_dir: str) -> list[dict]:
+    return [{"key": "VLLM_NCCL_SO_PATH", "value": f"{dest_dir}/lib/{SONAME}",
+             "why": "vLLM's PyNccl loads this file (a full path; a bare name returns PyTorch's own copy)"},
+            {"key": "LD_LIBRARY_PATH", "value": f"{dest_dir}/lib",
+             "why": "programs that link librccl.so.1 by name (rccl-tests, builds against the system ROCm)"}]
+
+
+def install_rccl(root: Root, *, targets=(), source: str | None = None, from_path=None, cache=None,
+                 mirror: str | None = None, tree: str | None = None, prefix: str | None = None,
+                 also_names=(), skip_abi: bool = False, check: bool = False, pythons=(),
+                 state_dir: str | None = None, log=lambda m: None) -> InstallReport:
+    """Install the RCCL that serves every detected GPU side by side. Raises RevError:
+    NOTHING_SUPPORTED (no known source has the targets), VERIFY_FAILED (the library lacks a
+    target, or would not load here: the ABI verdict's lines say why), USAGE (a bad prefix)."""
+    from rocmrevive.codeobj.inspect import inspect_file
+    from rocmrevive.hostlib.abi import check_library
+    from rocmrevive.sources.cache import default_cache_dir
+    from rocmrevive.sources.fetch import fetch_source
+    from rocmrevive.txn.plan import plan_from_staged
+    from rocmrevive.txn.transaction import DEFAULT_STATE_DIR, apply_plan
+
+    gpus, devices_from = machine_gpus(root, targets)
+    if not gpus:
+        raise RevError("NOTHING_SUPPORTED", f"no AMD GPU with a known target under {root.base}; pass --target")
+    processors = sorted({g.processor for g in gpus})
+    src = pick_source(processors, source)
+    rep = InstallReport([g.to_json() for g in gpus], processors, src.to_json())
+    dest_dir = (prefix or f"{ROCMREVIVE_PREFIX}/{src.install_name}").rstrip("/")
+    if not dest_dir.startswith("/") or _is_forbidden(dest_dir):
+        raise RevError("USAGE", f"--prefix {dest_dir}: rocmrevive installs RCCL side by side, never into a ROCm "
+                                f"tree, a system folder or a Python environment; use a folder such as "
+                                f"{ROCMREVIVE_PREFIX}/{src.install_name}")
+    lib = f"{dest_dir}/lib/{SONAME}"
+    rep.library = lib
+    if _already_installed(root, src, dest_dir, also_names, rep):
+        return rep
+
+    cache_dir = Path(cache) if cache else default_cache_dir(root)
+    log(f"fetching {src.describe()}")
+    art = fetch_source(src.as_source(), cache_dir, mirror=mirror, local=from_path, root=root)
+    rep.artifact = art.to_json()
+    (cache_dir / "stage").mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="rccl-", dir=cache_dir / "stage"))
+    try:
+        staged = _stage_library(src, art.path, staging / "pkg")
+        # the device code, read from the extracted file itself
+        rep_co = inspect_file(staged)
+        rep.staged_targets = rep_co.targets
+        cov = coverage_of(rep_co.entries, gpus)
+        rep.coverage = [c.to_json() for c in cov]
+        lacking = [c for c in cov if not c.served]
+        if rep_co.kind != "host-elf" or lacking:
+            what = ", ".join(f"GPU{c.gpu} {c.target}" for c in lacking) or rep_co.kind
+            raise RevError("VERIFY_FAILED", f"{src.member} of {src.describe()} has no device code for {what} "
+                                            f"(it has {', '.join(rep_co.targets) or 'none'}); nothing was changed")
+        # the host ABI, as the loader would see it from its new place
+        dirs = abi_search_dirs(root, tree)
+        verdict = check_library(root, staged, search_dirs=dirs, origin=f"{dest_dir}/lib")
+        rep.abi = verdict.to_json()
+        needed_hip = next((n for n in verdict.details.get("needed", []) if HIP_RE.match(n.get("name", ""))), None)
+        hip = needed_hip["name"] if needed_hip else None
+        for c in hip_consumers(root, pythons, tree):
+            if hip and c.hip and c.hip != hip:
+                rep.hip_conflicts.append(f"{c.what} uses {c.hip}; this RCCL binds {hip}: two HIP runtimes in "
+                                         f"one process do not work, so those programs cannot use it")
+        refuse = list(verdict.lines)
+        if tree:
+            refuse += [x for x in rep.hip_conflicts if f"at {tree.rstrip('/')}" in x]
+        if refuse and not skip_abi:
+            # the causes first: undefined symbols of a library that is missing follow from it
+            causes = [x for x in refuse if not x.startswith(("undefined symbol", "… and "))] or refuse[:3]
+            raise RevError("VERIFY_FAILED",
+                           f"{SONAME} of {src.describe()} would not load here: " + "; ".join(causes)
+                           + f". It needs {src.needs}. Nothing was changed; build RCCL for this machine with "
+                             f"`rocmrevive rccl recipe`, or pass --skip-abi to install it anyway",
+                           details={"abi": rep.abi, "hip_conflicts": rep.hip_conflicts})
+        if refuse:
+            rep.abi_skipped = True
+            rep.warnings.append("ABI check failed and was skipped (--skip-abi): " + "; ".join(refuse[:3]))
+        rep.warnings += rep.hip_conflicts
+
+        # the plan: the library under its SONAME (and any extra names), plus the provenance
+        files = {lib: staged}
+        for name in also_names:
+            if "/" in name or not name.startswith("librccl"):
+                raise RevError("USAGE", f"--also-name {name}: a file name such as librccl.so")
+            files[f"{dest_dir}/lib/{name}"] = staged
+        existing = [d for d in files if os.path.lexists(root.path(d))]
+        prov_path = f"{dest_dir}/{PROVENANCE}"
+        if existing and not root.path(prov_path).is_file():
+            raise RevError("VERIFY_FAILED", f"{existing[0]} exists and rocmrevive did not install it (no "
+                                            f"{prov_path}); choose another --prefix")
+        from rocmrevive.txn.fsutil import sha256_file
+
+        sha, size = sha256_file(staged)
+        prov = {"schema": 1, "version": src.rccl_version, "source": src.to_json(), "artifact": rep.artifact,
+                "file": lib, "also": sorted(files)[1:] if len(files) > 1 else [], "sha256": sha, "size": size,
+                "targets": rep.staged_targets, "needed_hip": hip, "devices": rep.devices,
+                "abi": {"ok": verdict.ok, "skipped": rep.abi_skipped, "lines": verdict.lines}}
+        prov_file = staging / PROVENANCE
+        prov_file.write_text(json.dumps(prov, indent=2, sort_keys=True) + "\n")
+        files[prov_path] = prov_file
+        # the plan's tree must exist: the nearest existing folder above the prefix (the folders
+        # below it are created, journaled, and removed again by a rollback)
+        tree_dir = dest_dir
+        while tree_dir != "/" and not root.path(tree_dir).is_dir():
+            tree_dir = posixpath.dirname(tree_dir)
+        plan = plan_from_staged(root, tree_dir, files, source=f"deb:{art.basename}",
+                                meta={"kind": "rccl", "rccl_version": src.rccl_version, "source": src.name,
+                                      "library": lib, "processors": processors})
+        rep.plan = plan.summary()
+        res = apply_plan(root, plan, state_dir=state_dir or DEFAULT_STATE_DIR, dry_run=check)
+        rep.transaction = res.to_json()
+        rep.state = {"committed": "installed", "unchanged": "unchanged", "dry-run": "dry-run"}.get(res.state,
+                                                                                                  res.state)
+        if not check:
+            after = inspect_file(root.path(lib))
+            got_sha, _ = sha256_file(root.path(lib))
+            acov = coverage_of(after.entries, gpus)
+            rep.verify_after = {"sha256_ok": got_sha == sha, "targets": after.targets,
+                                "serves_all": all(c.served for c in acov)}
+            if not (rep.verify_after["sha256_ok"] and rep.verify_after["serves_all"]):
+                raise RevError("VERIFY_FAILED", f"{lib} differs from what was staged after the install; run "
+                                                f"`rocmrevive rollback {res.txid}`")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    rep.env = _env_lines(dest_dir)
+    return rep
