@@ -8,6 +8,15 @@ Each rocBLAS copy is one transaction (``txn.apply_plan``). Nothing touches a tre
 staged files have passed the same checks ``verify`` runs, against an overlay of the tree's own
 files and the staged ones, so a source whose fallback kernels do not match the tree's index is
 refused before the first byte is written.
+
+Host-library grafts (docs/grafts.md, ``libraries=True``): for every ROCm tree and every
+``library`` component of a manifest for the tree's ROCm version, the file the component's SONAME
+link resolves to is replaced, one transaction per library, when (1) its device code lacks a
+detected gfx906 target and (2) the source's library passes the static ABI check
+(``hostlib.check_library``) against this root's own libraries, with the tree as its ``$ORIGIN``,
+serving every detected GPU. A file a dpkg package owns is diverted (``txn.divert``). A graft the
+ABI check refuses is a finding (``status: refused`` with the verdict's lines, and a warning), not
+an error.
 """
 from __future__ import annotations
 
@@ -57,28 +66,77 @@ class CopyPlan:
 
 
 @dataclass
+class LibraryPlan:
+    """What install decided for one host library (a manifest's ``library`` component) in one tree.
+
+    ``status``: absent (the tree has no such library) | satisfied (its device code serves every
+    detected gfx906 GPU) | unsupported (no source for the tree's ROCm version, or that version is
+    unknown) | refused (the source does not pass the ABI check here: ``lines``; or another reason)
+    | planned (--check) | installed | unchanged | skipped (not confirmed)."""
+
+    tree: str                          # machine path of the library folder (/opt/rocm-6.4.3/lib)
+    soname: str                        # librocsparse.so.1
+    name: str                          # rocSPARSE
+    rocm_version: str | None
+    manifest: str | None = None
+    path: str | None = None            # the file the soname link resolves to (what a graft replaces)
+    status: str = "pending"
+    reason: str = ""
+    missing: list[str] = field(default_factory=list)   # detected targets its device code does not serve
+    has: list[str] = field(default_factory=list)       # processors its device code is for
+    source: dict | None = None
+    artifact: dict | None = None
+    abi_ok: bool | None = None
+    lines: list[str] = field(default_factory=list)     # why the ABI check refuses (empty: it loads)
+    abi: dict | None = None            # the whole verdict (hostlib AbiVerdict.to_json())
+    warnings: list[str] = field(default_factory=list)
+    owner: dict | None = None          # dpkg ownership of ``path`` (txn.divert.Ownership)
+    divert: dict | None = None         # {"wanted", "path", "divert_to", "package", "orig_sha256", "registered", "why_not"}
+    summary: dict | None = None
+    changes: list[dict] = field(default_factory=list)
+    diff: dict | None = None
+    verify_after: dict | None = None
+    txid: str | None = None
+    journal: str | None = None
+    changed: bool = False
+    error: dict | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.tree}/{self.soname}"
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
 class InstallReport:
     devices: list[str]
     devices_from: str
     copies: list[CopyPlan]
     check: bool
     warnings: list[str] = field(default_factory=list)
+    libraries: list[LibraryPlan] = field(default_factory=list)
+    libraries_enabled: bool = True
 
     @property
     def changed(self) -> bool:
         """Installed something, or (with check) would."""
         if self.check:
-            return any(c.status == "planned" for c in self.copies)
-        return any(c.changed for c in self.copies)
+            return any(c.status == "planned" for c in (*self.copies, *self.libraries))
+        return any(c.changed for c in (*self.copies, *self.libraries))
 
     def to_json(self) -> dict:
+        plans = [*self.copies, *self.libraries]
         return {"devices": self.devices, "devices_from": self.devices_from, "check": self.check,
                 "copies": [c.to_json() for c in self.copies],
-                "diff": {"before": {k: v for c in self.copies for k, v in (c.diff or {}).get("before", {}).items()},
-                         "after": {k: v for c in self.copies for k, v in (c.diff or {}).get("after", {}).items()}}}
+                "libraries_enabled": self.libraries_enabled,
+                "libraries": [lp.to_json() for lp in self.libraries],
+                "diff": {"before": {k: v for c in plans for k, v in (c.diff or {}).get("before", {}).items()},
+                         "after": {k: v for c in plans for k, v in (c.diff or {}).get("after", {}).items()}}}
 
 
-def _verify(library: Path, devices, *, host_library, rocm_version, show) -> "CopyResult":
+def _verify(library: Path, devices, *, host_library, rocm_version, show):
     from rocmrevive.diagnose.verify import verify_copy
 
     return verify_copy(library, devices, host_library=host_library, rocm_version=rocm_version, show=show)
@@ -128,7 +186,8 @@ def _choose_manifest(manifests, rocblas_version: str | None):
     except InvalidVersion:
         return None
     for m in manifests:
-        if m.target == TARGET and m.rocblas_versions.contains(v, prereleases=True):
+        if (m.target == TARGET and m.rocblas_versions is not None and m.components_of("tensile")
+                and m.rocblas_versions.contains(v, prereleases=True)):
             return m
     return None
 
@@ -136,8 +195,11 @@ def _choose_manifest(manifests, rocblas_version: str | None):
 def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None, mirror: str | None = None,
             from_path: str | None = None, cross_version: bool = False, check: bool = False,
             state_dir: str | None = None, pythons=(), log: Log = lambda s: None, progress=None,
-            confirm: Callable[[CopyPlan], bool] | None = None) -> InstallReport:
-    """Install the gfx906 files every rocBLAS copy lacks (or the ``trees`` named).
+            confirm: Callable[[CopyPlan | LibraryPlan], bool] | None = None,
+            libraries: bool = True) -> InstallReport:
+    """Install the gfx906 files every rocBLAS copy lacks (or the ``trees`` named); with
+    ``libraries``, also graft each host library that lacks gfx906 where a manifest's source
+    provably loads (module docstring).
 
     A copy that cannot be served (no manifest for its version, staged files that fail the
     checks) is reported with its own error and the others go on; machine-wide trouble (lock,
@@ -159,9 +221,16 @@ def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None,
     manifests = load_manifests(manifests_dir or default_manifest_dir())
     cache_dir = Path(cache) if cache else default_cache_dir(root)
 
-    copies = _select_copies(root, trees, pythons, find_installs, find_envs, find_copies)
-    report = InstallReport([str(d) for d in devices], devices_from, [], check)
-    if not copies:
+    lib_trees = _library_trees(root, trees, find_installs) if libraries else []
+    try:
+        copies = _select_copies(root, trees, pythons, find_installs, find_envs, find_copies)
+    except RevError as exc:
+        # a --tree without a rocBLAS folder may still hold host libraries to graft
+        if exc.code != "NOTHING_SUPPORTED" or not lib_trees:
+            raise
+        copies = []
+    report = InstallReport([str(d) for d in devices], devices_from, [], check, libraries_enabled=libraries)
+    if not copies and not lib_trees:
         raise RevError("NOTHING_SUPPORTED", f"no rocBLAS copy found under {root.base}; name one with "
                                             f"--tree (an /opt/rocm-X.Y.Z install or its rocblas/library folder)")
     for copy in copies:
@@ -175,6 +244,10 @@ def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None,
             if exc.code in FATAL:
                 raise
             cp.status, cp.reason, cp.error = "refused", exc.message, exc.to_json()
+    if lib_trees:
+        _plan_libraries(root, report, lib_trees, devices, targets, manifests, cache_dir, mirror=mirror,
+                        from_path=from_path, check=check, state_dir=state_dir, log=log, progress=progress,
+                        confirm=confirm)
     return report
 
 
@@ -263,7 +336,9 @@ def _plan_copy(root, copy, cp: CopyPlan, devices, manifests, cache_dir: Path, *,
 
     work = Path(tempfile.mkdtemp(prefix="stage-", dir=_staging_parent(cache_dir)))
     try:
-        by_name = _extracted(fetched, manifest, source, cache_dir, log)
+        tensile = manifest.select_kind("tensile")
+        by_name = {n: p for n, p in _extracted(fetched, manifest, source, cache_dir, log, work).items()
+                   if tensile(n)}
         _check_staged_targets(by_name, devices)
         staged_result = _verify(_overlay(real_lib, by_name, work), devices, host_library=host_lib,
                                 rocm_version=copy.rocm_version, show=lambda p: str(p))
@@ -305,15 +380,18 @@ def _plan_copy(root, copy, cp: CopyPlan, devices, manifests, cache_dir: Path, *,
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _extracted(fetched, manifest, source, cache_dir: Path, log: Log) -> dict[str, Path]:
+def _extracted(fetched, manifest, source, cache_dir: Path, log: Log, work: Path) -> dict[str, Path]:
     """The manifest's members of a verified artifact, extracted once per (artifact, manifest)
     into the cache and re-hashed on every reuse: a second tree, a re-install after an upgrade
     or a fleet node with a shared cache skips the decompression (most of an install's time)."""
     import json
 
     from rocmrevive.sources.cache import sha256_file
-    from rocmrevive.sources.unpack import extract_selected
 
+    select = manifest.select  # every component: the Tensile and library paths share one extraction
+    if not fetched.sha256:
+        # an unpacked folder given with --from has no artifact hash to key a cache entry on
+        return _extract_now(fetched, select, source, manifest, work, log)
     key = f"{fetched.sha256[:32]}-{manifest.id}"
     done = cache_dir / "extracted" / key
     index = done / "index.json"
@@ -333,17 +411,30 @@ def _extracted(fetched, manifest, source, cache_dir: Path, log: Log) -> dict[str
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=parent))
     try:
-        staged = extract_selected(Path(fetched.path), manifest.select, tmp / "files",
-                                  member_prefix=source.member_prefix)
-        if not staged:
-            raise RevError("VERIFY_FAILED", f"{fetched.basename}: no member under {source.member_prefix} "
-                                            f"matches manifest {manifest.id}")
+        staged = _extract_members(fetched, select, source, manifest, tmp / "files")
         (tmp / "index.json").write_text(json.dumps({f.name: [f.sha256, f.size] for f in staged}))
         os.replace(tmp, done)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return {f.name: done / "files" / f.name for f in staged}
+
+
+def _extract_members(fetched, select, source, manifest, dest: Path):
+    from rocmrevive.sources.unpack import extract_selected
+
+    staged = extract_selected(Path(fetched.path), select, dest, member_prefix=source.member_prefix)
+    if not staged:
+        raise RevError("VERIFY_FAILED", f"{fetched.basename}: no member under {source.member_prefix} "
+                                        f"matches manifest {manifest.id}")
+    return staged
+
+
+def _extract_now(fetched, select, source, manifest, work: Path, log: Log) -> dict[str, Path]:
+    """Extract without caching into this install's own staging folder (removed after it)."""
+    log(f"extracting {manifest.id} files from {fetched.basename}")
+    staged = _extract_members(fetched, select, source, manifest, work / "files")
+    return {f.name: f.path for f in staged}
 
 
 def _staging_parent(cache_dir: Path) -> Path:
@@ -369,3 +460,347 @@ def _check_staged_targets(by_name: dict[str, Path], devices: list[TargetId]) -> 
                 if not e.target.can_load_on(d):
                     raise RevError("VERIFY_FAILED", f"staged {name} holds {e.target} code, which does not "
                                                     f"load on {d}; nothing was changed")
+
+
+# --------------------------------------------------------------------------------------------
+# host-library grafts (docs/grafts.md)
+
+def _library_trees(root: Root, trees, find_installs) -> list[tuple[str, str | None]]:
+    """(library folder, ROCm version) of every tree whose host libraries may be grafted: the
+    ``lib`` folder of each ROCm install (or of each ``--tree``; a library folder itself too)."""
+    from rocmrevive.trees.installs import read_version
+
+    installs, _link = find_installs(root)
+    out: list[tuple[str, str | None]] = []
+    seen: set[str] = set()
+
+    def add(libdir: str, version: str | None) -> None:
+        try:
+            real = str(root.resolve(libdir))
+        except ValueError:
+            return
+        if real not in seen and Path(real).is_dir():
+            seen.add(real)
+            out.append((root.machine_path(real), version))
+
+    def version_of(machine_dir: str) -> str | None:
+        real = str(root.resolve(machine_dir))
+        for inst in installs:
+            ireal = str(root.resolve(inst.path))
+            if real == ireal or real.startswith(ireal + os.sep):
+                return inst.version
+        parent = os.path.dirname(machine_dir.rstrip("/"))
+        return read_version(root, parent)[0] or read_version(root, machine_dir)[0]
+
+    if not trees:
+        for inst in installs:
+            add(f"{inst.path}/lib", inst.version)
+        return out
+    for t in trees:
+        real = root.path(t) if not root.is_host else Path(os.path.abspath(t))
+        if not real.is_dir():
+            continue  # the Tensile part reports a bad --tree
+        mp = root.machine_path(real)
+        if (real / "lib").is_dir():
+            add(f"{mp.rstrip('/')}/lib", version_of(mp))
+        elif any(p.name.startswith("lib") and ".so" in p.name for p in real.iterdir()):
+            add(mp, version_of(mp))
+    return out
+
+
+def _other_devices(root: Root, targets) -> list[TargetId]:
+    """The detected GPUs that are not gfx906 (a graft must keep serving them too)."""
+    from rocmrevive.hardware.devices import resolve_devices
+
+    if targets:
+        return []
+    try:
+        every, _ = resolve_devices(root, ())
+    except RevError:
+        return []
+    return [d for d in every if d.processor != TARGET]
+
+
+def _library_components(manifests, rocm_version: str | None):
+    """(manifest, component) for every library component of a gfx906 manifest whose ROCm range
+    holds ``rocm_version`` (every one when the version is unknown: the plan then says so)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        v = Version(rocm_version) if rocm_version else None
+    except InvalidVersion:
+        v = None
+    out = []
+    for m in manifests:
+        if m.target != TARGET:
+            continue
+        for comp in m.components_of("library"):
+            if v is None or m.rocm_versions.contains(v, prereleases=True):
+                out.append((m, comp))
+    return out
+
+
+def _plan_libraries(root, report: InstallReport, lib_trees, devices, targets, manifests, cache_dir: Path, *,
+                    mirror, from_path, check, state_dir, log, progress, confirm) -> None:
+    from rocmrevive.diagnose.libraries import library_for_file
+    from rocmrevive.txn.divert import reconcile
+
+    others = _other_devices(root, targets)
+    if not check:
+        # a rollback or a crash since the last run may have left dpkg's diversions behind
+        for line in reconcile(root, state_dir):
+            log(line)
+    for libdir, rocm_version in lib_trees:
+        for manifest, comp in _library_components(manifests, rocm_version):
+            known = library_for_file(comp.soname)
+            lp = LibraryPlan(libdir, comp.soname, known.name if known else comp.soname, rocm_version,
+                             manifest=manifest.id)
+            report.libraries.append(lp)
+            try:
+                _plan_library(root, lp, manifest, comp, devices, others, cache_dir, mirror=mirror,
+                              from_path=from_path, check=check, state_dir=state_dir,
+                              log=log, progress=progress, confirm=confirm)
+            except RevError as exc:
+                if exc.code in FATAL:
+                    raise
+                lp.status, lp.reason, lp.error = "refused", exc.message, exc.to_json()
+            if lp.status == "refused" and lp.abi_ok is False:
+                report.warnings.append(f"{lp.label} lacks {', '.join(lp.missing)}; no graft: {lp.reason}")
+
+
+def tree_library(root: Root, libdir: str, soname: str) -> tuple[str | None, str]:
+    """The machine path of the file ``<libdir>/<soname>`` leads to (None when absent) and, when
+    it cannot be used, why. Only a regular file in the same folder is grafted over."""
+    link = f"{libdir.rstrip('/')}/{soname}"
+    if not os.path.lexists(root.path(link)):
+        return None, ""
+    try:
+        real = root.resolve(link)
+    except ValueError as exc:
+        return None, f"{link}: {exc}"
+    if not real.is_file():
+        return None, f"{link} leads to {root.machine_path(real)}, which is not a file"
+    if real.parent != root.resolve(libdir):
+        return None, (f"{link} leads to {root.machine_path(real)}, outside {libdir}; rocmrevive replaces "
+                      f"only a library that lives in the tree's own folder")
+    return root.machine_path(real), ""
+
+
+def serves(report, devices: list[TargetId]) -> tuple[list[TargetId], list[str]]:
+    """(the devices whose code ``report`` (an inspect FileReport) lacks, its processors)."""
+    lacking = [d for d in devices if not any(e.target.can_load_on(d) for e in report.entries)]
+    return lacking, sorted({e.target.processor for e in report.entries})
+
+
+def _plan_library(root, lp: LibraryPlan, manifest, comp, devices, others, cache_dir: Path, *, mirror,
+                  from_path, check, state_dir, log, progress, confirm) -> None:
+    from rocmrevive.codeobj.inspect import inspect_file
+
+    path, why = tree_library(root, lp.tree, lp.soname)
+    if path is None:
+        lp.status, lp.reason = ("refused", why) if why else ("absent", f"no {lp.soname} in {lp.tree}")
+        return
+    lp.path = path
+    real = root.resolve(path)
+    current = inspect_file(real)
+    if current.kind == "unreadable":
+        lp.status, lp.reason = "refused", f"{path}: {'; '.join(current.problems) or 'unreadable'}"
+        return
+    lacking, lp.has = serves(current, devices)
+    lp.missing = [str(d) for d in lacking]
+    if not lacking:
+        lp.status, lp.reason = "satisfied", "has device code for " + ", ".join(map(str, devices))
+        return
+    if lp.rocm_version is None:
+        lp.status, lp.reason = "unsupported", (f"the ROCm version of {lp.tree} is unknown (no .info/version), "
+                                               f"so no source can be matched to it")
+        return
+    sources = manifest.sources_for_rocm(lp.rocm_version)
+    if not sources:
+        lp.status = "unsupported"
+        lp.reason = f"{manifest.id} has no source built for ROCm {lp.rocm_version}"
+        return
+    source, fetched = _fetch_library_source(root, sources, cache_dir, mirror=mirror, from_path=from_path,
+                                            log=log, progress=progress)
+    lp.source, lp.artifact = source.to_json(), fetched.to_json()
+    work = Path(tempfile.mkdtemp(prefix="stage-lib-", dir=_staging_parent(cache_dir)))
+    try:
+        _graft(root, lp, manifest, comp, source, fetched, current, devices, others, cache_dir, work,
+               check=check, state_dir=state_dir, log=log, confirm=confirm)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _graft(root, lp: LibraryPlan, manifest, comp, source, fetched, current, devices, others, cache_dir: Path,
+           work: Path, *, check, state_dir, log, confirm) -> None:
+    """ABI-check the staged library, then plan and apply (or, with ``check``, dry-run) the graft."""
+    from rocmrevive.hostlib.abi import check_library
+    from rocmrevive.txn import divert
+    from rocmrevive.txn.plan import plan_from_staged
+    from rocmrevive.txn.transaction import apply_plan, rollback
+
+    path = lp.path
+    real = root.resolve(path)
+    staged = _staged_library(fetched, manifest, comp, source, cache_dir, log, work)
+
+    # the graft must serve the gfx906 devices, and every other detected GPU the tree's copy serves
+    keep = [o for o in others if not serves(current, [o])[0]]
+    verdict = check_library(root, staged, search_dirs=[lp.tree], targets=[*devices, *keep],
+                            rocm_version=lp.rocm_version, origin=lp.tree)
+    lp.abi, lp.abi_ok, lp.lines = verdict.to_json(), verdict.ok, list(verdict.lines)
+    lp.warnings += verdict.warnings
+    if verdict.soname != lp.soname:
+        lp.abi_ok = False
+        lp.lines.append(f"the source's library is called {verdict.soname or '(no SONAME)'}, not {lp.soname}")
+    graft_has = {t.split(":")[0] for t in (verdict.details.get("coverage") or {}).get("library_targets", [])}
+    lost = sorted(set(lp.has) - graft_has) if graft_has else []
+    if lost:
+        lp.warnings.append(f"the graft has no code for {', '.join(lost)}, which {path} has (no such GPU is "
+                           f"detected here)")
+    if not lp.abi_ok:
+        lp.status = "refused"
+        lp.reason = f"{source.describe()} does not load here: {lp.lines[0]}" + \
+            (f" (+{len(lp.lines) - 1} more)" if len(lp.lines) > 1 else "")
+        return
+
+    own = divert.owner_of(root, path, aliases=(f"{lp.tree.rstrip('/')}/{lp.soname}",))
+    lp.owner = own.to_json()
+    wanted, why_not = divert.can_divert(root, own)
+    files = {path: staged}
+    orig_sha = None
+    if wanted:
+        files[own.divert_path] = real  # the package's bytes, where dpkg will look for them
+        from rocmrevive.txn.fsutil import sha256_file
+
+        orig_sha = sha256_file(real)[0]
+    elif own.package:
+        lp.warnings.append(why_not)
+    lp.divert = {"wanted": wanted, "path": path, "divert_to": own.divert_path if wanted else None,
+                 "package": own.package, "orig_sha256": orig_sha, "registered": False, "why_not": why_not}
+    plan = plan_from_staged(root, lp.tree, files,
+                            source=f"{source.key} {fetched.basename} sha256:{fetched.sha256}",
+                            meta={"kind": "library", "manifest": manifest.id, "library": lp.soname,
+                                  "file": path, "source": source.to_json(), "artifact": fetched.to_json(),
+                                  "devices": [str(d) for d in devices], "rocm_version": lp.rocm_version,
+                                  "abi": verdict.summary, "divert": lp.divert})
+    lp.summary, lp.diff = plan.summary(), plan.diff()
+    if not check and confirm is not None and not confirm(lp):
+        lp.status, lp.reason = "skipped", "not confirmed"
+        return
+    res = apply_plan(root, plan, state_dir=state_dir, dry_run=check)
+    lp.changes = res.actions
+    pending = [a for a in res.actions if a.get("op") not in ("unchanged",)]
+    if check:
+        lp.status = "planned" if pending else "unchanged"
+        lp.reason = f"would replace {path} with {source.describe()}" if pending else "graft already in place"
+        return
+    lp.txid, lp.journal, lp.changed = res.txid, res.journal_path, res.changed
+    try:
+        if wanted:
+            divert.reconcile(root, state_dir)
+            lp.divert["registered"] = divert.is_diverted(root, path)
+        after = check_library(root, real, search_dirs=[lp.tree], targets=[*devices, *keep],
+                              rocm_version=lp.rocm_version)
+        lp.verify_after = {"ok": after.ok, "lines": after.lines, "summary": after.summary}
+        if not after.ok:
+            raise RevError("VERIFY_FAILED", f"{path} failed the ABI check after the install and was rolled "
+                                            f"back: {'; '.join(after.lines[:3])}")
+    except RevError:
+        if res.txid:
+            rollback(root, res.txid, state_dir=state_dir, force=True)
+            divert.reconcile(root, state_dir)
+        raise
+    lp.status = "installed" if res.changed else "unchanged"
+    lp.reason = (f"replaced with {source.describe()} (transaction {res.txid})" if res.changed
+                 else "graft already in place")
+
+
+def _fetch_library_source(root, sources, cache_dir: Path, *, mirror, from_path, log, progress):
+    """(source, FetchResult) of the first source that can be fetched; a network failure moves on
+    to the next source, any other error stops."""
+    from rocmrevive.sources.fetch import fetch_source
+
+    last: RevError | None = None
+    for src in sources:
+        try:
+            log(f"fetching {src.describe()}")
+            return src, fetch_source(src, cache_dir, mirror=mirror, local=from_path, root=root, progress=progress)
+        except RevError as exc:
+            if exc.code != "NETWORK":
+                raise
+            last = exc
+    assert last is not None
+    raise last
+
+
+def _staged_library(fetched, manifest, comp, source, cache_dir: Path, log: Log, work: Path) -> Path:
+    """The one file of ``comp`` in the artifact, extracted (once, into the cache; an unpacked
+    folder given with --from has no checksum to key the cache on, so it is staged in ``work``)."""
+    found = _extracted(fetched, manifest, source, cache_dir, log, work)
+    files = {n: p for n, p in found.items() if comp.select(n)}
+    if len(files) != 1:
+        raise RevError("VERIFY_FAILED", f"{fetched.basename}: {len(files)} members under {source.member_prefix} "
+                                        f"match {', '.join(comp.files)} (expected exactly one library file)")
+    return next(iter(files.values()))
+
+
+def cached_library(manifest, comp, source, cache_dir: Path) -> Path | None:
+    """The component's file as an earlier install extracted it into the cache, or None: what
+    ``audit`` checks without fetching or unpacking anything."""
+    import json
+
+    if not source.sha256:
+        return None
+    done = Path(cache_dir) / "extracted" / f"{source.sha256[:32]}-{manifest.id}"
+    try:
+        listed = json.loads((done / "index.json").read_text())
+    except (OSError, ValueError):
+        return None
+    for name, (_sha, size) in sorted(listed.items()):
+        if comp.select(name):
+            p = done / "files" / name
+            try:
+                # audit only reads it (install re-hashes before using it): the size will do
+                return p if p.stat().st_size == size else None
+            except OSError:
+                return None
+    return None
+
+
+def graft_remedy(root: Root, file_machine_path: str, target: TargetId, manifests, cache_dir: Path) -> dict | None:
+    """For ``audit``: whether a manifest provides ``target`` for the library at
+    ``file_machine_path`` (a file in a tree's lib folder), and whether that source passes the
+    ABI check here. Nothing is fetched or unpacked: a source is checked when an earlier
+    ``install`` (or ``install --check``) left it extracted in the cache.
+
+    Returns None (no manifest for it) or {"manifest", "source", "abi": "loads" | "refused" |
+    "not-fetched" | "no-source", "lines", "summary"}."""
+    from rocmrevive.hostlib.abi import check_library
+    from rocmrevive.trees.installs import read_version
+
+    libdir, name = os.path.split(file_machine_path)
+    if target.processor != TARGET:
+        return None
+    rocm_version = read_version(root, os.path.dirname(libdir))[0]  # <install>/.info/version
+    for m, comp in _library_components(manifests, rocm_version):
+        if not (name == comp.soname or name.startswith(comp.soname + ".")):
+            continue
+        out = {"manifest": m.id, "soname": comp.soname, "source": None, "abi": "no-source", "lines": [],
+               "summary": ""}
+        sources = m.sources_for_rocm(rocm_version) if rocm_version else []
+        if not sources:
+            out["lines"] = [f"{m.id} has no source for ROCm {rocm_version or '(unknown version)'}"]
+            return out
+        for src in sources:
+            staged = cached_library(m, comp, src, cache_dir)
+            out["source"] = src.describe()
+            if staged is None:
+                continue
+            v = check_library(root, staged, search_dirs=[libdir], targets=[target], rocm_version=rocm_version,
+                              origin=libdir)
+            out.update(abi="loads" if v.ok else "refused", lines=list(v.lines), summary=v.summary,
+                       source=src.describe())
+            return out
+        out["abi"] = "not-fetched"
+        return out
+    return None

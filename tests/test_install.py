@@ -222,3 +222,19 @@ def test_killed_install_is_finished_or_undone_by_the_next_command(demo, step):
     assert not [p for p in lib.iterdir() if p.name.startswith(".")]     # no stray temporary files
     status = json.loads(rr(root, "--json", "status").stdout)
     assert status["error"] is None
+
+
+def test_install_from_an_unpacked_folder(demo, tmp_path):
+    """--from a folder (an air-gapped copy of the package's files): no artifact hash to trust,
+    so the code-object and Tensile checks carry the weight, and nothing is cached."""
+    root, deb, args = demo
+    folder = tmp_path / "unpacked"
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(folder)], check=True)
+    mf = args[args.index("--manifests") + 1]
+    cache = tmp_path / "cache-folder"
+    r = rr(root, "--json", "install", "--yes", "--manifests", mf, "--from", str(folder), "--cache", str(cache),
+           check_rc=0)
+    (copy,) = json.loads(r.stdout)["copies"]
+    assert copy["status"] == "installed" and copy["summary"]["create"] == 9
+    assert not (cache / "extracted").exists() or not any((cache / "extracted").iterdir())
+    assert not any((cache / "staging").iterdir())    # this install's staging is gone

@@ -23,7 +23,8 @@ def shipped():
 
 
 def test_shipped_manifests_load(shipped):
-    assert set(shipped) == {"rocblas-4.4-gfx906", "rocblas-5-gfx906"}
+    assert set(shipped) == {"rocblas-4.4-gfx906", "rocblas-5-gfx906", "rocfft-6.4-gfx906",
+                            "rocrand-6.4-gfx906", "rocsolver-6.4-gfx906", "rocsparse-6.4-gfx906"}
     m4 = shipped["rocblas-4.4-gfx906"]
     assert m4.target == "gfx906"
     assert [s.name for s in m4.sources] == ["debian-librocblas4", "amd-rocblas-4.3.0-rocm6.3.3"]
@@ -213,7 +214,9 @@ def _run(*args):
 def test_cli_manifests_list_and_check(tmp_path):
     code, doc = _run("manifests", "--dir", str(SHIPPED))
     assert code == 0 and doc["command"] == "manifests list" and doc["schema_version"] == 1
-    assert [m["id"] for m in doc["manifests"]] == ["rocblas-4.4-gfx906", "rocblas-5-gfx906"]
+    assert [m["id"] for m in doc["manifests"]] == ["rocblas-4.4-gfx906", "rocblas-5-gfx906", "rocfft-6.4-gfx906",
+                                                   "rocrand-6.4-gfx906", "rocsolver-6.4-gfx906",
+                                                   "rocsparse-6.4-gfx906"]
     src = doc["manifests"][0]["sources"][1]
     assert src["cross_version"] is True and src["pinned"] is False and src["compatible"] == ">=4.3.0,<4.4"
     code, doc = _run("manifests", "check", str(SHIPPED))

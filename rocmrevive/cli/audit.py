@@ -18,16 +18,21 @@ from rocmrevive.errors import RevError
 @click.option("--all", "show_all", is_flag=True,
               help="Also list libraries that embed the targets (default: only GPU libraries; "
                    "--json always lists everything).")
+@click.option("--manifests", "manifests_dir", metavar="DIR", help="Manifest folder (default: the shipped ones).")
+@click.option("--cache", metavar="DIR", help="Download cache holding sources an earlier install extracted "
+                                            "(default /var/cache/rocmrevive under --root).")
 @click.pass_obj
-def audit(ui, trees, targets, show_all):
+def audit(ui, trees, targets, show_all, manifests_dir, cache):
     """Which libraries carry GPU code for which targets, and what a missing one breaks.
 
     Reads the .hip_fatbin of every shared library (headers only: a whole ROCm lib/ in about a
     second) and marks each library × target: embedded, missing, other-mode (code only for an
     xnack/sramecc mode the GPU is not in) or not a GPU library. For each missing cell: what
     fails, in plain words, and what to do (a rocmrevive source when one exists, otherwise the
-    workaround). Exit 0 when it could read the tree (missing cells are findings, not errors;
-    see `missing` in --json); 3 when it found no library.
+    workaround). For a host library a manifest can graft, whether that source passes the static
+    ABI check on this machine (checked when an earlier `install` or `install --check` left it in
+    the cache; audit itself fetches nothing). Exit 0 when it could read the tree (missing cells
+    are findings, not errors; see `missing` in --json); 3 when it found no library.
     """
     from rocmrevive.cli.verify import _real, resolve_devices, system_library_dirs
     from rocmrevive.diagnose import locate
@@ -58,25 +63,39 @@ def audit(ui, trees, targets, show_all):
                            "no shared library found" + (f" in {', '.join(trees)}" if trees else
                                                         f" in {ui.root.base} (/opt/rocm*, system folders with a HIP "
                                                         "runtime); pass --tree PATH"))
-        remedy_for = source_remedies()
+        manifests = _manifests(manifests_dir)
+        remedy_for = source_remedies(manifests)
+        graft_for = graft_remedies(ui.root, manifests, cache)
         with ui.progress("reading fat binaries", len(files), unit="files") as advance:
             rep = audit_files(files, devices, tensile_dirs=list(dict.fromkeys(tensile)),
-                              remedy_for=remedy_for, show=ui.root.machine_path, progress=advance)
+                              remedy_for=remedy_for, graft_for=graft_for, show=ui.root.machine_path,
+                              progress=advance)
         data = {"trees": shown_trees, "target_source": device_note, **rep.to_json()}
         return Outcome(data=data, render=lambda con: _render(con, rep, show_all))
 
     ui.run("audit", work)
 
 
-def source_remedies():
-    """``remedy_for(library key, processor)`` from rocmrevive's source manifests: for a processor
-    a manifest provides Tensile files for, the install command. The manifests cover rocBLAS's
-    Tensile files only; host libraries keep their workarounds."""
-    try:
-        from rocmrevive.sources.manifest import default_manifest_dir, load_manifests
+def _manifests(manifests_dir=None) -> list:
+    """The manifests (shipped, or ``--manifests``); none when they cannot be read (a remedy
+    column is not worth failing the audit over, unless the user named the folder)."""
+    from rocmrevive.sources.manifest import default_manifest_dir, load_manifests
 
-        manifests = load_manifests(default_manifest_dir())
-    except (ImportError, RevError):
+    try:
+        return load_manifests(manifests_dir or default_manifest_dir())
+    except RevError:
+        if manifests_dir:
+            raise
+        return []
+
+
+def source_remedies(manifests=None):
+    """``remedy_for(library key, processor)`` from rocmrevive's source manifests: for a processor
+    a manifest provides Tensile files for, the install command. Host libraries are answered by
+    ``graft_remedies``."""
+    if manifests is None:
+        manifests = _manifests()
+    if not manifests:
         return None
     by_target: dict[str, list[str]] = {}
     for m in manifests:
@@ -90,6 +109,27 @@ def source_remedies():
         return None
 
     return remedy_for
+
+
+def graft_remedies(root, manifests, cache=None):
+    """``graft_for(real path, target)``: the manifest graft for a host library that lacks the
+    target, and whether its source passes the ABI check here (``installer.graft_remedy``)."""
+    from pathlib import Path
+
+    from rocmrevive.installer import graft_remedy
+    from rocmrevive.sources.cache import default_cache_dir
+
+    if not any(m.components_of("library") for m in manifests):
+        return None
+    cache_dir = Path(cache) if cache else default_cache_dir(root)
+
+    def graft_for(path, target):
+        try:
+            return graft_remedy(root, root.machine_path(path), target, manifests, cache_dir)
+        except RevError as exc:  # a damaged cache or an odd tree: say so in the cell
+            return {"manifest": None, "abi": "unknown", "lines": [exc.message], "source": None}
+
+    return graft_for
 
 
 def _render(con, rep, show_all) -> None:
@@ -123,6 +163,9 @@ def _render(con, rep, show_all) -> None:
                       f"{escape(cell.detail)}")
             con.print(f"  breaks: {cell.breaks}", markup=False)
             con.print(f"  do:     {cell.remedy}", markup=False)
+            if cell.graft and cell.graft.get("abi") == "refused":
+                for line in cell.graft.get("lines", [])[1:]:
+                    con.print(f"          also: {line}", markup=False)
     unreadable = [r for r in rep.rows if any(c.status == UNREADABLE for c in r.cells.values())]
     for r in unreadable:
         con.print(f"[yellow]unreadable[/] {escape(r.path)}: {escape('; '.join(r.problems))}")

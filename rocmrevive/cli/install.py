@@ -1,4 +1,5 @@
-"""``rocmrevive install``: patch gfx906 files into every rocBLAS copy that lacks them."""
+"""``rocmrevive install``: patch gfx906 files into every rocBLAS copy that lacks them, and graft
+host libraries that lack gfx906 where a source provably loads (docs/grafts.md)."""
 from __future__ import annotations
 
 import sys
@@ -24,14 +25,22 @@ from rocmrevive.cli.ui import Outcome
               help="Also allow sources built for another rocBLAS version (the community's 6.3 recipe). Not recommended.")
 @click.option("--state-dir", default=None, metavar="DIR", help="Journal folder (machine path; default /var/lib/rocmrevive).")
 @click.option("--python", "pythons", multiple=True, metavar="PATH", help="Also look in this Python environment.")
+@click.option("--libraries/--no-libraries", "libraries", default=True, show_default=True,
+              help="Also replace host libraries (rocSPARSE, rocSOLVER, rocFFT, rocRAND) that lack gfx906 code, "
+                   "where a manifest's source passes the static ABI check on this machine.")
 @click.pass_obj
 def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache, manifests_dir, cross_version,
-            state_dir, pythons):
-    """Install version-matched gfx906 rocBLAS files as one journaled transaction per copy.
+            state_dir, pythons, libraries):
+    """Install version-matched gfx906 rocBLAS files as one journaled transaction per copy, and
+    graft host libraries that lack gfx906 (one transaction per library).
 
     detect → plan → fetch → stage → verify staged → apply → verify installed. Every staged file
     is checked (ELF target, features, code object version, Tensile cross-reference against the
     tree's own index) before anything is written; `rocmrevive rollback` undoes it byte for byte.
+    A host library is replaced only when the tree's copy has no code for a detected gfx906 GPU
+    and the source's library passes the static ABI check against this machine's own libraries
+    (needed libraries, symbol versions, symbols, device code); --check shows, per library,
+    graft or not and why.
     """
     from rocmrevive.installer import install as run_install
 
@@ -39,7 +48,8 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache,
 
     def confirm(cp) -> bool:
         s = cp.summary or {}
-        ui.err.print(f"{cp.library}: add {s.get('create', 0)}, replace {s.get('replace', 0)} files "
+        what = cp.library if hasattr(cp, "library") else f"{cp.path} ({cp.name} graft)"
+        ui.err.print(f"{what}: add {s.get('create', 0)}, replace {s.get('replace', 0)} files "
                      f"({s.get('bytes', 0):,} bytes) from {cp.artifact['filename'] if cp.artifact else '?'}",
                      markup=False)
         return click.confirm("apply?", default=True, err=True)
@@ -54,24 +64,33 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache,
                               from_path=from_path, manifests_dir=manifests_dir, cross_version=cross_version,
                               check=check, state_dir=state_dir, pythons=pythons,
                               log=lambda m: ui.log(m), progress=None,
-                              confirm=confirm if interactive else None)
+                              confirm=confirm if interactive else None, libraries=libraries)
         code, message = _exit(rep)
         return Outcome(data=rep.to_json(), changed=rep.changed and not check, code=code, message=message,
-                       render=lambda con: _render(con, rep, show_diff))
+                       render=lambda con: _render(con, rep, show_diff), warnings=list(rep.warnings))
 
     ui.run("install", work)
 
 
 def _exit(rep):
-    refused = [c for c in rep.copies if c.error]
+    """A copy or library that failed (checksum, network, verification) decides the code; a graft
+    the ABI check refuses is a finding (a warning), not a failure."""
+    refused = [c for c in (*rep.copies, *rep.libraries) if c.error]
     if refused:
         worst = max(refused, key=lambda c: c.error["exit"])
-        return worst.error["code"], f"{worst.library}: {worst.reason}"
+        where = worst.label if hasattr(worst, "label") else worst.library
+        return worst.error["code"], f"{where}: {worst.reason}"
     if rep.check and rep.changed:
         n = sum(1 for c in rep.copies if c.status == "planned")
-        return "CHANGES_PENDING", f"{n} rocBLAS cop{'y' if n == 1 else 'ies'} would change (run without --check)"
-    if rep.copies and all(c.status == "unsupported" for c in rep.copies):
-        return "NOTHING_SUPPORTED", "; ".join(f"{c.library}: {c.reason}" for c in rep.copies)
+        k = sum(1 for lp in rep.libraries if lp.status == "planned")
+        what = [f"{n} rocBLAS cop{'y' if n == 1 else 'ies'}"] if n else []
+        what += [f"{k} host librar{'y' if k == 1 else 'ies'}"] if k else []
+        return "CHANGES_PENDING", f"{' and '.join(what)} would change (run without --check)"
+    useful = [lp for lp in rep.libraries if lp.status in ("planned", "installed", "unchanged", "satisfied")]
+    if all(c.status == "unsupported" for c in rep.copies) and not useful and (rep.copies or rep.libraries):
+        no = [f"{c.library}: {c.reason}" for c in rep.copies]
+        no += [f"{lp.label}: {lp.reason}" for lp in rep.libraries if lp.status in ("refused", "unsupported")]
+        return "NOTHING_SUPPORTED", "; ".join(no) or "no host library of a manifest is in these trees"
     return "OK", None
 
 
@@ -96,7 +115,58 @@ def _render(con, rep, show_diff: bool) -> None:
                                for d in v["devices"])
             con.print(f"  verify {label:<6} {checks}", markup=False)
         if show_diff and c.diff:
-            for path, after in c.diff["after"].items():
-                before = c.diff["before"].get(path)
-                op = "+" if before is None else ("~" if before != after else "=")
-                con.print(f"  {op} {path}  {after[:12] if after else '-'}", markup=False)
+            _render_diff(con, c.diff)
+    _render_libraries(con, rep, show_diff)
+
+
+def _render_diff(con, diff) -> None:
+    for path, after in diff["after"].items():
+        before = diff["before"].get(path)
+        op = "+" if before is None else ("~" if before != after else "=")
+        con.print(f"  {op} {path}  {after[:12] if after else '-'}", markup=False)
+
+
+def _render_libraries(con, rep, show_diff: bool) -> None:
+    """Per tree and library: graft or not, and why (the ABI verdict's own lines)."""
+    if not rep.libraries_enabled:
+        con.print("host libraries: not considered (--no-libraries)")
+        return
+    by_tree: dict[str, list] = {}
+    for lp in rep.libraries:
+        by_tree.setdefault(lp.tree, []).append(lp)
+    word = {"planned": "GRAFT (planned)", "installed": "GRAFTED", "refused": "no graft: REFUSED",
+            "satisfied": "no graft needed", "absent": "not in this tree", "unsupported": "no graft: no source",
+            "unchanged": "graft in place", "skipped": "skipped"}
+    for tree, plans in by_tree.items():
+        con.print(f"host libraries in {tree} (ROCm {plans[0].rocm_version or '?'}):", markup=False)
+        width = max(len(f"{lp.name} {lp.soname}") for lp in plans)
+        for lp in plans:
+            head = f"{lp.name} {lp.soname}".ljust(width)
+            lacks = f"lacks {', '.join(lp.missing)} (has {', '.join(lp.has) or 'no device code'}); " if lp.missing else ""
+            con.print(f"  {head}  {word.get(lp.status, lp.status)}: {lacks}{lp.reason}", markup=False)
+            if lp.abi is not None:
+                src = (lp.source or {}).get("package", "?") + " " + (lp.source or {}).get("version", "")
+                if lp.abi_ok:
+                    con.print(f"      ABI check of {src}: loads here ({_verdict_tail(lp.abi)})", markup=False)
+                else:
+                    con.print(f"      ABI check of {src}: refused", markup=False)
+                    for line in lp.lines:
+                        con.print(f"        - {line}", markup=False)
+            for w in lp.warnings:
+                con.print(f"      note: {w}", markup=False)
+            if lp.divert and lp.divert.get("wanted"):
+                state = ("recorded" if lp.divert.get("registered") else
+                         "to be recorded" if rep.check else "NOT recorded")
+                con.print(f"      dpkg: {lp.divert['package']} owns it; its copies go to {lp.divert['divert_to']} "
+                          f"(diversion {state})", markup=False)
+            if lp.error:
+                con.print(f"      error: {lp.error['message']}", markup=False)
+            if show_diff and lp.diff:
+                _render_diff(con, lp.diff)
+
+
+def _verdict_tail(abi: dict) -> str:
+    cov = (abi.get("coverage") or {}).get("targets") or []
+    by = "; ".join(f"{c['target']} via {', '.join(c['by'])}" for c in cov)
+    return (f"{len(abi.get('needed', []))} libraries, {abi.get('symbols_resolved', 0)} symbols resolved"
+            + (f"; {by}" if by else ""))

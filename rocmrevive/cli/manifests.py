@@ -109,18 +109,33 @@ def _render_list(con, ms) -> None:
     for m in ms:
         for i, s in enumerate(m.sources):
             pin = "sha256" if s.pinned else f"signed index ({s.signed_by[-16:]})"
-            match = "cross-version" if s.cross_version else f"rocBLAS {spec_text(s.compatible)}"
-            t.add_row(m.id if i == 0 else "", m.target if i == 0 else "", spec_text(m.rocblas_versions) if i == 0 else "",
+            t.add_row(m.id if i == 0 else "", m.target if i == 0 else "",
+                      spec_text(m.rocblas_versions) if i == 0 and m.rocblas_versions else ("-" if i == 0 else ""),
                       spec_text(m.rocm_versions) if i == 0 else "", s.name,
-                      f"{s.package} {s.version} (rocBLAS {s.rocblas_version})", pin, match)
+                      f"{s.package} {s.version} ({_built(s)})", pin, _match(s))
     con.print(t)
+
+
+def _built(s) -> str:
+    return f"rocBLAS {s.rocblas_version}" if s.rocblas_version is not None else f"ROCm {s.rocm_version}"
+
+
+def _match(s) -> str:
+    from rocmrevive.sources.manifest import spec_text
+
+    if s.cross_version:
+        return "cross-version"
+    if s.compatible is not None and s.rocblas_version is not None:
+        return f"rocBLAS {spec_text(s.compatible)}"
+    return f"ROCm {spec_text(s.rocm_versions)}" if s.rocm_versions is not None else "any ROCm"
 
 
 def _render_show(con, m) -> None:
     from rocmrevive.sources.manifest import spec_text
 
     con.print(f"{m.id}: {m.summary}", markup=False)
-    con.print(f"  target {m.target}; rocBLAS {spec_text(m.rocblas_versions)}; ROCm {spec_text(m.rocm_versions)}; "
+    rocblas = spec_text(m.rocblas_versions) if m.rocblas_versions else "-"
+    con.print(f"  target {m.target}; rocBLAS {rocblas}; ROCm {spec_text(m.rocm_versions)}; "
               f"file {m.path}",
               markup=False)
     for c in m.components:
@@ -133,7 +148,7 @@ def _render_show(con, m) -> None:
             con.print(f"    {s.size:,} bytes, sha256 {s.sha256}", markup=False)
         if s.signed_by:
             con.print(f"    signed index, key {s.signed_by}", markup=False)
-        con.print(f"    members {s.member_prefix}; compatible with rocBLAS {spec_text(s.compatible)}"
+        con.print(f"    members {s.member_prefix}; built from {_built(s)}; matches {_match(s)}"
                   f"{'; CROSS-VERSION' if s.cross_version else ''}", markup=False)
         if s.note:
             con.print(f"    {s.note}", markup=False)

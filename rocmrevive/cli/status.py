@@ -58,6 +58,9 @@ def status(ui, trees, state_dir):
         from rocmrevive.smoke.record import read_last
 
         smoke = read_last(ui.root)
+        from rocmrevive.txn.divert import findings as divert_findings
+
+        diversions = divert_findings(ui.root, state_dir)
 
         def render(con):
             from rich.table import Table
@@ -97,7 +100,9 @@ def status(ui, trees, state_dir):
                             con.print(f"  {x['txid']}  {c['op']:<7} {where.get(c['path'], '-'):<10} {c['path']}")
 
         return Outcome(data={"state_dir": state_dir, "trees": tree_docs, "transactions": txs,
-                             "pending": [t["txid"] for t in pending], "smoke": smoke},
-                       render=render, changed=False, code=code, message=message)
+                             "pending": [t["txid"] for t in pending], "smoke": smoke,
+                             "diversions": diversions},
+                       render=render, changed=False, code=code, message=message,
+                       warnings=[f"{d['path']}: {d['problem']} ({d['hint']})" for d in diversions])
 
     ui.run("status", work)

@@ -8,6 +8,10 @@ cell breaks and what to do about it.
 Cell statuses: ``embedded`` (code that loads on the target), ``other-mode`` (code for the
 processor, but only for an xnack/sramecc mode the device is not in), ``missing``,
 ``not-a-gpu-library`` (no device code at all) and ``unreadable``.
+
+The remedy column: for a missing cell of a host library, ``graft_for(path, target)`` (the
+caller's, from rocmrevive's manifests) says whether a manifest source exists and whether it
+passes the static ABI check on this machine (``graft`` in the cell's JSON; docs/grafts.md).
 """
 from __future__ import annotations
 
@@ -23,6 +27,9 @@ from rocmrevive.diagnose.libraries import (GENERIC_BREAKS, GENERIC_WORKAROUND, R
 
 # (library key, processor) -> what rocmrevive can do about a missing cell, or None
 RemedyFor = Callable[[str, str], "str | None"]
+# (real path of a host library, target) -> a manifest graft for it, or None:
+# {"manifest", "soname", "source", "abi": "loads" | "refused" | "not-fetched" | "no-source", "lines", "summary"}
+GraftFor = Callable[[Path, TargetId], "dict | None"]
 
 EMBEDDED, OTHER_MODE, MISSING = "embedded", "other-mode", "missing"
 NOT_GPU, UNREADABLE = "not-a-gpu-library", "unreadable"
@@ -35,11 +42,14 @@ class Cell:
     detail: str = ""
     breaks: str = ""   # for missing / other-mode: what fails, in plain words
     remedy: str = ""   # and what to do
+    graft: dict | None = None  # a manifest source for it, and whether it passes the ABI check here
 
     def to_json(self) -> dict:
         out = {"target": self.target, "status": self.status, "detail": self.detail}
         if self.breaks or self.remedy:
             out["breaks"], out["remedy"] = self.breaks, self.remedy
+        if self.graft is not None:
+            out["graft"] = self.graft
         return out
 
 
@@ -113,12 +123,15 @@ def library_files(dirs: Iterable[Path]) -> list[Path]:
 def audit_files(files: Iterable[Path], targets: list[TargetId], *,
                 tensile_dirs: Iterable[Path] = (),
                 remedy_for: RemedyFor | None = None,
+                graft_for: GraftFor | None = None,
                 show: Callable[[Path], str] = str,
                 progress: Callable[[int], None] | None = None) -> AuditReport:
     """The matrix for ``files`` (and the rocBLAS Tensile folders ``tensile_dirs``) × ``targets``.
 
     ``remedy_for(library key, processor)`` says what rocmrevive can do about a missing cell
-    (from its source manifests); it comes before the library's generic workaround. ``show``
+    (from its source manifests); it comes before the library's generic workaround.
+    ``graft_for(path, target)`` says whether a manifest grafts a build with the target into that
+    library and whether it passes the ABI check here (the remedy column). ``show``
     turns a real path into what the report shows (the machine path under ``--root``)."""
     from rocmrevive.codeobj.inspect import inspect_file
 
@@ -136,7 +149,11 @@ def audit_files(files: Iterable[Path], targets: list[TargetId], *,
             rep.skipped += 1
             continue
         for t in targets:
-            row.cells[str(t)] = _cell(fr, t, known, remedy_for)
+            cell = row.cells[str(t)] = _cell(fr, t, known, remedy_for)
+            if graft_for is not None and cell.status in (MISSING, OTHER_MODE):
+                cell.graft = graft_for(path, t)
+                if cell.graft is not None:
+                    cell.remedy = graft_remedy_text(cell.graft, cell.remedy)
         rep.rows.append(row)
     for d in tensile_dirs:
         rep.rows.append(tensile_row(d, targets, remedy_for=remedy_for, show=show))
@@ -148,6 +165,25 @@ def audit_files(files: Iterable[Path], targets: list[TargetId], *,
 def _remedy(known: KnownLibrary | None, processor: str, remedy_for: RemedyFor | None) -> str:
     ours = remedy_for(known.key, processor) if (known and remedy_for) else None
     return ours or (known.workaround if known and known.workaround else GENERIC_WORKAROUND)
+
+
+def graft_remedy_text(graft: dict, workaround: str) -> str:
+    """The remedy column for a cell a manifest source could fill: the install command when the
+    source passes the ABI check here, why not when it does not (then the workaround)."""
+    src = graft.get("source") or graft["manifest"]
+    abi = graft["abi"]
+    if abi == "loads":
+        return (f"sudo rocmrevive install (grafts {src}, manifest {graft['manifest']}: it passes the ABI "
+                f"check on this machine), then rocmrevive audit")
+    if abi == "refused":
+        lines = graft.get("lines") or ["?"]
+        more = f" (+{len(lines) - 1} more)" if len(lines) > 1 else ""
+        return (f"rocmrevive's source {src} ({graft['manifest']}) does not load here: {lines[0]}{more}; "
+                f"meanwhile: {workaround}")
+    if abi == "not-fetched":
+        return (f"rocmrevive has a source: {src} ({graft['manifest']}); `sudo rocmrevive install --check` "
+                f"fetches it and checks it against this machine (ABI not checked yet); or: {workaround}")
+    return f"{'; '.join(graft.get('lines') or [])}; {workaround}"
 
 
 def tensile_row(library: Path, targets: list[TargetId], *, remedy_for: RemedyFor | None = None,

@@ -6,6 +6,10 @@ each tree layout (``[layouts]``), and an ordered list of ``[[sources]]``, each p
 sha256 or by a signed apt index (``signed_by`` = the signing key's fingerprint). The format is
 described in docs/manifests.md.
 
+Components are of two kinds: ``tensile`` (rocBLAS's Tensile files, matched to the tree's rocBLAS
+version) and ``library`` (a host library such as ``librocsparse.so.1`` built with the target,
+matched to the tree's ROCm version through each source's ``rocm_versions``; docs/grafts.md).
+
 Loading is all or nothing: every file is checked (schema, unique names, patterns, pins) and any
 error raises ``RevError("USAGE", "manifests/x.toml:12: sources[0].sha256: ...")`` before a single
 manifest is returned.
@@ -37,7 +41,7 @@ else:  # pragma: no cover - Python 3.10
 
 SCHEMA = 1
 SOURCE_KINDS = ("debian", "apt")
-COMPONENT_KINDS = ("tensile",)
+COMPONENT_KINDS = ("tensile", "library")
 
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9.+_-]*$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -47,14 +51,30 @@ _LAYOUT_KEY = re.compile(r"^[a-z][a-z0-9_-]*$")
 _SUITE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
 _PKG_RE = re.compile(r"^[a-z0-9][a-z0-9.+-]+$")
 _DEBVER_RE = re.compile(r"^(?:[0-9]+:)?[0-9][A-Za-z0-9.+~:-]*$")
+_SONAME_RE = re.compile(r"^lib[A-Za-z0-9_+-][A-Za-z0-9_.+-]*\.so\.[0-9]+$")
 
 
 @dataclass(frozen=True)
 class Component:
-    """A group of files one target needs, by file-name pattern (fnmatch, case-sensitive)."""
+    """A group of files one target needs, by file-name pattern (fnmatch, case-sensitive). A
+    ``library`` component also names the ``soname`` (``librocsparse.so.1``) whose file in a tree
+    it replaces; its patterns select the real file in a source (``librocsparse.so.1.*``), never
+    the link."""
 
     kind: str
     files: tuple[str, ...]
+    soname: str | None = None
+
+    @functools.cached_property
+    def _pattern_re(self) -> re.Pattern:
+        return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in self.files))
+
+    def select(self, member_name: str) -> bool:
+        """Whether an archive member (only its last path component counts) is one of this
+        component's files."""
+        if not member_name or member_name.endswith("/"):
+            return False
+        return self._pattern_re.match(member_name.rsplit("/", 1)[-1]) is not None
 
 
 @dataclass(frozen=True)
@@ -69,8 +89,8 @@ class Source:
     package: str
     version: str
     member_prefix: str
-    rocblas_version: Version
-    compatible: SpecifierSet
+    rocblas_version: Version | None
+    compatible: SpecifierSet | None
     cross_version: bool = False
     suite: str = ""
     component: str = "main"
@@ -84,6 +104,8 @@ class Source:
     expected_files: int | None = None
     note: str = ""
     line: int = 0
+    rocm_version: Version | None = None       # the ROCm release the source was built from
+    rocm_versions: SpecifierSet | None = None  # tree ROCm versions it is built for (None: any)
 
     @property
     def pinned(self) -> bool:
@@ -96,12 +118,23 @@ class Source:
 
     def compatible_with(self, tree_rocblas_version: str | Version) -> bool:
         """Whether these files are built for the rocBLAS version of the tree they would go into."""
+        if self.compatible is None:
+            return False
         v = tree_rocblas_version if isinstance(tree_rocblas_version, Version) else Version(str(tree_rocblas_version))
         return self.compatible.contains(v, prereleases=True)
 
+    def compatible_with_rocm(self, tree_rocm_version: str | Version) -> bool:
+        """Whether this source is built for a tree of this ROCm version (always, when the source
+        names no ``rocm_versions``)."""
+        if self.rocm_versions is None:
+            return True
+        v = tree_rocm_version if isinstance(tree_rocm_version, Version) else Version(str(tree_rocm_version))
+        return self.rocm_versions.contains(v, prereleases=True)
+
     def describe(self) -> str:
         where = "Debian" if self.kind == "debian" else (self.repo or "apt")
-        return f"{self.package} {self.version} ({where}, rocBLAS {self.rocblas_version})"
+        built = f"rocBLAS {self.rocblas_version}" if self.rocblas_version is not None else f"ROCm {self.rocm_version}"
+        return f"{self.package} {self.version} ({where}, {built})"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -109,7 +142,10 @@ class Source:
             "suite": self.suite, "component": self.component, "arch": self.arch, "repo": self.repo,
             "filename": self.filename, "size": self.size, "sha256": self.sha256, "signed_by": self.signed_by,
             "key_url": self.key_url, "member_prefix": self.member_prefix,
-            "rocblas_version": str(self.rocblas_version), "compatible": spec_text(self.compatible),
+            "rocblas_version": None if self.rocblas_version is None else str(self.rocblas_version),
+            "compatible": None if self.compatible is None else spec_text(self.compatible),
+            "rocm_version": None if self.rocm_version is None else str(self.rocm_version),
+            "rocm_versions": None if self.rocm_versions is None else spec_text(self.rocm_versions),
             "cross_version": self.cross_version, "files": self.expected_files, "note": self.note,
             "pinned": self.pinned,
         }
@@ -120,7 +156,7 @@ class Manifest:
     id: str
     summary: str
     target: str
-    rocblas_versions: SpecifierSet
+    rocblas_versions: SpecifierSet | None  # None: a manifest of host libraries only
     rocm_versions: SpecifierSet
     components: tuple[Component, ...]
     layouts: dict[str, str]
@@ -141,6 +177,15 @@ class Manifest:
         base = member_name.rsplit("/", 1)[-1]
         return self._pattern_re.match(base) is not None
 
+    def components_of(self, kind: str) -> list[Component]:
+        return [c for c in self.components if c.kind == kind]
+
+    def select_kind(self, kind: str):
+        """A ``select`` over the components of one kind only (the Tensile installer must not
+        pick up a library file of the same package, and the other way round)."""
+        comps = self.components_of(kind)
+        return lambda member_name: any(c.select(member_name) for c in comps)
+
     def source(self, name: str) -> Source:
         for s in self.sources:
             if s.name == name:
@@ -155,18 +200,27 @@ class Manifest:
             return [s for s in self.sources if not s.cross_version]
         return [s for s in self.sources if s.compatible_with(tree_rocblas_version)]
 
+    def sources_for_rocm(self, tree_rocm_version: str | Version) -> list[Source]:
+        """Sources in order that are built for a tree of this ROCm version (cross-version ones
+        excluded): how library components are matched."""
+        return [s for s in self.sources if not s.cross_version and s.compatible_with_rocm(tree_rocm_version)]
+
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id, "summary": self.summary, "target": self.target, "schema": self.schema,
             "path": str(self.path) if self.path else None,
-            "rocblas_versions": spec_text(self.rocblas_versions), "rocm_versions": spec_text(self.rocm_versions),
-            "components": [{"kind": c.kind, "files": list(c.files)} for c in self.components],
+            "rocblas_versions": None if self.rocblas_versions is None else spec_text(self.rocblas_versions),
+            "rocm_versions": spec_text(self.rocm_versions),
+            "components": [{"kind": c.kind, "files": list(c.files), **({"soname": c.soname} if c.soname else {})}
+                           for c in self.components],
             "layouts": dict(self.layouts), "sources": [s.to_json() for s in self.sources],
         }
 
 
-def spec_text(spec: SpecifierSet) -> str:
-    """A version range as people write it: lower bound first (">=4.4.0,<4.5")."""
+def spec_text(spec: SpecifierSet | None) -> str:
+    """A version range as people write it: lower bound first (">=4.4.0,<4.5"); "" for none."""
+    if spec is None:
+        return ""
     return ",".join(str(x) for x in sorted(spec, key=lambda x: (x.operator.startswith("<"), x.operator, x.version)))
 
 
@@ -423,10 +477,10 @@ def difflib_close(word: str, options: set[str]) -> str | None:
 
 _TOP_KEYS = {"schema", "id", "summary", "target", "rocblas_versions", "rocm_versions", "layouts", "components",
              "sources"}
-_COMPONENT_KEYS = {"kind", "files"}
+_COMPONENT_KEYS = {"kind", "files", "soname"}
 _COMMON_SOURCE_KEYS = {"name", "kind", "package", "version", "suite", "component", "arch", "member_prefix",
                        "rocblas_version", "compatible", "cross_version", "files", "note", "size", "sha256",
-                       "signed_by", "key_url"}
+                       "signed_by", "key_url", "rocm_version", "rocm_versions"}
 _SOURCE_KEYS = {"debian": _COMMON_SOURCE_KEYS | {"filename"}, "apt": _COMMON_SOURCE_KEYS | {"repo", "filename"}}
 
 
@@ -450,7 +504,11 @@ def _load_one(path: Path) -> tuple[Manifest | None, list[str]]:
     mid = c.string(doc, "id", (), pattern=_ID_RE, what="an id (lower-case letters, digits, . + _ -)")
     summary = c.string(doc, "summary", ())
     target = c.string(doc, "target", (), pattern=_TARGET_RE, what="a GPU processor name like \"gfx906\"")
-    rocblas = c.specifier(doc, "rocblas_versions", ())
+    comps = doc.get("components")
+    has_tensile = not isinstance(comps, list) or any(
+        not isinstance(x, dict) or x.get("kind") != "library" for x in comps)
+    # rocBLAS's version matters to Tensile files only: a manifest of host libraries needs none
+    rocblas = c.specifier(doc, "rocblas_versions", ()) if has_tensile or "rocblas_versions" in doc else None
     rocm = c.specifier(doc, "rocm_versions", ())
 
     layouts: dict[str, str] = {}
@@ -469,7 +527,6 @@ def _load_one(path: Path) -> tuple[Manifest | None, list[str]]:
                 layouts[k] = v.strip("/")
 
     components: list[Component] = []
-    comps = doc.get("components")
     if not isinstance(comps, list) or not comps:
         c.err(("components",), "missing [[components]] (which files are needed)")
         comps = []
@@ -482,6 +539,14 @@ def _load_one(path: Path) -> tuple[Manifest | None, list[str]]:
         kind = c.string(comp, "kind", w)
         if kind is not None and kind not in COMPONENT_KINDS:
             c.err(w + ("kind",), f"{kind!r} is not one of {', '.join(COMPONENT_KINDS)}")
+        soname = None
+        if kind == "library":
+            soname = c.string(comp, "soname", w, pattern=_SONAME_RE,
+                              what="a shared library's SONAME like \"librocsparse.so.1\"")
+            if soname and any(x.soname == soname for x in components):
+                c.err(w + ("soname",), f"{soname!r} is already a component of this manifest")
+        elif "soname" in comp:
+            c.err(w + ("soname",), "only library components name a soname")
         pats = comp.get("files")
         if not isinstance(pats, list) or not pats:
             c.err(w + ("files",) if "files" in comp else w, "files must be a non-empty list of file-name patterns")
@@ -497,14 +562,17 @@ def _load_one(path: Path) -> tuple[Manifest | None, list[str]]:
                 c.err(pw, f"{p!r}: unbalanced '[' in the pattern")
             elif "**" in p:
                 c.err(pw, f"{p!r}: '**' is not a file-name pattern")
-            elif target and target not in p:
+            elif kind == "library" and soname and not (p == soname or p.startswith(soname + ".")):
+                c.err(pw, f"{p!r} must be the library's file: {soname} or {soname}.<version>, so that it "
+                          f"selects nothing else")
+            elif kind != "library" and target and target not in p:
                 c.err(pw, f"{p!r} does not name the target {target}, so it could select other GPUs' files")
             elif p in good:
                 c.err(pw, f"{p!r} is listed twice")
             else:
                 good.append(p)
-        if kind in COMPONENT_KINDS:
-            components.append(Component(kind, tuple(good)))
+        if kind in COMPONENT_KINDS and (kind != "library" or soname):
+            components.append(Component(kind, tuple(good), soname))
 
     sources: list[Source] = []
     srcs = doc.get("sources")
@@ -512,8 +580,9 @@ def _load_one(path: Path) -> tuple[Manifest | None, list[str]]:
         c.err(("sources",), "missing [[sources]] (where the files come from)")
         srcs = []
     names: set[str] = set()
+    has_library = any(x.kind == "library" for x in components)
     for i, s in enumerate(srcs):
-        src = _check_source(c, s, i, mid or "?", rocblas)
+        src = _check_source(c, s, i, mid or "?", rocblas, rocm, tensile=has_tensile, library=has_library)
         if src is None:
             continue
         if src.name in names:
@@ -528,7 +597,8 @@ def _load_one(path: Path) -> tuple[Manifest | None, list[str]]:
                     components=tuple(components), layouts=layouts, sources=tuple(sources), path=path), []
 
 
-def _check_source(c: _Checker, s: Any, i: int, mid: str, rocblas: SpecifierSet | None) -> Source | None:
+def _check_source(c: _Checker, s: Any, i: int, mid: str, rocblas: SpecifierSet | None,
+                  rocm: SpecifierSet | None = None, *, tensile: bool = True, library: bool = False) -> Source | None:
     w = ("sources", i)
     if not isinstance(s, dict):
         c.err(w, "must be a table")
@@ -554,8 +624,12 @@ def _check_source(c: _Checker, s: Any, i: int, mid: str, rocblas: SpecifierSet |
         if p.startswith("/") or ".." in p.split("/") or not prefix.endswith("/"):
             c.err(w + ("member_prefix",), f"{prefix!r} must be a relative folder inside the archive ending "
                                           f"in '/', without '..'")
-    rbv = c.version(s, "rocblas_version", w)
-    compat = c.specifier(s, "compatible", w)
+    # Tensile files are matched to the tree's rocBLAS version, host libraries to its ROCm version
+    rbv = c.version(s, "rocblas_version", w) if tensile or "rocblas_version" in s else None
+    compat = c.specifier(s, "compatible", w) if tensile or "compatible" in s else None
+    # (a manifest with Tensile files too matches its sources by rocBLAS version already)
+    rocm_v = c.version(s, "rocm_version", w) if (library and not tensile) or "rocm_version" in s else None
+    rocm_range = c.specifier(s, "rocm_versions", w) if (library and not tensile) or "rocm_versions" in s else None
     cross = c.boolean(s, "cross_version", w, False)
     expected = c.integer(s, "files", w, required=False)
     note = s.get("note", "")
@@ -590,6 +664,19 @@ def _check_source(c: _Checker, s: Any, i: int, mid: str, rocblas: SpecifierSet |
         c.err(w, "unpinned source: give size and sha256, or signed_by (the fingerprint of the key that signs "
                  "the repository's InRelease)")
 
+    if rocm_v is not None and rocm_range is not None and not rocm_range.contains(rocm_v, prereleases=True):
+        c.err(w + ("rocm_versions",), f"{spec_text(rocm_range)} does not contain the source's own ROCm {rocm_v}")
+    if not tensile and rocm_v is not None and rocm is not None:
+        inside = rocm.contains(rocm_v, prereleases=True)
+        if not inside and not cross:
+            c.err(w + ("rocm_version",), f"ROCm {rocm_v} is outside this manifest's rocm_versions "
+                                         f"{spec_text(rocm)}: mark the source cross_version = true and say why in note")
+        if inside and cross:
+            c.err(w + ("cross_version",), f"ROCm {rocm_v} is inside rocm_versions {spec_text(rocm)}: "
+                                          f"cross_version = true is wrong")
+        if cross and not note:
+            c.err(w + ("note",) if "note" in s else w, "a cross_version source needs a note saying what is "
+                                                       "not matched")
     if rbv is not None and compat is not None and not compat.contains(rbv, prereleases=True):
         c.err(w + ("compatible",), f"{spec_text(compat)} does not contain the source's own rocBLAS {rbv}")
     if rbv is not None and rocblas is not None:
@@ -609,4 +696,4 @@ def _check_source(c: _Checker, s: Any, i: int, mid: str, rocblas: SpecifierSet |
                   rocblas_version=rbv, compatible=compat, cross_version=cross, suite=suite, component=component,
                   arch=arch, filename=filename, repo=repo.rstrip("/") if repo else None, size=size, sha256=sha,
                   signed_by=fpr, key_url=key_url, expected_files=expected, note=note.strip(),
-                  line=c.lines.line(w))
+                  line=c.lines.line(w), rocm_version=rocm_v, rocm_versions=rocm_range)

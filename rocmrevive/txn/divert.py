@@ -1,0 +1,218 @@
+"""Package-owned files that a transaction replaces: find the owner, and keep dpkg from silently
+overwriting the graft (``dpkg-divert``), so that a package upgrade lands beside it and shows up.
+
+A host-library graft (docs/grafts.md) replaces a file that a package usually owns (AMD's
+``rocsparse`` package owns ``/opt/rocm-6.4.3/lib/librocsparse.so.1.0.60403``). Without care the
+next upgrade or reinstall of that package writes its own file over the graft. With a diversion,
+dpkg writes the package's file to ``<file>.rocmrevive-orig`` instead:
+
+    owner = owner_of(root, "/opt/rocm-6.4.3/lib/librocsparse.so.1.0.60403")   # Ownership(package="rocsparse")
+    if can_divert(root, owner):
+        plan: create <file>.rocmrevive-orig (the package's bytes) + replace <file> (the graft)
+        apply_plan(...); add_diversion(root, file)          # after the commit
+    reconcile(root, state_dir)                              # after any rollback / recover
+
+The file work stays in the transaction (journal, backups, byte-identical rollback): what
+``dpkg-divert --rename`` would do by moving the file is done by the transaction as a copy, and
+``dpkg-divert`` is only asked to record the diversion (``--no-rename``). The state on disk is the
+one ``--rename`` leaves, so a user can undo it with dpkg's own tools (``rm <file>; dpkg-divert
+--package rocmrevive --rename --remove <file>``). The dpkg database is never written directly.
+A root other than ``/`` is handled with ``dpkg-divert --root``, as for a chroot.
+
+Which transactions want a diversion is in their journal (``meta.divert``); ``reconcile`` makes
+dpkg's list agree with the journals (a committed graft: diverted; a rolled-back one: not), so a
+crash between the commit and ``dpkg-divert`` or a rollback needs no special path.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from rocmrevive.errors import RevError
+
+DIVERT_SUFFIX = ".rocmrevive-orig"
+PACKAGE = "rocmrevive"
+ADMINDIR = "/var/lib/dpkg"
+
+
+@dataclass
+class Ownership:
+    """Who owns a file according to dpkg under a root."""
+
+    path: str                       # machine path of the file
+    dpkg: bool                      # the root is a dpkg system (has /var/lib/dpkg/info)
+    package: str | None = None      # the package whose file list names it
+    diverted_by: str | None = None  # an existing diversion of this file: its package ("" = --local)
+    divert_to: str | None = None
+
+    @property
+    def divert_path(self) -> str:
+        return self.path + DIVERT_SUFFIX
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "dpkg": self.dpkg, "package": self.package,
+                "diverted_by": self.diverted_by, "divert_to": self.divert_to}
+
+
+def read_diversions(root) -> list[tuple[str, str, str]]:
+    """dpkg's diversions under the root: (file, divert-to, package; ":" means --local)."""
+    p = root.path(f"{ADMINDIR}/diversions")
+    try:
+        lines = p.read_text(errors="replace").split("\n")
+    except OSError:
+        return []
+    out = []
+    for i in range(0, len(lines) - 2, 3):
+        if lines[i]:
+            out.append((lines[i], lines[i + 1], lines[i + 2]))
+    return out
+
+
+def owner_of(root, machine_path: str, *, aliases: tuple[str, ...] = ()) -> Ownership:
+    """The dpkg package whose ``info/<pkg>.list`` names ``machine_path`` (or one of its
+    ``aliases``, e.g. the path through a symbolic link), and any diversion of it."""
+    info = root.path(f"{ADMINDIR}/info")
+    own = Ownership(machine_path, info.is_dir())
+    names = [machine_path, *[a for a in aliases if a != machine_path]]
+    for n in list(names):  # merged /usr: a package may list /lib/... for a file in /usr/lib/...
+        for a, b in (("/usr/lib/", "/lib/"), ("/lib/", "/usr/lib/")):
+            if n.startswith(a) and b + n[len(a):] not in names:
+                names.append(b + n[len(a):])
+    for f, to, pkg in read_diversions(root):
+        if f in names:
+            own.diverted_by, own.divert_to = ("" if pkg == ":" else pkg), to
+            break
+    if not own.dpkg:
+        return own
+    needles = [("\n" + n + "\n").encode() for n in names]
+    try:
+        entries = sorted(e for e in os.listdir(info) if e.endswith(".list"))
+    except OSError:
+        return own
+    for e in entries:
+        try:
+            with open(info / e, "rb") as fh:
+                data = b"\n" + fh.read()
+        except OSError:
+            continue
+        if not data.endswith(b"\n"):
+            data += b"\n"
+        if any(n in data for n in needles):
+            own.package = e[:-len(".list")].split(":", 1)[0]  # "pkg:amd64.list" on multi-arch
+            break
+    return own
+
+
+def divert_command(root) -> list[str] | None:
+    """``dpkg-divert`` for this root (``--root`` for a folder), or None when there is none."""
+    exe = shutil.which("dpkg-divert")
+    if exe is None:
+        return None
+    return [exe] if root.is_host else [exe, "--root", str(root.base)]
+
+
+def can_divert(root, own: Ownership) -> tuple[bool, str]:
+    """(whether to divert, why not). Only a package-owned file that nobody diverts yet."""
+    if not own.package:
+        return False, "no package owns it"
+    if own.diverted_by not in (None, PACKAGE):
+        who = own.diverted_by or "a local diversion"
+        raise RevError("VERIFY_FAILED", f"{own.path} is already diverted by {who} (to {own.divert_to}); "
+                                        f"rocmrevive does not stack diversions; nothing was changed")
+    if divert_command(root) is None:
+        return False, (f"owned by package {own.package}, but dpkg-divert is not installed: an upgrade of "
+                       f"{own.package} will overwrite the graft (`rocmrevive status` shows it)")
+    return True, ""
+
+
+def _run(root, args: list[str], what: str) -> None:
+    cmd = divert_command(root)
+    if cmd is None:
+        raise RevError("PERMISSION", f"dpkg-divert is not installed; cannot {what}")
+    p = subprocess.run(cmd + args, capture_output=True, text=True)
+    if p.returncode != 0:
+        msg = (p.stderr or p.stdout).strip().splitlines()
+        raise RevError("PERMISSION", f"dpkg-divert could not {what}: {msg[-1] if msg else 'exit ' + str(p.returncode)}")
+
+
+def add_diversion(root, machine_path: str) -> None:
+    """Record that every package's copy of ``machine_path`` goes to ``<path>.rocmrevive-orig``
+    (idempotent; moves nothing)."""
+    _run(root, ["--quiet", "--package", PACKAGE, "--no-rename", "--divert", machine_path + DIVERT_SUFFIX,
+                "--add", machine_path], f"divert {machine_path}")
+
+
+def remove_diversion(root, machine_path: str) -> None:
+    """Remove rocmrevive's diversion of ``machine_path`` (idempotent; moves nothing)."""
+    _run(root, ["--quiet", "--package", PACKAGE, "--no-rename", "--divert", machine_path + DIVERT_SUFFIX,
+                "--remove", machine_path], f"remove the diversion of {machine_path}")
+
+
+def is_diverted(root, machine_path: str) -> bool:
+    return any(f == machine_path and pkg == PACKAGE for f, _to, pkg in read_diversions(root))
+
+
+def _wanted(root, state_dir: str) -> dict[str, tuple[bool, dict]]:
+    """path -> (diversion wanted, the latest transaction's record) from the journals."""
+    from rocmrevive.txn.transaction import list_transactions
+
+    out: dict[str, tuple[bool, dict]] = {}
+    for tx in list_transactions(root, state_dir=state_dir, verify=False):
+        d = (tx.get("meta") or {}).get("divert")
+        if not d or not d.get("wanted"):
+            continue
+        out[d["path"]] = (tx["state"] == "committed", tx)  # later transactions override earlier ones
+    return out
+
+
+def reconcile(root, state_dir: str) -> list[str]:
+    """Make dpkg's diversions agree with the journals: add the diversion of each committed graft
+    that lacks it, remove rocmrevive's diversion of each graft that was rolled back. Returns one
+    line per change. Run after install, rollback and recover; cheap when there is nothing to do."""
+    done: list[str] = []
+    wanted = _wanted(root, state_dir)
+    if not wanted:
+        return done
+    have = {f for f, _to, pkg in read_diversions(root) if pkg == PACKAGE}
+    for path, (want, tx) in sorted(wanted.items()):
+        if want and path not in have:
+            add_diversion(root, path)
+            done.append(f"diverted {path} (package copies now go to {path}{DIVERT_SUFFIX}; transaction {tx['txid']})")
+        elif not want and path in have:
+            remove_diversion(root, path)
+            done.append(f"removed the diversion of {path} (transaction {tx['txid']} was rolled back)")
+    return done
+
+
+def findings(root, state_dir: str) -> list[dict]:
+    """For ``status``: grafts whose protection is not what the journal says, and package files
+    that an upgrade wrote beside a graft. Each: {txid, path, problem, hint}."""
+    out: list[dict] = []
+    have = {f for f, _to, pkg in read_diversions(root) if pkg == PACKAGE}
+    for path, (want, tx) in sorted(_wanted(root, state_dir).items()):
+        if want and path not in have:
+            out.append({"txid": tx["txid"], "path": path, "problem": "not diverted",
+                        "hint": "a package upgrade would overwrite the graft; run `rocmrevive install` "
+                                "(it restores the diversion)"})
+        elif not want and path in have:
+            out.append({"txid": tx["txid"], "path": path, "problem": "stale diversion",
+                        "hint": f"rolled back, but dpkg still diverts it to {path}{DIVERT_SUFFIX}; run "
+                                f"`dpkg-divert --package {PACKAGE} --no-rename --remove {path}` (the next "
+                                f"`rocmrevive install` does it too)"})
+        if want:
+            orig = tx.get("meta", {}).get("divert", {}).get("orig_sha256")
+            real = root.path(path + DIVERT_SUFFIX)
+            if orig and real.is_file():
+                from rocmrevive.txn.fsutil import sha256_file
+
+                if sha256_file(real)[0] != orig:
+                    pkg = tx["meta"]["divert"].get("package") or "its package"
+                    out.append({"txid": tx["txid"], "path": path + DIVERT_SUFFIX,
+                                "problem": "package upgraded",
+                                "hint": f"{pkg} was upgraded or reinstalled while the graft was in place: its new "
+                                        f"file is {path}{DIVERT_SUFFIX}; the graft in {path} was kept. Run "
+                                        f"`rocmrevive install --check` (it re-checks the graft against the new "
+                                        f"tree) or `rocmrevive rollback --force {tx['txid']}` and reinstall {pkg}"})
+    return out
