@@ -288,7 +288,6 @@ def _select_copies(root, trees, pythons, find_installs, find_envs, find_copies):
 def _plan_copy(root, copy, cp: CopyPlan, devices, manifests, cache_dir: Path, *, mirror, from_path,
                cross_version, check, state_dir, log, progress, confirm) -> None:
     from rocmrevive.diagnose import locate
-    from rocmrevive.sources.fetch import fetch_source
     from rocmrevive.txn.plan import plan_from_staged
     from rocmrevive.txn.transaction import apply_plan, rollback
 
@@ -317,21 +316,8 @@ def _plan_copy(root, copy, cp: CopyPlan, devices, manifests, cache_dir: Path, *,
         cp.reason = (f"{manifest.id} has no source built for rocBLAS {copy.rocblas_version}; "
                      f"--cross-version allows {', '.join(s.name for s in manifest.sources)}")
         return
-    last: RevError | None = None
-    fetched = source = None
-    for src in sources:
-        try:
-            log(f"fetching {src.describe()}")
-            fetched = fetch_source(src, cache_dir, mirror=mirror, local=from_path, root=root, progress=progress)
-            source = src
-            break
-        except RevError as exc:
-            if exc.code != "NETWORK":
-                raise
-            last = exc
-    if fetched is None:
-        assert last is not None
-        raise last
+    source, fetched = _fetch_first(root, sources, cache_dir, mirror=mirror, from_path=from_path, log=log,
+                                   progress=progress)
     cp.source, cp.artifact = source.to_json(), fetched.to_json()
 
     work = Path(tempfile.mkdtemp(prefix="stage-", dir=_staging_parent(cache_dir)))
@@ -620,7 +606,7 @@ def _plan_library(root, lp: LibraryPlan, manifest, comp, devices, others, cache_
         lp.status = "unsupported"
         lp.reason = f"{manifest.id} has no source built for ROCm {lp.rocm_version}"
         return
-    source, fetched = _fetch_library_source(root, sources, cache_dir, mirror=mirror, from_path=from_path,
+    source, fetched = _fetch_first(root, sources, cache_dir, mirror=mirror, from_path=from_path,
                                             log=log, progress=progress)
     lp.source, lp.artifact = source.to_json(), fetched.to_json()
     work = Path(tempfile.mkdtemp(prefix="stage-lib-", dir=_staging_parent(cache_dir)))
@@ -715,7 +701,7 @@ def _graft(root, lp: LibraryPlan, manifest, comp, source, fetched, current, devi
                  else "graft already in place")
 
 
-def _fetch_library_source(root, sources, cache_dir: Path, *, mirror, from_path, log, progress):
+def _fetch_first(root, sources, cache_dir: Path, *, mirror, from_path, log, progress):
     """(source, FetchResult) of the first source that can be fetched; a network failure moves on
     to the next source, any other error stops."""
     from rocmrevive.sources.fetch import fetch_source

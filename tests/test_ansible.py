@@ -128,20 +128,10 @@ def _env(venv: Path, base: Path, cli_dir: Path | None = None) -> dict:
 
 
 def tree_hash(top: Path) -> str:
-    """Paths, modes and contents under ``top`` ('' when it does not exist)."""
-    if not top.exists():
-        return ""
-    h = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(top):
-        dirnames.sort()
-        for name in sorted(filenames + dirnames):
-            p = os.path.join(dirpath, name)
-            st = os.lstat(p)
-            h.update(f"{os.path.relpath(p, top)}\0{st.st_mode:o}\0".encode())
-            if os.path.isfile(p) and not os.path.islink(p):
-                with open(p, "rb") as f:
-                    h.update(hashlib.sha256(f.read()).digest())
-    return h.hexdigest()
+    """The transaction core's tree hash ('' when ``top`` does not exist)."""
+    from rocmrevive.txn.fsutil import tree_hash as _tree_hash
+
+    return _tree_hash(top) if top.exists() else ""
 
 
 class Run:

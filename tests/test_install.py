@@ -23,20 +23,10 @@ DEMO_MANIFEST = (REPO / "manifests/rocblas-4.4-gfx906.toml").read_text().split("
 
 
 def tree_hash(top: Path) -> str:
-    """One hash over every path, mode and content under ``top`` (links by their target)."""
-    h = hashlib.sha256()
-    for dirpath, dirnames, filenames in os.walk(top):
-        dirnames.sort()
-        for name in sorted(filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]):
-            p = os.path.join(dirpath, name)
-            st = os.lstat(p)
-            h.update(f"{os.path.relpath(p, top)}\0{st.st_mode:o}\0".encode())
-            if os.path.islink(p):
-                h.update(os.readlink(p).encode())
-            else:
-                with open(p, "rb") as f:
-                    h.update(hashlib.sha256(f.read()).digest())
-    return h.hexdigest()
+    """Every path, type, mode, owner and content under ``top`` (the transaction core's own hash)."""
+    from rocmrevive.txn.fsutil import tree_hash as _tree_hash
+
+    return _tree_hash(top)
 
 
 def write_manifest(folder: Path, deb: Path, manifest_id="rocblas-4.4-gfx906-test", **extra) -> Path:
