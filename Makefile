@@ -9,7 +9,7 @@ demo: setup
 
 # The whole test suite. Slow fixtures are made once and cached in /var/tmp/rocmrevive-test-cache:
 # Debian's real ROCm packages, and a CPU build of llama.cpp (about 5 minutes the first time).
-test: fixtures
+test: setup setup-torch fixtures
 	$(PYTHON) -m pytest -q -p no:cacheprovider
 
 fixtures:
