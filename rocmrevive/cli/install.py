@@ -104,7 +104,7 @@ def _render(con, rep, show_diff: bool) -> None:
     for c in rep.copies:
         s = c.summary or {}
         files = f"+{s.get('create', 0)} ~{s.get('replace', 0)} ({s.get('bytes', 0):,} B)" if s else "-"
-        src = (c.artifact or {}).get("filename") or "-"
+        src = ((c.artifact or {}).get("filename") or "-").rsplit("/", 1)[-1]
         t.add_row(c.library, c.rocblas_version or "?", c.status, files, src, c.reason)
     con.print(t)
     for c in rep.copies:
