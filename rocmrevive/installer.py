@@ -209,21 +209,20 @@ def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None,
     from rocmrevive.sources.cache import default_cache_dir
     from rocmrevive.sources.manifest import default_manifest_dir, load_manifests
     from rocmrevive.trees.installs import find_installs
-    from rocmrevive.trees.pythonenv import find_envs
-    from rocmrevive.trees.rocblas import find_copies
     from rocmrevive.txn.transaction import DEFAULT_STATE_DIR
 
     state_dir = state_dir or DEFAULT_STATE_DIR
     devices, devices_from = resolve_devices(root, targets, processor=None if targets else TARGET)
-    if any(not d.covers_processor(TARGET) and d.processor != TARGET for d in devices):
-        bad = ", ".join(str(d) for d in devices if d.processor != TARGET)
+    bad = ", ".join(str(d) for d in devices if d.processor != TARGET)
+    if bad:
         raise RevError("NOTHING_SUPPORTED", f"rocmrevive installs gfx906 files; --target {bad} is not gfx906")
     manifests = load_manifests(manifests_dir or default_manifest_dir())
     cache_dir = Path(cache) if cache else default_cache_dir(root)
 
-    lib_trees = _library_trees(root, trees, find_installs) if libraries else []
+    installs, _link = find_installs(root)
+    lib_trees = _library_trees(root, trees, installs) if libraries else []
     try:
-        copies = _select_copies(root, trees, pythons, find_installs, find_envs, find_copies)
+        copies = _select_copies(root, trees, pythons, installs)
     except RevError as exc:
         # a --tree without a rocBLAS folder may still hold host libraries to graft
         if exc.code != "NOTHING_SUPPORTED" or not lib_trees:
@@ -251,10 +250,12 @@ def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None,
     return report
 
 
-def _select_copies(root, trees, pythons, find_installs, find_envs, find_copies):
+def _select_copies(root, trees, pythons, installs):
+    """Every rocBLAS copy on the machine, or only those in the ``--tree`` folders."""
     from rocmrevive.diagnose.locate import rocblas_library_dirs
+    from rocmrevive.trees.pythonenv import find_envs
+    from rocmrevive.trees.rocblas import find_copies
 
-    installs, _ = find_installs(root)
     envs, _problems = find_envs(root, pythons)
     if not trees:
         return find_copies(root, installs=installs, envs=envs)
@@ -272,17 +273,10 @@ def _select_copies(root, trees, pythons, find_installs, find_envs, find_copies):
             raise RevError("NOTHING_SUPPORTED", f"--tree {t}: no rocBLAS Tensile library folder in it "
                                                 f"(looked for lib/rocblas/library and rocblas/*/library)")
         libs += [root.machine_path(f) for f in found]
-    wanted = {str(root.resolve(x)) for x in libs}
-    every = find_copies(root, installs=installs, envs=envs, extra=libs)
-    picked = []
-    for c in every:
-        try:
-            real = str(root.resolve(c.path))
-        except ValueError:
-            continue
-        if real in wanted and real not in {str(root.resolve(p.path)) for p in picked}:
-            picked.append(c)
-    return picked
+    wanted = {root.resolve(x) for x in libs}
+    # find_copies names each real folder once, by the path its install or package knows it by
+    return [c for c in find_copies(root, installs=installs, envs=envs, extra=libs)
+            if root.resolve(c.path) in wanted]
 
 
 def _plan_copy(root, copy, cp: CopyPlan, devices, manifests, cache_dir: Path, *, mirror, from_path,
@@ -451,12 +445,11 @@ def _check_staged_targets(by_name: dict[str, Path], devices: list[TargetId]) -> 
 # --------------------------------------------------------------------------------------------
 # host-library grafts (docs/grafts.md)
 
-def _library_trees(root: Root, trees, find_installs) -> list[tuple[str, str | None]]:
+def _library_trees(root: Root, trees, installs) -> list[tuple[str, str | None]]:
     """(library folder, ROCm version) of every tree whose host libraries may be grafted: the
     ``lib`` folder of each ROCm install (or of each ``--tree``; a library folder itself too)."""
     from rocmrevive.trees.installs import read_version
 
-    installs, _link = find_installs(root)
     out: list[tuple[str, str | None]] = []
     seen: set[str] = set()
 

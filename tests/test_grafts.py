@@ -25,31 +25,19 @@ from rocmrevive.rootfs import Root
 from rocmrevive.txn import divert
 from tests.conftest import CACHE, REPO
 from tests.machines.build import build
+from tests.test_hostlib_debian import _hostlib_root
 from tests.test_install import rr, tree_hash
 
 pytestmark = pytest.mark.debian
 
 TREE = "/opt/rocm-6.4.3/lib"
 LIBDIR = "usr/lib/x86_64-linux-gnu"
-FETCH = REPO / "tests/fixtures/fetch_hostlib_debs.sh"
 MI50 = "gfx906:sramecc+:xnack-"
 HIP = ("libamdhip64.so.6", "libhsa-runtime64.so.1", "libroctx64.so.4", "libamd_comgr.so.3", "libLLVM",
        "libxml2.so.16")
 DEBS = {"rocfft": "librocfft0_6.4.3-1+b1_amd64.deb", "rocsparse": "librocsparse1_6.4.3-3_amd64.deb",
         "rocsolver": "librocsolver0_6.4.3-2+b1_amd64.deb", "rocrand": "librocrand1_6.4.3-1_amd64.deb"}
 UNPACKED_ROCFFT = CACHE / "unpacked/librocfft0_6.4.3-1+b1_amd64" / LIBDIR / "librocfft.so.0.1"
-
-
-def _hostlib_root() -> Path:
-    """roots/trixie-rocm643 (tests/fixtures/fetch_hostlib_debs.sh): trixie's C/C++ runtime and
-    sid's ROCm 6.4.3 libraries; the .debs stay in the cache."""
-    root = CACHE / "roots" / "trixie-rocm643"
-    if not (root / ".complete").exists():
-        p = subprocess.run(["bash", str(FETCH)], capture_output=True, text=True)
-        if p.returncode == 5:
-            pytest.skip("no apt mirror configured on this machine")
-        assert p.returncode == 0, p.stderr[-2000:]
-    return root
 
 
 @pytest.fixture(scope="module")

@@ -12,54 +12,13 @@ import pytest
 from click.testing import CliRunner
 
 from rocmrevive.cli.main import cli
-from tests.test_tensile import (HS_PLACEHOLDER, SS_FALLBACK, debian_copy, kernels_of, link_file,
-                                link_folder, rewrite)
+from tests.test_tensile import (HS_PLACEHOLDER, SS_FALLBACK, debian_copy, kernels_of, link_file, rewrite)
 
 GFX906 = "gfx906:sramecc+:xnack-"
 
-# /sys/class/kfd/kfd/topology/nodes/0/properties of an MI100 (gfx908), from a public test
-# fixture that pasted a real dump (captures/negative_gfx908_mi100_kfd_properties_fixture.txt):
-# gpu_id 42700, name "arcturus".
-MI100_PROPERTIES = """\
-cpu_cores_count 0
-simd_count 480
-mem_banks_count 1
-caches_count 217
-io_links_count 1
-p2p_links_count 3
-cpu_core_id_base 0
-simd_id_base 2147487744
-max_waves_per_simd 10
-lds_size_in_kb 64
-gds_size_in_kb 0
-num_gws 64
-wave_front_size 64
-array_count 8
-simd_arrays_per_engine 1
-cu_per_simd_array 16
-simd_per_cu 4
-max_slots_scratch_cu 32
-gfx_target_version 90008
-vendor_id 4098
-device_id 29580
-location_id 8960
-domain 0
-drm_render_minor 128
-hive_id 0
-num_sdma_engines 2
-num_sdma_xgmi_engines 6
-num_sdma_queues_per_engine 8
-num_cp_queues 24
-max_engine_clk_fcompute 1502
-local_mem_size 0
-fw_version 65
-capability 749970048
-debug_prop 1494
-sdma_fw_version 18
-unique_id 7809984429061111111
-num_xcc 1
-max_engine_clk_ccompute 2000
-"""
+# /sys/class/kfd/kfd/topology/nodes/0/properties of an MI100 (gfx908), verbatim from
+# captures/negative_gfx908_mi100_kfd_properties_fixture.txt (the machine catalog keeps it).
+from tests.machines.catalog import GFX908_PROPERTIES as MI100_PROPERTIES  # noqa: E402
 
 
 def run(*args, root: Path | None = None) -> tuple[int, dict]:

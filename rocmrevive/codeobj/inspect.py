@@ -202,22 +202,31 @@ def _walk_bundle(rep: FileReport, data, base: int, deep: bool, container: str,
     return B.bundle_extent(entries)
 
 
+def _ccob_label(base: int, hdr: B.CcobHeader) -> str:
+    return f"ccob-v{hdr.version}-{hdr.method_name}@0x{base:x}"
+
+
+def _ccob_payload(view, hdr: B.CcobHeader) -> tuple[bytes, int]:
+    """The whole uncompressed bundle of a CCOB (size and MD5 checked) and its compressed extent:
+    TotalFileSize for v2/v3, the end of the compressed stream for v1."""
+    if hdr.total_size is None:
+        return _decompress_v1(view, hdr)
+    return B.decompress_ccob(view, hdr, check_hash=True), hdr.total_size
+
+
 def _walk_ccob(rep: FileReport, data, base: int, hdr: B.CcobHeader, deep: bool) -> int:
-    """List the entries of the CCOB at ``data[base:]``; returns its compressed extent."""
+    """List the entries of the CCOB at ``data[base:]``; returns its compressed extent. Headers
+    only (the decompressed head) unless ``deep`` or v1, which has no size to skip by."""
     view = memoryview(data)[base:]
-    container = f"ccob-v{hdr.version}-{hdr.method_name}@0x{base:x}"
     if deep or hdr.total_size is None:
-        inner = B.decompress_ccob(view, hdr, check_hash=True) if hdr.total_size is not None \
-            else _decompress_v1(view, hdr)
-        extent = hdr.total_size if hdr.total_size is not None else inner[1]
-        payload = inner if hdr.total_size is not None else inner[0]
-        _walk_bundle(rep, payload, 0, deep, container)
+        payload, extent = _ccob_payload(view, hdr)
+        _walk_bundle(rep, payload, 0, deep, _ccob_label(base, hdr))
         return extent
     if hdr.total_size > len(view):
         raise B.BundleError(f"CCOB at 0x{base:x} says it is {hdr.total_size} bytes, "
                             f"only {len(view)} are there")
     head = B.decompress_ccob(view, hdr, head=CCOB_HEAD)
-    _walk_bundle(rep, head, 0, False, container, limit=hdr.uncompressed_size)
+    _walk_bundle(rep, head, 0, False, _ccob_label(base, hdr), limit=hdr.uncompressed_size)
     return hdr.total_size
 
 
@@ -286,6 +295,27 @@ def _find_section(data, name: bytes):
     return None
 
 
+def _walk_fatbin(data, off: int, size: int, *, on_bundle, on_ccob) -> int | None:
+    """Walk the bundles of a ``.hip_fatbin`` section by structure ([HIPU]: each starts at a
+    4096-aligned offset; zero padding between them). ``on_bundle(file_pos, bytes_left)`` and
+    ``on_ccob(file_pos, header)`` return each container's extent. Returns the file offset of
+    bytes that are neither, or None when the whole section was walked."""
+    pos = 0
+    while pos < size:
+        head = bytes(data[off + pos:off + pos + 32])
+        if head[:24] == B.BUNDLE_MAGIC:
+            extent = on_bundle(off + pos, size - pos)
+        elif head[:4] == B.CCOB_MAGIC:
+            extent = on_ccob(off + pos, B.parse_ccob_header(head))
+        elif not any(head):
+            extent = 1  # padding between bundles
+        else:
+            return off + pos
+        pos += max(extent, 1)
+        pos = (pos + FATBIN_ALIGN - 1) // FATBIN_ALIGN * FATBIN_ALIGN
+    return None
+
+
 def _inspect_host_elf(rep: FileReport, data, deep: bool) -> None:
     hdr = parse_header(bytes(data[:64]))
     if hdr is None:
@@ -298,23 +328,12 @@ def _inspect_host_elf(rep: FileReport, data, deep: bool) -> None:
         rep.note = f"ELF for machine {hdr.e_machine} with no .hip_fatbin section"
         return
     off, size = sec
-    fat = memoryview(data)[off:off + size]
-    pos = 0
-    while pos < size:
-        head = bytes(fat[pos:pos + 24])
-        if head[:24] == B.BUNDLE_MAGIC:
-            extent = _walk_bundle(rep, data, off + pos, deep, f"bundle@0x{off + pos:x}",
-                                  limit=size - pos)
-        elif head[:4] == B.CCOB_MAGIC:
-            hdr_c = B.parse_ccob_header(fat[pos:pos + 32])
-            extent = _walk_ccob(rep, data, off + pos, hdr_c, deep)
-        elif not any(head):
-            extent = 1  # padding between bundles
-        else:
-            rep.problems.append(f"unrecognised bytes in .hip_fatbin at 0x{off + pos:x}")
-            break
-        pos += max(extent, 1)
-        pos = (pos + FATBIN_ALIGN - 1) // FATBIN_ALIGN * FATBIN_ALIGN
+    stray = _walk_fatbin(
+        data, off, size,
+        on_bundle=lambda pos, left: _walk_bundle(rep, data, pos, deep, f"bundle@0x{pos:x}", limit=left),
+        on_ccob=lambda pos, hdr: _walk_ccob(rep, data, pos, hdr, deep))
+    if stray is not None:
+        rep.problems.append(f"unrecognised bytes in .hip_fatbin at 0x{stray:x}")
     if not rep.entries and not rep.problems:
         rep.kind = "host-elf-no-device-code"
         rep.note = ".hip_fatbin holds no device code"
@@ -390,37 +409,24 @@ def iter_elf_payloads(path: str | os.PathLike) -> Iterator[tuple[CodeObject, byt
         return
     rep = FileReport(str(path), kind, len(data))
     blobs: list[tuple[bytes, int, str]] = []  # (container bytes, base, label)
+
+    def add_bundle(pos: int, left: int) -> int:
+        blobs.append((data, pos, f"bundle@0x{pos:x}"))
+        return B.bundle_extent(B.parse_bundle(memoryview(data)[pos:], limit=left))
+
+    def add_ccob(pos: int, hdr: B.CcobHeader) -> int:
+        payload, extent = _ccob_payload(memoryview(data)[pos:], hdr)
+        blobs.append((payload, 0, _ccob_label(pos, hdr)))
+        return extent
+
     if kind == "offload-bundle":
-        blobs.append((data, 0, "bundle@0x0"))
+        add_bundle(0, len(data))
     elif kind == "ccob":
-        hdr = B.parse_ccob_header(data)
-        payload = B.decompress_ccob(data, hdr) if hdr.total_size is not None else _decompress_v1(data, hdr)[0]
-        blobs.append((payload, 0, f"ccob-v{hdr.version}-{hdr.method_name}@0x0"))
+        add_ccob(0, B.parse_ccob_header(data))
     elif kind == "host-elf":
         sec = _find_section(data, b".hip_fatbin")
-        if sec is None:
-            return
-        off, size = sec
-        pos = 0
-        while pos < size:
-            head = data[off + pos: off + pos + 32]
-            if head[:24] == B.BUNDLE_MAGIC:
-                ext = B.bundle_extent(B.parse_bundle(memoryview(data)[off + pos:], limit=size - pos))
-                blobs.append((data, off + pos, f"bundle@0x{off + pos:x}"))
-            elif head[:4] == B.CCOB_MAGIC:
-                hdr = B.parse_ccob_header(head)
-                if hdr.total_size is not None:
-                    payload = B.decompress_ccob(memoryview(data)[off + pos:], hdr)
-                    ext = hdr.total_size
-                else:
-                    payload, ext = _decompress_v1(memoryview(data)[off + pos:], hdr)
-                blobs.append((payload, 0, f"ccob-v{hdr.version}-{hdr.method_name}@0x{off + pos:x}"))
-            elif not any(head):
-                ext = 1
-            else:
-                break
-            pos += max(ext, 1)
-            pos = (pos + FATBIN_ALIGN - 1) // FATBIN_ALIGN * FATBIN_ALIGN
+        if sec is not None:
+            _walk_fatbin(data, *sec, on_bundle=add_bundle, on_ccob=add_ccob)
     for blob, base, label in blobs:
         for e in B.parse_bundle(memoryview(blob)[base:]):
             if e.is_host or e.size == 0:

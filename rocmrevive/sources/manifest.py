@@ -261,7 +261,8 @@ def check_manifests(*paths: Path | os.PathLike | str) -> tuple[list[Manifest], l
         elif p.is_file():
             files.append(p)
         else:
-            errors.append(f"{p}: no such file or folder")
+            errors.append(f"{p}: no such manifest file or folder (give a folder of manifest "
+                          f".toml files, or leave the option out for the shipped ones)")
     manifests: list[Manifest] = []
     seen: dict[str, Path] = {}
     for f in files:
