@@ -302,7 +302,7 @@ def _walk_fatbin(data, off: int, size: int, *, on_bundle, on_ccob) -> int | None
     bytes that are neither, or None when the whole section was walked."""
     pos = 0
     while pos < size:
-        head = bytes(data[off + pos:off + pos + 32])
+        head = bytes(data[off + pos:off + min(pos + 32, size)])  # never past the section
         if head[:24] == B.BUNDLE_MAGIC:
             extent = on_bundle(off + pos, size - pos)
         elif head[:4] == B.CCOB_MAGIC:
