@@ -1,7 +1,7 @@
 PYTHON ?= python3
 export PYTHONDONTWRITEBYTECODE = 1
 
-.PHONY: demo test setup setup-torch fixtures bench ansible-sanity
+.PHONY: demo test lint exit-codes setup setup-torch fixtures bench ansible-sanity
 
 # Set up and run the main job on the embedded demo machine (no network needed).
 demo: setup
@@ -9,8 +9,17 @@ demo: setup
 
 # The whole test suite. Slow fixtures are made once and cached in /var/tmp/rocmrevive-test-cache:
 # Debian's real ROCm packages, and a CPU build of llama.cpp (about 5 minutes the first time).
-test: setup setup-torch fixtures
+test: setup setup-torch fixtures lint
 	$(PYTHON) -m pytest -q -p no:cacheprovider
+
+# ruff on the whole tree, mypy on the typed core packages (both come with the `test` extra).
+lint:
+	$(PYTHON) -m ruff check rocmrevive tests bench scripts
+	$(PYTHON) -m mypy
+
+# Regenerate the README's and the Ansible collection's exit-code tables from rocmrevive/errors.py.
+exit-codes:
+	$(PYTHON) scripts/gen_exit_codes.py
 
 fixtures:
 	bash tests/fixtures/fetch_debian.sh

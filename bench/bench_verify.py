@@ -13,7 +13,6 @@ seconds for the whole verify; about a second for the cross-reference.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time

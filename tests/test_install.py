@@ -80,8 +80,8 @@ def test_check_then_install_then_idempotent_then_rollback(demo):
     assert copy["verify_after"]["ok"] is True
     lib = root / "opt/rocm-6.4.3/lib/rocblas/library"
     listed = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True).stdout
-    wanted = sorted(l.split()[-1].rsplit("/", 1)[-1] for l in listed.splitlines()
-                    if "/rocblas/4.4.1/library/" in l and "gfx906" in l)
+    wanted = sorted(line.split()[-1].rsplit("/", 1)[-1] for line in listed.splitlines()
+                    if "/rocblas/4.4.1/library/" in line and "gfx906" in line)
     assert sorted(p.name for p in lib.iterdir() if "gfx906" in p.name) == wanted
     assert set(doc["diff"]["after"]) == {f"/opt/rocm-6.4.3/lib/rocblas/library/{n}" for n in wanted}
     # owner and mode follow the tree's own files

@@ -153,7 +153,7 @@ def test_a_file_that_is_not_the_releases_is_refused(tmp_path, spec):
     assert rc == 6
     # a source install (no RECORD hash for the file) is matched by the diff's lines alone
     record = site / "vllm-0.4.2.dist-info/RECORD"
-    record.write_text("".join(l for l in record.read_text().splitlines(True) if not l.startswith("vllm/utils.py,")))
+    record.write_text("".join(line for line in record.read_text().splitlines(True) if not line.startswith("vllm/utils.py,")))
     utils.write_bytes(vllm_release("0.4.2").joinpath("vllm/utils.py").read_bytes())
     st = patch_status(Root(root), spec, SITE)
     assert st.state == "applicable" and st.warnings and "RECORD has no sha256" in st.warnings[0]

@@ -124,7 +124,7 @@ def test_interrupted_and_in_progress(m):
 
 
 def test_tree_filter_and_rolled_back_history(m):
-    res = apply_plan(m.root, m.plan())
+    apply_plan(m.root, m.plan())
     rc, doc, _ = run(m, "rollback")
     assert rc == 0
     rc, doc, _ = run(m, "status", "--tree", "/opt/rocm")

@@ -10,7 +10,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -54,7 +53,9 @@ def test_apply_puts_exactly_the_plan_in_place_with_tree_owners_and_modes(m):
     assert res.changed and res.state == "committed" and res.txid.startswith("0001-")
     assert res.tree == TREE, "the symlinked /opt/rocm is resolved to the real tree"
     after = m.listing()
-    rel = lambda p: p.removeprefix("/opt/")
+    def rel(p):
+        return p.removeprefix("/opt/")
+
     expect = dict(before)
     lib = rel(RLIB)
     for c in plan.changes:
@@ -153,7 +154,7 @@ def test_dry_run_checks_everything_and_writes_nothing(m):
 def test_plan_from_staged_makes_creates_and_pinned_replaces(m):
     a = m.staged("new.co", 100)
     b = m.staged("TensileManifest.txt", 50, seed="other")
-    plan = plan_from_staged(m.root, "/opt/rocm", {f"/opt/rocm/lib/rocblas/library/new.co": a,
+    plan = plan_from_staged(m.root, "/opt/rocm", {"/opt/rocm/lib/rocblas/library/new.co": a,
                                                   "/opt/rocm/lib/rocblas/library/TensileManifest.txt": b})
     ops = {c.dest.rsplit("/", 1)[1]: (c.op, c.before_sha256) for c in plan.changes}
     assert ops["new.co"] == ("create", None)
@@ -254,10 +255,10 @@ def test_a_second_run_is_told_who_holds_the_lock(m):
     lock = m.state("lock")
     lock.parent.mkdir(parents=True)
     lock.write_text("")
-    with _flock_holder(lock) as holder:
+    with _flock_holder(lock):
         err = _refused(m, m.plan(), "LOCKED", "another rocmrevive", "/var/lib/rocmrevive/lock", "retry")
         assert err.exit == 7
-        assert f"PID " in err.message
+        assert "PID " in err.message
         _refused(m, m.plan(), "LOCKED", dry_run=True)
         with pytest.raises(RevError) as ei:
             rollback(m.root)

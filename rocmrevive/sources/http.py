@@ -135,8 +135,6 @@ class Downloader:
         on network trouble it is kept so a later call resumes."""
         if url.startswith("file://"):
             return _copy_file_url(url, part, size=size, sha256=sha256, progress=progress)
-        import requests
-
         part.parent.mkdir(parents=True, exist_ok=True)
         failures = 0
         restarted = False

@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 
 # The CLI's exit codes (``rocmrevive exit-codes``); the JSON ``error.code`` names them too.
+# exit-codes: generated from rocmrevive/errors.py (make exit-codes)
 EXIT = {
     "OK": 0, "INTERNAL": 1, "USAGE": 2, "NOTHING_SUPPORTED": 3, "PERMISSION": 4, "NETWORK": 5,
     "VERIFY_FAILED": 6, "LOCKED": 7, "DRIFT": 8, "INTERRUPTED": 9, "SMOKE_FAILED": 10,
     "PROBLEMS_FOUND": 11, "CHANGES_PENDING": 20,
 }
+# /exit-codes
 RETRYABLE = ("NETWORK", "LOCKED")
 SCHEMA_VERSIONS = (1,)
 # Where installs put the CLI when it is not on the PATH Ansible runs modules with.
