@@ -1,5 +1,5 @@
 """File primitives of a transaction: hash a file, copy while hashing into a durable temporary,
-fsync a folder, and the one tree hash every test and check compares.
+fsync a folder (both from rocmrevive.fs), and the one tree hash every test and check compares.
 
     sha, size = sha256_file(path)
     sha, size = stage_copy(src, tmp, mode=0o644, uid=0, gid=0, expect_sha256=sha)
@@ -14,9 +14,10 @@ import os
 import stat
 from pathlib import Path
 
+from rocmrevive.fs import copy_fd, fsync_dir  # noqa: F401  (fsync_dir: re-exported)
 from rocmrevive.hashing import sha256_file as _sha256_file
 
-CHUNK = 1 << 20
+
 
 
 class HashMismatch(Exception):
@@ -35,12 +36,6 @@ def sha256_file(path: str | os.PathLike) -> tuple[str, int]:
     return _sha256_file(path, follow_symlinks=False)
 
 
-def _write_all(fd: int, data) -> None:
-    while data:
-        n = os.write(fd, data)
-        data = data[n:]
-
-
 def stage_copy(src: str | os.PathLike, tmp: str | os.PathLike, *, mode: int, uid: int | None = None,
                gid: int | None = None, expect_sha256: str | None = None,
                mtime_ns: int | None = None) -> tuple[str, int]:
@@ -55,19 +50,7 @@ def stage_copy(src: str | os.PathLike, tmp: str | os.PathLike, *, mode: int, uid
         os.close(sfd)
         raise
     try:
-        h = hashlib.sha256()
-        buf = bytearray(CHUNK)
-        view = memoryview(buf)
-        size = 0
-        while True:
-            n = os.readv(sfd, [buf])
-            if not n:
-                break
-            chunk = view[:n]
-            h.update(chunk)
-            _write_all(dfd, chunk)
-            size += n
-        sha = h.hexdigest()
+        sha, size = copy_fd(sfd, dfd)
         if expect_sha256 is not None and sha != expect_sha256:
             raise HashMismatch(src, expect_sha256, sha)
         st = os.fstat(dfd)
@@ -94,16 +77,6 @@ def _unlink_quiet(path) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
-
-
-def fsync_dir(path: str | os.PathLike) -> None:
-    """Make renames, creations and removals in a folder durable (POSIX: rename is atomic, not
-    durable, until the folder itself is synced)."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def tree_listing(path: str | os.PathLike, *, owners: bool = True) -> dict[str, list]:

@@ -1,0 +1,523 @@
+"""The one way rocmrevive opens what it writes, renames or deletes (docs/security.md).
+
+rocmrevive runs as root, and the folders it writes may not be root's alone: a shared cache, an
+export folder, a ``--root`` image. So nothing is written by a path a link could redirect. A
+folder is opened once, component by component from ``/`` without following a link another user
+could have planted, its owner and mode are checked, and everything below is then reached
+*relative to that descriptor* (``openat`` with ``O_NOFOLLOW``; ``O_EXCL`` for temporaries;
+``fstat`` after every open; FIFOs, sockets and devices are never opened).
+
+A folder is *trusted* when it is owned by the effective user (or root) and neither group- nor
+world-writable. Writing into any other folder is refused with one line (what, which folder,
+how to fix) unless the user opts in with ``ROCMREVIVE_TRUST_SHARED=1``; the ``Dir`` is then
+``shared`` and its callers trust nothing read from it (the cache re-hashes every artifact
+against its pin and never reuses an index the pin does not vouch for).
+
+    with Dir.open("/var/cache/rocmrevive", create=True, what="cache") as cache:
+        with cache.sub("sha256", create=True) as d:
+            d.write_atomic("SHA256SUMS", b"...")          # temp (O_EXCL) + fsync + rename + fsync dir
+            fd = d.open_read("0561...", max_size=1 << 30)  # a regular file, never a link or a FIFO
+"""
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from rocmrevive.errors import RevError
+
+SHARED_ENV = "ROCMREVIVE_TRUST_SHARED"
+CHUNK = 1 << 20
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_MAX_LINKS = 40
+
+
+def shared_allowed(env: dict | None = None) -> bool:
+    """Whether the user opted in to folders other users can write (``ROCMREVIVE_TRUST_SHARED=1``)."""
+    env = os.environ if env is None else env
+    return env.get(SHARED_ENV, "").strip().lower() in ("1", "yes", "true", "on")
+
+
+def _ours(uid: int) -> bool:
+    return uid in (0, os.geteuid())
+
+
+def folder_problem(st: os.stat_result) -> str | None:
+    """Why a folder with this ``stat`` may not be written as if it were ours, or None."""
+    if not _ours(st.st_uid):
+        return f"owned by uid {st.st_uid}"
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o002:
+        return "world-writable"
+    if mode & 0o020:
+        return "group-writable"
+    return None
+
+
+def _refuse(what: str, path, why: str) -> RevError:
+    return RevError("PERMISSION", f"refusing to write the {what} {path}: it is {why}, so another user could "
+                                  f"redirect or replace what rocmrevive writes there; make it owned by "
+                                  f"uid {os.geteuid()} and not group/world-writable (chown/chmod go-w), or set "
+                                  f"{SHARED_ENV}=1 to use it anyway (then everything read from it is re-verified)",
+                    details={"folder": str(path), "problem": why})
+
+
+def _oserror(what: str, path, exc: OSError) -> RevError:
+    code = "PERMISSION"
+    return RevError(code, f"cannot open the {what} {path}: {exc.strerror or exc}")
+
+
+class Dir:
+    """An opened folder; every write, rename and delete below it goes through its descriptor.
+    ``shared``: a folder other users can write, used only because the user opted in."""
+
+    def __init__(self, fd: int, path: str | os.PathLike, *, shared: bool = False, what: str = "folder"):
+        self.fd = fd
+        self.path = Path(path)
+        self.shared = shared
+        self.what = what
+
+    def __repr__(self) -> str:
+        return f"Dir({str(self.path)!r}{', shared' if self.shared else ''})"
+
+    # opening -------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | os.PathLike, *, create: bool = False, mode: int = 0o755, what: str = "folder",
+             allow_shared: bool | None = None) -> "Dir":
+        """Open the folder ``path`` for writing (creating missing components with ``create``).
+
+        From ``/`` down, each component is opened ``O_NOFOLLOW``; a symbolic link is followed only
+        when it and the folder holding it are ours (root's or the effective user's, the folder not
+        writable by others), so a link another user planted never redirects the walk. Every
+        folder on the way must be trusted (a sticky folder such as /tmp may hold ours), the last one
+        strictly; otherwise RevError("PERMISSION") unless shared folders are allowed."""
+        allow = shared_allowed() if allow_shared is None else allow_shared
+        p = os.path.abspath(os.fspath(path))
+        parts = [x for x in p.split("/") if x]
+        fd = os.open("/", _DIR_FLAGS)
+        cur: list[str] = []
+        shared = False
+        hops = 0
+        try:
+            st = os.fstat(fd)
+            parent_trusted = folder_problem(st) is None
+            while parts:
+                name = parts.pop(0)
+                if name == ".":
+                    continue
+                if name == "..":
+                    # only reached through a link we trust; re-walk from / to the parent
+                    cur = cur[:-1]
+                    nfd = _walk_plain(cur)
+                    os.close(fd)
+                    fd = nfd
+                    parent_trusted = True
+                    continue
+                shown = "/" + "/".join(cur + [name])
+                try:
+                    lst = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    if not create:
+                        raise RevError("USAGE", f"no such folder: {shown} (for the {what} {p})") from None
+                    if not parent_trusted and not allow:
+                        raise _refuse(what, "/" + "/".join(cur), why_of(fd))
+                    try:
+                        os.mkdir(name, mode, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                    except OSError as exc:
+                        raise _oserror(what, shown, exc) from None
+                    lst = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                if stat.S_ISLNK(lst.st_mode):
+                    hops += 1
+                    if hops > _MAX_LINKS:
+                        raise RevError("USAGE", f"too many symbolic links on the way to the {what} {p}")
+                    sticky_ok = stat.S_IMODE(os.fstat(fd).st_mode) & stat.S_ISVTX
+                    if not _ours(lst.st_uid) or not (parent_trusted or sticky_ok):
+                        if not allow:
+                            raise RevError("PERMISSION", f"refusing to follow the symbolic link {shown} on the way "
+                                                         f"to the {what} {p}: uid {lst.st_uid} owns it or its folder "
+                                                         f"is writable by others; give the real path instead")
+                        shared = True
+                    target = os.readlink(name, dir_fd=fd)
+                    if target.startswith("/"):
+                        os.close(fd)
+                        fd = os.open("/", _DIR_FLAGS)
+                        cur = []
+                        parent_trusted = folder_problem(os.fstat(fd)) is None
+                    parts = [x for x in target.split("/") if x] + parts
+                    continue
+                if not stat.S_ISDIR(lst.st_mode):
+                    raise RevError("USAGE", f"{shown} is not a folder (for the {what} {p})")
+                try:
+                    nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                        raise RevError("PERMISSION", f"{shown} changed while it was opened (for the {what} "
+                                                     f"{p}); retry") from None
+                    raise _oserror(what, shown, exc) from None
+                st = os.fstat(nfd)
+                os.close(fd)
+                fd = nfd
+                cur.append(name)
+                problem = folder_problem(st)
+                last = not parts
+                sticky = bool(stat.S_IMODE(st.st_mode) & stat.S_ISVTX) and _ours(st.st_uid)
+                if problem and (last or not sticky):
+                    if not allow:
+                        raise _refuse(what, "/" + "/".join(cur), problem)
+                    shared = True
+                if not parent_trusted and not allow:
+                    raise _refuse(what, "/" + "/".join(cur[:-1]), "writable by others")
+                parent_trusted = problem is None or sticky
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(fd, p, shared=shared, what=what)
+
+    def sub(self, name: str, *, create: bool = False, mode: int = 0o755) -> "Dir":
+        """A folder inside this one (one component; never a link), created with ``create``. Inherits
+        ``shared``; a subfolder of a trusted folder must itself be ours and not writable by others."""
+        _check_name(name)
+        if create:
+            try:
+                os.mkdir(name, mode, dir_fd=self.fd)
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise _oserror(self.what, self.path / name, exc) from None
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise RevError("PERMISSION", f"{self.path / name} is not a folder (a link or a file where the "
+                                             f"{self.what} needs one); remove it") from None
+            raise _oserror(self.what, self.path / name, exc) from None
+        shared = self.shared
+        problem = folder_problem(os.fstat(fd))
+        if problem:
+            if not (shared or shared_allowed()):
+                os.close(fd)
+                raise _refuse(self.what, self.path / name, problem)
+            shared = True
+        return Dir(fd, self.path / name, shared=shared, what=self.what)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> "Dir":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # looking -------------------------------------------------------------------------------
+    def lstat(self, name: str) -> os.stat_result | None:
+        """``lstat`` of an entry (never followed), or None when absent."""
+        _check_name(name)
+        try:
+            return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+    def is_file(self, name: str) -> bool:
+        st = self.lstat(name)
+        return st is not None and stat.S_ISREG(st.st_mode)
+
+    def listdir(self) -> list[str]:
+        return sorted(os.listdir(self.fd))
+
+    # reading -------------------------------------------------------------------------------
+    def open_read(self, name: str, *, max_size: int | None = None) -> int:
+        """A descriptor on the regular file ``name`` (not a link, FIFO or device: opened
+        ``O_NONBLOCK`` so a FIFO cannot hang us, then checked with ``fstat``)."""
+        _check_name(name)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=self.fd)
+        try:
+            check_regular(fd, self.path / name, max_size=max_size)
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def read_bytes(self, name: str, *, max_size: int) -> bytes:
+        fd = self.open_read(name, max_size=max_size)
+        try:
+            return read_fd(fd, max_size=max_size, what=self.path / name)
+        finally:
+            os.close(fd)
+
+    # writing -------------------------------------------------------------------------------
+    def create_temp(self, stem: str, *, mode: int = 0o600) -> tuple[int, str]:
+        """A new file ``.<stem>.<random>.tmp`` (``O_EXCL``: a name someone planted is never reused).
+        Returns (descriptor, name)."""
+        for _ in range(16):
+            name = f".{stem}.{secrets.token_hex(6)}.tmp"
+            try:
+                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
+                             dir_fd=self.fd)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise _write_error(self, stem, exc) from None
+            return fd, name
+        raise RevError("PERMISSION", f"cannot create a temporary file in {self.path}")
+
+    def create_excl(self, name: str, *, mode: int = 0o644) -> int:
+        """Create the new file ``name`` (``O_EXCL | O_NOFOLLOW``); FileExistsError if anything is there."""
+        _check_name(name)
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode,
+                           dir_fd=self.fd)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            raise _write_error(self, name, exc) from None
+
+    def open_rw(self, name: str, *, mode: int = 0o644, append: bool = False) -> int:
+        """Open (or create) the regular file ``name`` read-write, never through a link, never a FIFO
+        or device (``fstat`` after open)."""
+        _check_name(name)
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | (os.O_APPEND if append else 0)
+        try:
+            fd = os.open(name, flags, mode, dir_fd=self.fd)
+        except OSError as exc:
+            raise _write_error(self, name, exc) from None
+        try:
+            check_regular(fd, self.path / name)
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def write_atomic(self, name: str, data: bytes, *, mode: int = 0o644) -> None:
+        """Replace ``name`` with ``data``: a fresh temporary, fsync, rename over, fsync the folder.
+        (The one atomic small-file writer.)"""
+        _check_name(name)
+        fd, tmp = self.create_temp(name)
+        try:
+            try:
+                write_all(fd, data)
+                os.fchmod(fd, mode)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self.replace(tmp, name)
+        except BaseException:
+            self.unlink(tmp, missing_ok=True)
+            raise
+        self.fsync()
+
+    def copy_in(self, name: str, src_fd: int, *, mode: int = 0o644, expect_sha256: str | None = None,
+                max_size: int | None = None) -> tuple[str, int]:
+        """Copy everything readable from ``src_fd`` into ``name`` (temporary, hash on the way, fsync,
+        rename). (sha256, size); RevError("VERIFY_FAILED") when ``expect_sha256`` differs — then
+        nothing is left behind."""
+        _check_name(name)
+        fd, tmp = self.create_temp(name)
+        try:
+            try:
+                sha, size = copy_fd(src_fd, fd, max_size=max_size, what=self.path / name)
+                if expect_sha256 is not None and sha != expect_sha256:
+                    raise RevError("VERIFY_FAILED", f"{self.path / name}: sha256 {sha[:16]}… where "
+                                                    f"{expect_sha256[:16]}… was expected; nothing kept")
+                os.fchmod(fd, mode)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self.replace(tmp, name)
+        except BaseException:
+            self.unlink(tmp, missing_ok=True)
+            raise
+        self.fsync()
+        return sha, size
+
+    def replace(self, src: str, dst: str, *, dst_dir: "Dir | None" = None) -> None:
+        """``rename(2)`` relative to descriptors: neither name is resolved through a link."""
+        _check_name(src)
+        _check_name(dst)
+        os.replace(src, dst, src_dir_fd=self.fd, dst_dir_fd=(dst_dir or self).fd)
+
+    def unlink(self, name: str, *, missing_ok: bool = False) -> None:
+        _check_name(name)
+        try:
+            os.unlink(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            if not missing_ok:
+                raise
+
+    def rmtree(self, name: str, *, missing_ok: bool = True) -> None:
+        """Remove ``name`` and everything below it, descending only through real folders opened
+        ``O_NOFOLLOW`` (a link in the tree is removed, never followed)."""
+        _check_name(name)
+        try:
+            st = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            if missing_ok:
+                return
+            raise
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(name, dir_fd=self.fd)
+            return
+        fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+        try:
+            _rmtree_fd(fd)
+        finally:
+            os.close(fd)
+        os.rmdir(name, dir_fd=self.fd)
+
+    def fsync(self) -> None:
+        """Make renames, creations and removals in this folder durable (POSIX: a rename is atomic,
+        not durable, until its folder is synced)."""
+        try:
+            os.fsync(self.fd)
+        except OSError as exc:
+            if exc.errno not in (errno.EINVAL, errno.EROFS):
+                raise
+
+
+def fsync_dir(path: str | os.PathLike) -> None:
+    """fsync a folder given by path (for trees reached through ``Root.resolve``); prefer ``Dir.fsync``."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.EROFS):
+            raise
+    finally:
+        os.close(fd)
+
+
+def why_of(fd: int) -> str:
+    return folder_problem(os.fstat(fd)) or "writable by others"
+
+
+def _walk_plain(parts: list[str]) -> int:
+    fd = os.open("/", _DIR_FLAGS)
+    for name in parts:
+        nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+        os.close(fd)
+        fd = nfd
+    return fd
+
+
+def _rmtree_fd(dfd: int) -> None:
+    for name in os.listdir(dfd):
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            cfd = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+            try:
+                _rmtree_fd(cfd)
+            finally:
+                os.close(cfd)
+            os.rmdir(name, dir_fd=dfd)
+        else:
+            os.unlink(name, dir_fd=dfd)
+
+
+def _check_name(name: str) -> None:
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"not a single path component: {name!r}")
+
+
+def _write_error(d: Dir, name: str, exc: OSError) -> RevError:
+    if exc.errno == errno.ELOOP:
+        return RevError("PERMISSION", f"{d.path / name} is a symbolic link; rocmrevive never writes through one "
+                                      f"(remove it)")
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return RevError("PERMISSION", f"no space left in {d.path} while writing {name}; free some space and retry")
+    if exc.errno == errno.EROFS:
+        return RevError("PERMISSION", f"{d.path} is on a read-only file system; give a writable folder")
+    return RevError("PERMISSION", f"cannot write {d.path / name}: {exc.strerror or exc}")
+
+
+# descriptors -----------------------------------------------------------------------------
+def check_regular(fd: int, what, *, max_size: int | None = None) -> os.stat_result:
+    """``fstat`` an open descriptor: RevError unless it is a regular file (not larger than
+    ``max_size``)."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or
+                stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else
+                "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file")
+        raise RevError("PERMISSION", f"{what} is {kind}, not a regular file; remove it")
+    if max_size is not None and st.st_size > max_size:
+        raise RevError("VERIFY_FAILED", f"{what} is {st.st_size:,} bytes, more than the {max_size:,} allowed")
+    return st
+
+
+def open_regular(path: str | os.PathLike, *, max_size: int | None = None) -> int:
+    """Open a file for reading: the last component is not followed when it is a link, a FIFO
+    never blocks us and a device or FIFO is refused (``fstat`` after open)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        check_regular(fd, path, max_size=max_size)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def write_all(fd: int, data) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def read_fd(fd: int, *, max_size: int, what="file") -> bytes:
+    """Everything readable from ``fd``, refusing more than ``max_size`` bytes actually read."""
+    out = bytearray()
+    while True:
+        chunk = os.read(fd, min(CHUNK, max_size + 1 - len(out)) or 1)
+        if not chunk:
+            return bytes(out)
+        out += chunk
+        if len(out) > max_size:
+            raise RevError("VERIFY_FAILED", f"{what} is larger than the {max_size:,} bytes allowed")
+
+
+def copy_fd(src_fd: int, dst_fd: int, *, max_size: int | None = None, what="file", h=None) -> tuple[str, int]:
+    """Copy ``src_fd`` to ``dst_fd`` hashing on the way; stops with RevError("VERIFY_FAILED")
+    as soon as more than ``max_size`` bytes were actually read. (The one copy-and-hash loop.)"""
+    h = h if h is not None else hashlib.sha256()
+    buf = bytearray(CHUNK)
+    view = memoryview(buf)
+    size = 0
+    while True:
+        n = os.readv(src_fd, [buf])
+        if not n:
+            break
+        size += n
+        if max_size is not None and size > max_size:
+            raise RevError("VERIFY_FAILED", f"{what}: more than the {max_size:,} bytes allowed")
+        chunk = view[:n]
+        h.update(chunk)
+        write_all(dst_fd, chunk)
+    return h.hexdigest(), size
+
+
+def printable_name(name: str) -> bool:
+    """A path name rocmrevive may create and print: valid UTF-8 (no surrogate escapes), no
+    control characters (newline, ESC, DEL, C1)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return not any(ord(c) < 0x20 or 0x7f <= ord(c) < 0xa0 for c in name)
