@@ -4,7 +4,7 @@
 one folder; a tree with a few files of its own. Timed: ``cp -r STAGE COPY`` (one process, page
 cache, no fsync) and ``apply_plan`` of a plan putting the same files into the tree (journal,
 fsync of every file, folder and journal group, sha256 check of every byte), then rolled back.
-Also shown: cp followed by ``sync``, the durable equivalent. Goal (DESIGN.md): apply <= 1.5x cp.
+Also shown: cp followed by ``sync``, the durable equivalent. Goal (docs/architecture.md, "Decisions"): apply <= 1.5x cp.
 Rounds alternate cp and apply; medians are reported.
 
     python bench/bench_apply.py [--dir /var/tmp] [--files 140] [--mb 140] [--rounds 3]

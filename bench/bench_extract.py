@@ -10,7 +10,7 @@
 
     python bench/bench_extract.py [--deb PATH] [--rounds 3] [--python] [--json]
 
-Goal (DESIGN.md): extraction ratio <= 1.1.
+Goal (docs/architecture.md, "Decisions"): extraction ratio <= 1.1.
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ library's fat binary; then the same through the command line, start-up included.
     python bench/bench_verify.py [LIBDIR] [--runs N]
 
 LIBDIR is the folder holding librocblas.so.4.4 and rocblas/4.4.1/library (Debian's layout).
-Each figure is the best of N runs with a warm page cache. Goal (DESIGN.md, issue 6): a few
+Each figure is the best of N runs with a warm page cache. Goal (docs/architecture.md, "Decisions"; issue 6): a few
 seconds for the whole verify; about a second for the cross-reference.
 """
 from __future__ import annotations

@@ -13,10 +13,10 @@ few hundred KB, built offline in seconds:
 What is real: file names follow Tensile's scheme (lazy index, per-type placeholder ``.dat``,
 ``.co`` / ``.hsaco`` / ``_fallback_<arch>.hsaco`` / ``Kernels.so-000-<arch>.hsaco``); every
 ``.dat`` is msgpack with the same keys, key order and encoding as Debian's librocblas4 6.4.4
-(FORMATS.md §5.3); every code object is compiled by clang for its arch from
+(docs/formats.md §5.3); every code object is compiled by clang for its arch from
 ``minirocblas_src/`` with kernel functions named after the solutions, ``.co`` files assembled
 kernel by kernel with ``-mcode-object-version=4`` and linked into one file with one metadata
-note per kernel (FORMATS.md §2, §7); the host library has a real ``.hip_fatbin``; the ``.deb``
+note per kernel (docs/formats.md §2, §7); the host library has a real ``.hip_fatbin``; the ``.deb``
 is made by ``dpkg-deb --build --root-owner-group``. What is small: 2 placeholders per arch (3
 on MFMA arches) with 2-3 solutions each, 2 fallbacks, 3 helper kernels.
 
@@ -58,7 +58,7 @@ APT_HINT = "apt-get install -y --no-install-recommends clang-15 lld-15 dpkg"
 DEBIAN_LIBDIR = "usr/lib/x86_64-linux-gnu"
 # Fixed time stamp for reproducible packages (dpkg-deb reads SOURCE_DATE_EPOCH): 2026-01-01 UTC.
 SOURCE_DATE_EPOCH = 1767225600
-# AMD's build numbers of rocBLAS releases (ECOSYSTEM.md §3.2); .info/version is "<rocm>-<build>".
+# AMD's build numbers of rocBLAS releases (docs/formats.md §9.2); .info/version is "<rocm>-<build>".
 AMD_BUILD_NUMBERS = {"6.3.0": 39, "6.3.1": 48, "6.3.2": 66, "6.3.3": 74, "6.3.4": 76,
                      "6.4.0": 47, "6.4.1": 83, "6.4.2": 120, "6.4.3": 128, "6.4.4": 129,
                      "7.0.0": 38, "7.0.2": 56}
@@ -288,7 +288,7 @@ def lazy_dat(arch: str) -> dict:
 
 
 def code_object_name(placeholder: str, source_kernel: bool, arch: str) -> str:
-    """Tensile's getCodeObjectFileName (FORMATS.md §5.3)."""
+    """Tensile's getCodeObjectFileName (docs/formats.md §5.3)."""
     if not source_kernel:
         return f"{placeholder}.co"
     if "fallback" in placeholder:

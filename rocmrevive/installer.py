@@ -1,5 +1,5 @@
 """The main path: detect → choose rocBLAS copies → plan → fetch → stage → verify staged → apply
-→ verify installed → report (DESIGN.md "The main path").
+→ verify installed → report (docs/architecture.md, "The main path").
 
     report = install(Root("/"), check=True)     # what would change, nothing written
     report = install(Root("/"))                 # do it, as one transaction per rocBLAS copy

@@ -1,5 +1,5 @@
 """The compiled code-object fixtures: they build, their expected facts come from the
-independent tools (and agree with FORMATS.md), and the CCOB writer agrees with Debian's real
+independent tools (and agree with docs/formats.md), and the CCOB writer agrees with Debian's real
 compressed bundles."""
 from __future__ import annotations
 
@@ -93,10 +93,10 @@ def test_tool_disagreement_or_wrong_machine_fails_the_build(fx):
 
 
 # -------------------------------------------------------------------------------------------
-# raw ELF facts agree with FORMATS.md (which was measured independently) and with the file
+# raw ELF facts agree with docs/formats.md (which was measured independently) and with the file
 
 
-# FORMATS.md §1.2 table (COv4, clang-15) and §1.3 (clang 22, COv6); ABIVERSION = version - 2
+# docs/formats.md §1.2 table (COv4, clang-15) and §1.3 (clang 22, COv6); ABIVERSION = version - 2
 FORMATS_E_FLAGS = {
     "gfx906_v4": (0x52F, 2),
     "gfx906_xnack_off_v4": (0x62F, 2),
@@ -326,7 +326,7 @@ def test_broken_ccob_fixtures_are_refused_by_the_writer_s_reader(fx):
             ccob.read_ccob(fx[name].path.read_bytes())
 
 
-# FORMATS.md §3.2: the header of this real file, read with xxd
+# docs/formats.md §3.2: the header of this real file, read with xxd
 DEBIAN_GFX906_CO = "TensileLibrary_Type_HH_HPA_Contraction_l_Ailk_Bjlk_Cijk_Dijk_gfx906.co"
 
 

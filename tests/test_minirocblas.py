@@ -2,7 +2,7 @@
 the real ones to every reader rocmrevive has (and to Debian's own files, where fetched).
 
 Expected facts come from outside the generator: file names are derived here from the .dat files
-by Tensile's rule (FORMATS.md §5.3), kernels are read back by rocmrevive's code-object core and
+by Tensile's rule (docs/formats.md §5.3), kernels are read back by rocmrevive's code-object core and
 by llvm-readelf-15, package contents by dpkg-deb, and the .dat structure is compared with
 Debian's rocBLAS 4.4.1 files.
 """
@@ -32,7 +32,7 @@ DEB_LIBDIR = "usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library"
 
 
 # ------------------------------------------------------------------------------------------
-# helpers written from FORMATS.md, independent of the generator
+# helpers written from docs/formats.md, independent of the generator
 
 def _load(path: Path):
     return msgpack.unpackb(path.read_bytes(), raw=False, strict_map_key=False)
@@ -52,7 +52,7 @@ def _placeholders(node, out: list[str]) -> list[str]:
 
 
 def _code_object(placeholder: str, source_kernel: bool, arch: str) -> str:
-    # Tensile's PlaceholderLibrary::getCodeObjectFileName (FORMATS.md §5.3)
+    # Tensile's PlaceholderLibrary::getCodeObjectFileName (docs/formats.md §5.3)
     if not source_kernel:
         return placeholder + ".co"
     if "fallback" in placeholder:
@@ -173,7 +173,7 @@ def test_every_solution_name_is_a_kernel_in_the_derived_code_object(minilib):
             assert names <= elf.kernel_names, (co, names - elf.kernel_names)
             assert set(elf.note_targets) == {f"amdgcn-amd-amdhsa--{arch}"}
             if co.endswith(".co"):
-                # one metadata note per kernel, each assembled on its own (FORMATS.md §2)
+                # one metadata note per kernel, each assembled on its own (docs/formats.md §2)
                 assert elf.notes == len(elf.kernel_names) >= 2, co
             else:
                 assert elf.notes == 1, co

@@ -53,7 +53,7 @@ def test_kfd_gfx_target_version(gtv, name):
     assert processor_from_gfx_target_version(gtv) == name
 
 
-# e_flags measured with clang-15 (COv4) and clang 22 (COv6), FORMATS.md §1.2
+# e_flags measured with clang-15 (COv4) and clang 22 (COv6), docs/formats.md §1.2
 @pytest.mark.parametrize("flags,abiv,printed", [
     (0x52F, 2, "gfx906"), (0x62F, 2, "gfx906:xnack-"), (0x72F, 2, "gfx906:xnack+"),
     (0xD2F, 2, "gfx906:sramecc+"), (0x92F, 2, "gfx906:sramecc-"), (0xE2F, 2, "gfx906:sramecc+:xnack-"),

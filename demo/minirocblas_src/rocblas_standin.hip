@@ -1,6 +1,6 @@
 // Stand-in for librocblas.so: a real x86-64 shared library whose .hip_fatbin section holds a
 // real offload bundle with one device code object per --offload-arch, the way the real
-// librocblas.so carries the device code of its non-Tensile routines (FORMATS.md §4).
+// librocblas.so carries the device code of its non-Tensile routines (docs/formats.md §4).
 // Function names are prefixed so that nothing mistakes this for rocBLAS's API.
 #include "hip_decls.h"
 

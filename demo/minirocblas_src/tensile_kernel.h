@@ -5,7 +5,7 @@
 //   MINIROCBLAS_KERNEL(Cijk_Alik_Bljk_SB_MT64x64x8_SE_..._WGM8, float, float)
 // and compiles it with clang for amdgcn-amd-amdhsa. The function name IS the solution name
 // from the .dat file, so the code object's `<name>.kd` kernel descriptor and its metadata
-// `.name` are what rocBLAS looks up (FORMATS.md §5.3). Plain C, no headers, no device
+// `.name` are what rocBLAS looks up (docs/formats.md §5.3). Plain C, no headers, no device
 // library: `-nogpulib` works because only clang builtins are used.
 //
 // Protected visibility, as Debian's rocBLAS code objects have it (llvm-readelf --dyn-syms).

@@ -3,7 +3,7 @@
 A tree is whatever holds ROCm libraries: an AMD install (``/opt/rocm-6.4.3``: ``lib/``,
 ``lib/rocblas/library/``), a distribution's library folder (``/usr/lib/x86_64-linux-gnu``:
 ``rocblas/4.4.1/library/``), a PyTorch wheel (``torch/lib``: ``rocblas/library/``), or the
-rocBLAS library folder itself (DESIGN.md "Every copy of rocBLAS on the machine").
+rocBLAS library folder itself (docs/architecture.md, "Every copy of rocBLAS").
 
     rocblas_library_dirs(Path("/opt/rocm-6.4.3"))   # [Path('/opt/rocm-6.4.3/lib/rocblas/library')]
 

@@ -87,7 +87,7 @@ class CopyResult:
 
 def max_co_version_for_rocm(version: str) -> int | None:
     """The highest code object version a ROCm release's loader accepts, conservatively:
-    v6 from ROCm 6.3 (llvm PR #130963: "ROCm 6.3 will be needed"; FORMATS.md §1.4, §8.3),
+    v6 from ROCm 6.3 (llvm PR #130963: "ROCm 6.3 will be needed"; docs/formats.md §1.4, §8.3),
     v5 from ROCm 6.0 (whose compiler already writes v5 by default), v4 before."""
     try:
         v = Version(version)

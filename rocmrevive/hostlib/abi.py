@@ -13,7 +13,7 @@ The checks, each over the whole closure of needed libraries (breadth-first, as t
   * every non-weak undefined dynamic symbol is exported, with a matching version, by an object in
     the lookup scope (glibc ``dl-lookup.c`` matching rules);
   * the device code covers each detected target (``codeobj.inspect``), generic targets included;
-    code object v6 (which generic targets need) needs a ROCm >= 6.3 runtime (FORMATS.md §8).
+    code object v6 (which generic targets need) needs a ROCm >= 6.3 runtime (docs/formats.md §8).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from rocmrevive.hostlib.loader import Closure, load_closure
 from rocmrevive.rootfs import Root
 
 # Code object v6 (and so every generic target) loads from ROCm 6.3 on (llvm PR #130963;
-# FORMATS.md §8.3).
+# docs/formats.md §8.3).
 COV6_MIN_ROCM = "6.3"
 MAX_SYMBOL_LINES = 6  # undefined-symbol lines per verdict; the JSON details hold all
 

@@ -4,7 +4,7 @@ The verification chain (the same apt itself uses): ``dists/<suite>/InRelease`` i
 ``gpgv`` and must carry a good signature by the key whose fingerprint the manifest pins; its
 SHA256 section pins ``<component>/binary-<arch>/Packages.{xz,gz}``; the Packages stanza of the
 package pins the ``.deb`` (Filename, Size, SHA256). Fields are parsed as deb822 (field order
-varies between repositories: ECOSYSTEM.md 3.1).
+varies between repositories: docs/formats.md §9.1).
 
     text, signer = verify_inrelease(data, "CA8BB4727A47B4D09B4EE8969386B48A1A693C5C", keyrings)
     rel = parse_release(text); rel.sha256["main/binary-amd64/Packages.xz"]   # (size, hex)

@@ -1,4 +1,4 @@
-"""Tensile ``.dat`` files: msgpack maps ``{solutions: [...], library: {...}}`` (FORMATS.md §5.3).
+"""Tensile ``.dat`` files: msgpack maps ``{solutions: [...], library: {...}}`` (docs/formats.md §5.3).
 
 Two kinds matter to rocBLAS's lazy loading:
 
@@ -58,7 +58,7 @@ def is_fallback_placeholder(placeholder: str) -> bool:
 
 
 def code_object_name(placeholder: str, source_kernel: bool, arch: str) -> str:
-    """The code object file a solution of ``placeholder`` is loaded from (FORMATS.md §5.3):
+    """The code object file a solution of ``placeholder`` is loaded from (docs/formats.md §5.3):
     ``<p>.co`` for assembly kernels, ``<p>.hsaco`` for source kernels, and
     ``<p>_<arch>.hsaco`` for source kernels of an arch-neutral fallback placeholder, where
     ``arch`` loses any ``:xnack``/``:sramecc`` part."""

@@ -1,5 +1,5 @@
 """Cross-reference a rocBLAS Tensile library folder for one device, the way rocBLAS looks
-kernels up (FORMATS.md §5.3–5.4):
+kernels up (docs/formats.md §5.3–5.4):
 
 lazy index ``TensileLibrary_lazy_<proc>.dat`` → every placeholder ``<p>.dat`` → for each
 solution the code object its file name rule gives (``<p>.co``, ``<p>.hsaco`` or
@@ -151,7 +151,7 @@ def cross_reference(library: Path, device: TargetId) -> XrefReport:
         detail = (f"no lazy index for {proc}: rocBLAS finds no Tensile library for this GPU "
                   f"(it then fails with 'Cannot read …/TensileLibrary.dat … for GPU arch : {proc}')")
         if proc in names or any(n.endswith(".kpack") for n in names):
-            # ROCm 7.13+ (TheRock) keeps per-arch subfolders and .kpack archives (DESIGN.md)
+            # ROCm 7.13+ (TheRock) keeps per-arch subfolders and .kpack archives (docs/architecture.md, "Every copy of rocBLAS")
             detail += "; this folder uses the per-arch/.kpack layout, which rocmrevive does not read yet"
         rep.findings.append(Finding(LAZY_INDEX_MISSING, lazy_name, detail))
         _check_helper(rep, names, reader)
@@ -322,7 +322,7 @@ def _device_words(device: TargetId) -> str:
 
 def _feature_suffixes(device: TargetId) -> list[str]:
     """File-name spellings of the device's modes: rocBLAS names per-mode code objects with a
-    dash (``…_gfx90a-xnack+.hsaco``, FORMATS.md §5.1)."""
+    dash (``…_gfx90a-xnack+.hsaco``, docs/formats.md §5.1)."""
     parts = []
     if device.sramecc in (ON, OFF):
         parts.append("sramecc" + ("+" if device.sramecc == ON else "-"))

@@ -3,7 +3,7 @@ fsync a folder (both from rocmrevive.fs), and the one tree hash every test and c
 
     sha, size = sha256_file(path)
     sha, size = stage_copy(src, tmp, mode=0o644, uid=0, gid=0, expect_sha256=sha)
-    os.replace(tmp, dest); fsync_dir(dest.parent)       # ECOSYSTEM.md §2.2
+    os.replace(tmp, dest); fsync_dir(dest.parent)       # docs/transactions.md, "Atomic replacement"
     tree_hash("/opt/rocm-6.4.3")                         # paths + types + modes + owners + sha256
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The transaction journal: append-only JSON lines in ``<state>/tx/<txid>.jsonl``.
 
 Records are written in groups; every group is fsynced before any action it describes starts, so
-the file always says at least as much as the tree shows (ECOSYSTEM.md §2.1). Record types:
+the file always says at least as much as the tree shows (docs/transactions.md, "Journal contents"). Record types:
 
     begin        tree, files planned (path, op, after sha256), created folders, meta/provenance, host
     intent       op mkdir|create|replace|delete, path, before {exists, sha256, size, mode, uid, gid,

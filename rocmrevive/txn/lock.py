@@ -1,7 +1,7 @@
 """Locks: rocmrevive's own exclusive lock, and refusing to run while a package manager is busy.
 
 The kernel drops an ``flock`` when its holder dies, so a stale lock file is harmless; the PID
-written into it is for humans only (ECOSYSTEM.md §2.3). Package managers' locks are detected,
+written into it is for humans only (docs/transactions.md, "Locks"). Package managers' locks are detected,
 never taken: apt and dpkg hold ``fcntl`` locks on ``/var/lib/dpkg/lock-frontend`` and ``lock``.
 
     with TxLock(root.path("/var/lib/rocmrevive/lock"), display="/var/lib/rocmrevive/lock"):

@@ -13,16 +13,14 @@ import pytest
 from .build import build
 
 REPO = Path(__file__).resolve().parents[2]
-# ../shared/captures next to the checkout, or shared/captures inside it (device runs)
-CAPTURES = next((p for p in (REPO.parent / "shared/captures", REPO / "shared/captures") if p.is_dir()),
-                REPO.parent / "shared/captures")
+# the real command output the machines are built from, kept in the repo (each file's first line
+# names the original capture and the report it came from)
+CAPTURES = REPO / "tests" / "captures"
 
 
 def capture(name: str) -> str:
-    path = CAPTURES / name
-    if not path.is_file():
-        pytest.skip(f"capture {name} not available ({CAPTURES})")
-    return path.read_text()
+    """The text of ``tests/captures/<name>``; a missing capture is an error, never a skip."""
+    return (CAPTURES / name).read_text()
 
 
 @pytest.fixture(scope="session")

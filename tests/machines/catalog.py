@@ -1,4 +1,4 @@
-"""Machines built from the captures in ``../shared/captures/`` (named below by file name).
+"""Machines built from the captures in ``tests/captures/`` (named below by file name).
 
 Each function returns a description for ``build.build_machine``. Values a capture shows are
 used as shown; everything else is marked ``inferred`` (derived from a capture or a cited fact)
@@ -330,7 +330,7 @@ c1, gfx906:sramecc-:xnack-, 16 GB, 256 MiB BAR, HDMI audio function 1002:ab20) a
         "sources": [
             f"{C_IDS}: Radeon VII 1002:66af rev c1 and its audio function 1002:ab20",
             f"{C_RVII}: a gfx906 code object built and run on a Radeon VII",
-            "DESIGN.md: MI50 reports gfx906:sramecc+:xnack-, Radeon VII gfx906:sramecc-:xnack-",
+            "docs/formats.md §8: MI50 reports gfx906:sramecc+:xnack-, Radeon VII gfx906:sramecc-:xnack-",
             f"{C_MI50X4_ENV}: the MI50's ids (66a1 rev 02, subsystem 0834)",
             "inferred: topology (two CPU root ports of an AMD host bridge), the Radeon VII subsystem id, "
             "its 256 MiB BAR (no Resizable BAR) and 16 GB VRAM",
