@@ -21,8 +21,12 @@ from rocmrevive.errors import RevError
 @click.option("--manifests", "manifests_dir", metavar="DIR", help="Manifest folder (default: the shipped ones).")
 @click.option("--cache", metavar="DIR", help="Download cache holding sources an earlier install extracted "
                                             "(default /var/cache/rocmrevive under --root).")
+@click.option("--python", "pythons", multiple=True, metavar="PATH",
+              help="Also look for GPU programs in this interpreter, venv or site-packages (repeatable).")
+@click.option("--no-programs", is_flag=True,
+              help="Skip the user's own GPU programs (Python packages, llama.cpp builds); only the ROCm libraries.")
 @click.pass_obj
-def audit(ui, trees, targets, show_all, manifests_dir, cache):
+def audit(ui, trees, targets, show_all, manifests_dir, cache, pythons, no_programs):
     """Which libraries carry GPU code for which targets, and what a missing one breaks.
 
     Reads the .hip_fatbin of every shared library (headers only: a whole ROCm lib/ in about a
@@ -31,8 +35,16 @@ def audit(ui, trees, targets, show_all, manifests_dir, cache):
     fails, in plain words, and what to do (a rocmrevive source when one exists, otherwise the
     workaround). For a host library a manifest can graft, whether that source passes the static
     ABI check on this machine (checked when an earlier `install` or `install --check` left it in
-    the cache; audit itself fetches nothing). Exit 0 when it could read the tree (missing cells
-    are findings, not errors; see `missing` in --json); 3 when it found no library.
+    the cache; audit itself fetches nothing).
+
+    Then the user's own GPU programs (without --tree, or with --python): HIP libraries and
+    executables in the Python environments (llama.cpp wheels such as cyllama-rocm and
+    llama-cpp-python, onnxruntime-rocm, JAX's ROCm plugins, CuPy, torch's libtorch_hip) and the
+    usual places of source builds (/usr/local, /opt/*, llama.cpp build/bin folders). Tensile
+    files cannot help a program whose own kernels lack a card: each one that cannot run on a
+    detected GPU is named with the build that fixes it (`programs`, `programs_cannot_run` in
+    --json). Exit 0 when it could read the tree (missing cells are findings, not errors; see
+    `missing` in --json); 3 when it found no library and no program.
     """
     from rocmrevive.cli.verify import _real, resolve_devices, system_library_dirs
     from rocmrevive.diagnose import locate
@@ -58,7 +70,12 @@ def audit(ui, trees, targets, show_all, manifests_dir, cache):
             for d in dirs:
                 tensile += locate.rocblas_library_dirs(d)
             shown_trees += [ui.root.machine_path(d) for d in dirs]
-        if not files and not tensile:
+        programs = None
+        if not no_programs and (pythons or not trees):
+            from rocmrevive.diagnose.programs import find_programs
+
+            programs = find_programs(ui.root, devices, pythons=pythons)
+        if not files and not tensile and not (programs and programs.programs):
             raise RevError("NOTHING_SUPPORTED",
                            "no shared library found" + (f" in {', '.join(trees)}" if trees else
                                                         f" in {ui.root.base} (/opt/rocm*, system folders with a HIP "
@@ -71,7 +88,17 @@ def audit(ui, trees, targets, show_all, manifests_dir, cache):
                               remedy_for=remedy_for, graft_for=graft_for, show=ui.root.machine_path,
                               progress=advance)
         data = {"trees": shown_trees, "target_source": device_note, **rep.to_json()}
-        return Outcome(data=data, render=lambda con: _render(con, rep, show_all))
+        if programs is not None:
+            pj = programs.to_json()
+            data.update(programs=pj["programs"], programs_cannot_run=pj["cannot_run"],
+                        program_files_read=pj["files_read"])
+
+        def render(con) -> None:
+            _render(con, rep, show_all)
+            if programs is not None:
+                render_programs(con, programs)
+
+        return Outcome(data=data, render=render)
 
     ui.run("audit", work)
 
@@ -171,3 +198,27 @@ def _render(con, rep, show_all) -> None:
         con.print(f"[yellow]unreadable[/] {escape(r.path)}: {escape('; '.join(r.problems))}")
     con.print(f"{len(rep.rows)} libraries read ({rep.skipped} other libraries without GPU code not "
               f"shown) in {rep.seconds:.2f} s", markup=False)
+
+
+def render_programs(con, rep) -> None:
+    """The user's own GPU programs: which cannot run on which card, and the build that fixes it."""
+    from rich.markup import escape
+
+    if not rep.programs:
+        con.print(f"no GPU programs of your own found ({rep.files_read} candidate files read in the Python "
+                  f"environments and install places)", markup=False)
+        return
+    bad = rep.cannot_run()
+    con.print(f"\n[bold]your GPU programs[/] ({len(rep.programs)} with GPU code):")
+    for p in rep.programs:
+        ok = "[green]runs on all cards[/]" if p.runs_everywhere else "[red]cannot run on every card[/]"
+        con.print(f"  {escape(p.name)}  {escape(p.path)}: {escape(', '.join(p.processors) or '?')} "
+                  f"({p.code_objects} code objects) {ok}")
+    done = set()
+    for p, cell in bad:
+        con.print(f"[red]{escape(p.name)}[/] ({escape(p.path)}) cannot run on {escape(cell.target)}: "
+                  f"{escape(cell.detail)}")
+        con.print(f"  breaks: {cell.breaks}", markup=False)
+        if p.path not in done:
+            con.print(f"  do:     {cell.remedy}", markup=False)
+            done.add(p.path)

@@ -58,6 +58,14 @@ def doctor(ui: UI, pythons, trees, rocminfo_file, deep, no_search, user, vulkan_
         s = run_survey(ui, pythons, trees, rocminfo_file, deep, no_search)
         vulkan = Path(vulkan_file).read_text(errors="replace") if vulkan_file else None
         findings = diagnose(s, user=user, vulkan_text=vulkan)
+        if s.hardware.gpus:
+            from rocmrevive.diagnose.programs import find_programs, program_findings
+
+            targets = [g.target for g in s.hardware.gpus if g.target is not None]
+            if targets:
+                progs = find_programs(ui.root, list(dict.fromkeys(targets)), pythons=pythons,
+                                      common=not no_search)
+                findings += program_findings(progs)
         counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in ("error", "warning", "info")}
         full = s.to_json()
         doc = {"summary": full["summary"], "counts": counts,
