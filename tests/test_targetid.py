@@ -71,3 +71,41 @@ def test_target_from_e_flags(flags, abiv, printed):
 def test_every_mach_name_parses():
     for name in MACH_NAMES.values():
         assert TargetId.parse(name).processor == name
+
+
+@pytest.mark.parametrize("code,device,verdict", [
+    ("gfx906", MI50, "yes"), ("gfx906:sramecc+", MI50, "yes"), ("gfx906:sramecc+", RADEON_VII, "no"),
+    ("gfx906:xnack-", TargetId.parse("gfx906"), "if-mode"), ("gfx9-generic", MI50, "yes"),
+    ("gfx908", MI50, "no"), ("gfx906:sramecc+:xnack-", TargetId.parse("gfx906:sramecc+"), "if-mode"),
+])
+def test_load_verdict(code, device, verdict):
+    t = TargetId.parse(code)
+    assert t.load_verdict(device) == verdict
+    assert t.can_load_on(device) is (verdict == "yes")
+
+
+def test_coverage_per_device():
+    """One answer to "does this file's code load on these devices", with the code that does."""
+    from rocmrevive.codeobj.targetid import Coverage
+
+    code = [TargetId.parse(t) for t in ("gfx906:xnack+", "gfx906:sramecc-:xnack-", "gfx1030")]
+    mode_unknown = TargetId.parse("gfx906")
+    cov = TargetId.coverage(code, [MI50, RADEON_VII, mode_unknown, TargetId.parse("gfx90a")])
+    assert [c.device for c in cov] == [MI50, RADEON_VII, mode_unknown, TargetId.parse("gfx90a")]
+    assert [c.verdict for c in cov] == ["other-mode", "yes", "if-mode", "missing"]
+    assert [c.ok for c in cov] == [False, True, False, False]
+    assert cov[1].loads == (code[1],) and cov[0].covering == tuple(code[:2])
+    assert cov[2].conditional == tuple(code[:2]) and not cov[2].loads
+    assert isinstance(cov[0], Coverage)
+
+
+def test_coverage_of_a_real_bundle(codeobjects):
+    """FileReport.coverage keeps the entries (offsets, code object versions) that load."""
+    from rocmrevive.codeobj.inspect import inspect_file
+
+    rep = inspect_file(codeobjects["bundler_host_gfx906_gfx906sx_gfx1030"].path)
+    mi50, radeon7, gfx1030 = rep.coverage([MI50, RADEON_VII, TargetId.parse("gfx1030")])
+    assert sorted(str(e.target) for e in mi50.loads) == ["gfx906", "gfx906:sramecc+:xnack-"]
+    assert [str(e.target) for e in radeon7.loads] == ["gfx906"] and len(radeon7.covering) == 2
+    assert [str(e.target) for e in gfx1030.loads] == ["gfx1030"]
+    assert all(e in rep.entries and e.co_version == 4 for e in mi50.loads)

@@ -18,7 +18,7 @@ from typing import Iterator
 
 from rocmrevive.codeobj import bundle as B
 from rocmrevive.codeobj.elf import ELF_MAGIC, header_problem, parse_header, read_amdgpu_elf
-from rocmrevive.codeobj.targetid import TargetId
+from rocmrevive.codeobj.targetid import Coverage, TargetId
 
 TENSILE_DAT_MAGIC = b"\x82\xa9solutions"
 CCOB_HEAD = 64 * 1024  # decompressed head of a CCOB: enough for the entry table (FORMATS §4)
@@ -63,6 +63,11 @@ class FileReport:
     @property
     def processors(self) -> list[str]:
         return sorted({e.target.processor for e in self.entries})
+
+    def coverage(self, devices) -> list[Coverage[CodeObject]]:
+        """Does this file's code load on these devices? One ``Coverage`` per device
+        (``TargetId.coverage`` over the entries)."""
+        return TargetId.coverage(self.entries, devices)
 
     def to_json(self) -> dict:
         return {"path": self.path, "kind": self.kind, "size": self.size,

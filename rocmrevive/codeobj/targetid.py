@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Generic, Iterable, TypeVar
 
 ANY, ON, OFF = "any", "on", "off"
+# load verdicts (TargetId.load_verdict)
+LOADS, IF_MODE, NO = "yes", "if-mode", "no"
 
 # Processors and the features they support (AMDGPUUsage "Processors" table).
 _SRAMECC = {"gfx906", "gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950",
@@ -110,21 +113,54 @@ class TargetId:
             return True
         return processor in GENERIC_MEMBERS.get(self.processor, ())
 
-    def can_load_on(self, device: "TargetId") -> bool:
-        """The runtime's rule: same processor (or a generic covering it), and each feature of
-        the code object either "any"/unsupported or equal to the device's setting."""
+    def load_verdict(self, device: "TargetId") -> str:
+        """Whether code for this target loads on ``device``: ``LOADS`` (certainly), ``IF_MODE``
+        (the code wants a mode the device's id leaves open: it loads if the device runs in it)
+        or ``NO``. The runtime's rule: same processor (or a generic covering it), and each
+        feature of the code either "any"/unsupported or equal to the device's setting."""
         if not self.covers_processor(device.processor):
-            return False
+            return NO
+        unsure = False
         for mine, theirs in ((self.sramecc, device.sramecc), (self.xnack, device.xnack)):
             if mine in (None, ANY):
                 continue
             if theirs in (None, ANY):
                 # a device always runs in a definite mode; "any" here means "unknown", so only
                 # code that does not care is certain to load.
-                return False
-            if mine != theirs:
-                return False
-        return True
+                unsure = True
+            elif mine != theirs:
+                return NO
+        return IF_MODE if unsure else LOADS
+
+    def can_load_on(self, device: "TargetId") -> bool:
+        """True when code for this target certainly loads on ``device`` (``load_verdict``)."""
+        return self.load_verdict(device) == LOADS
+
+    @staticmethod
+    def coverage(code: Iterable[C], devices: Iterable["TargetId"]) -> list["Coverage[C]"]:
+        """Does this code load on these devices? One ``Coverage`` per device, in order.
+
+        ``code`` holds ``TargetId`` values or anything with a ``.target`` (an inspect
+        ``CodeObject``), so callers keep their code object versions and offsets:
+
+            [c.device for c in TargetId.coverage(report.entries, gpus) if not c.loads]
+        """
+        items = list(code)
+        out = []
+        for dev in devices:
+            covering, loads, conditional = [], [], []
+            for item in items:
+                t = item if isinstance(item, TargetId) else item.target
+                if not t.covers_processor(dev.processor):
+                    continue
+                covering.append(item)
+                verdict = t.load_verdict(dev)
+                if verdict == LOADS:
+                    loads.append(item)
+                elif verdict == IF_MODE:
+                    conditional.append(item)
+            out.append(Coverage(dev, tuple(covering), tuple(loads), tuple(conditional)))
+        return out
 
     def __str__(self) -> str:
         out = self.processor
@@ -136,3 +172,38 @@ class TargetId:
 
     def to_json(self) -> str:
         return str(self)
+
+
+C = TypeVar("C")
+
+
+@dataclass(frozen=True)
+class Coverage(Generic[C]):
+    """What a file's code does for one device (``TargetId.coverage``).
+
+    ``covering``: code for the device's processor (generics included), in any mode;
+    ``loads``: the part certain to load; ``conditional``: the part that loads only if the
+    device runs in the mode the code asks for (the device's id leaves that mode open)."""
+
+    device: TargetId
+    covering: tuple[C, ...] = ()
+    loads: tuple[C, ...] = ()
+    conditional: tuple[C, ...] = ()
+
+    @property
+    def verdict(self) -> str:
+        """``LOADS``, ``IF_MODE``, ``OTHER_MODE`` (only code for another mode) or ``MISSING``
+        (no code for the processor at all)."""
+        if self.loads:
+            return LOADS
+        if self.conditional:
+            return IF_MODE
+        return OTHER_MODE if self.covering else MISSING
+
+    @property
+    def ok(self) -> bool:
+        """True when some code certainly loads on the device."""
+        return bool(self.loads)
+
+
+OTHER_MODE, MISSING = "other-mode", "missing"
