@@ -97,7 +97,7 @@ def test_apply_verify_rollback_byte_identical(tmp_path, version):
 
     rc, doc, err = rr(root, "--json", "patch", "list")
     assert rc == 0, err
-    (env,) = doc["environments"]
+    (env,) = [e for e in doc["environments"] if e["patch"] == PID]
     assert (env["patch"], env["site"], env["state"], env["version"]) == (PID, SITE, "applicable", version)
 
     rc, doc, err = rr(root, "--json", "patch", "apply", PID)

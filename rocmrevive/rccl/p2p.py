@@ -12,7 +12,8 @@ own answer); this module adds what RCCL needs on top:
   Intel) when the IOMMU translates DMA, and the firmware/kernel fixes for the blockers;
 * ACS redirect on the switch ports between two GPUs (``config`` space, ext. capability 0x000D):
   peer requests then travel up to the root complex (``pci_bridge_has_acs_redir``);
-* where programs find the RCCL that serves every card (``VLLM_NCCL_SO_PATH``, ``LD_LIBRARY_PATH``).
+* where programs find the RCCL that serves every card (``VLLM_NCCL_SO_PATH``, ``LD_LIBRARY_PATH``);
+* notes on what vLLM makes of the cards that no variable changes (gfx906 counted as CDNA).
 
     rep = readiness(hardware.scan(root)); print(rep.env_text())
 """
@@ -215,7 +216,20 @@ def readiness(root: Root, hw, *, gpus=None, rccl_lib: str | None = None) -> P2PR
         rep.pairs.append(pr)
     _env(rep, chosen, rccl_lib)
     _fixes(rep, chosen, hw)
+    _vllm_notes(rep, chosen)
     return rep
+
+
+def _vllm_notes(rep: P2PReport, chosen) -> None:
+    """What vLLM (0.32-0.34, vllm/platforms/rocm.py) makes of these cards that no variable changes."""
+    procs = [g.processor for g in chosen if g.processor]
+    if "gfx906" in procs:
+        rep.notes.append("vLLM 0.32-0.34 count gfx906 as CDNA (MFMA-only paged attention, FP8): "
+                         "`rocmrevive patch apply vllm-rocm-gfx906-not-cdna` (no variable changes it)")
+    if len(set(procs)) > 1:
+        rep.notes.append(f"vLLM decides the architecture once, from the first GPU amd-smi lists (usually GPU0, {procs[0]}), "
+                         f"for every GPU: run one vLLM per architecture (HIP_VISIBLE_DEVICES), not one "
+                         f"tensor-parallel group across {' and '.join(dict.fromkeys(procs))}")
 
 
 def _env(rep: P2PReport, chosen, rccl_lib: str | None) -> None:
