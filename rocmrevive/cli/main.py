@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("rocmrevive.cli.audit:audit", "Which ROCm libraries carry code for which GPU targets."),
     "explain": ("rocmrevive.cli.explain:explain", "Recognise a ROCm error message and say what fixes it."),
     "smoke": ("rocmrevive.cli.smoke:smoke", "Run PyTorch and llama.cpp on every GPU and check the results."),
+    "recipe": ("rocmrevive.cli.recipe:recipe", "The exact rocBLAS build for a tree no source serves (ROCm 7.0/7.1)."),
     "rccl": ("rocmrevive.cli.rccl:rccl", "RCCL targets, peer-to-peer readiness and multi-GPU setups."),
     "patch": ("rocmrevive.cli.patch:patch", "Reversible patches for Python packages (vLLM...)."),
     "hook": ("rocmrevive.cli.hook:hook", "Opt-in apt hook: check (or re-apply) after package upgrades."),

@@ -1,0 +1,50 @@
+"""``rocmrevive recipe``: the exact rocBLAS build for a tree whose version no manifest source
+matches (ROCm 7.0.x / 7.1.x: rocBLAS 5.0 / 5.1), for the detected targets, ending with the
+``install --from`` that takes the result; for a TheRock tree, AMD's own gfx906 package."""
+from __future__ import annotations
+
+import click
+
+from rocmrevive.cli.ui import Outcome
+
+
+@click.command("recipe")
+@click.option("--tree", metavar="PATH", help="The ROCm tree or rocBLAS folder to build for (default: the first "
+                                             "copy that lacks gfx906).")
+@click.option("--target", "targets", multiple=True, metavar="TARGET",
+              help="Build for this GPU target instead of the detected GPUs the tree lacks (repeatable).")
+@click.option("--rocm-version", metavar="X.Y.Z", help="The ROCm release whose rocBLAS tag to build "
+                                                    "(default: the tree's).")
+@click.option("--prefix", metavar="DIR", help="Install folder of the build (default "
+                                            "/opt/rocmrevive/rocblas/<rocblas>-<targets>).")
+@click.option("-o", "--output", metavar="FILE", help="Write the script to FILE (executable) instead of stdout.")
+@click.pass_obj
+def recipe(ui, tree, targets, rocm_version, prefix, output):
+    """The exact rocBLAS build for a tree no manifest source serves, as a script to run.
+
+    Names the rocBLAS tag of the tree's ROCm release (rocm-7.1.1 builds rocBLAS 5.1.0), the
+    CMake commands for the targets the tree lacks, the folder the build leaves
+    (<prefix>/lib/rocblas/library), and ends with `rocmrevive install --from <prefix>`, which
+    accepts the result only when it proves itself by content. For a TheRock tree (ROCm 7.13+,
+    .kpack archives) it names AMD's own gfx906 package of the same release instead. Writes
+    nothing unless -o is given.
+    """
+    from rocmrevive.cli.rccl import _write_output
+    from rocmrevive.trees.recipe import build_recipe
+
+    def work() -> Outcome:
+        r = build_recipe(ui.root, tree=tree, targets=targets, rocm_version=rocm_version, prefix=prefix)
+        data = r.to_json()
+        written = _write_output(output, r.script, 0o755) if output else None
+        data["written"] = written
+
+        def render(con):
+            if written:
+                con.print(f"wrote {written}: rocBLAS {r.rocblas_version or '?'} ({r.tag or r.kind}) for "
+                          f"{';'.join(r.targets)}" + (f" into {r.library}" if r.library else ""), markup=False)
+                con.print(f"then: {r.install}", markup=False)
+            else:
+                con.file.write(r.script)
+        return Outcome(data=data, changed=False, render=render, warnings=[])
+
+    ui.run("recipe", work)

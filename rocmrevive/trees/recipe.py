@@ -1,0 +1,255 @@
+"""When no manifest source matches a tree's rocBLAS (ROCm 7.0.x ships rocBLAS 5.0, 7.1.x ships 5.1,
+and no distribution builds those for gfx906): the exact build of that rocBLAS release for the
+detected targets, as a script, ending with the ``rocmrevive install --from`` that takes the result
+(verified by content, docs/recipes.md).
+
+    r = build_recipe(Root("/"), tree="/opt/rocm-7.1.1")
+    r.tag, r.prefix, r.library; open("build-rocblas.sh", "w").write(r.script)
+
+Facts the script relies on (rocBLAS's own release pages and CMakeLists):
+
+* rocBLAS is tagged ``rocm-<ROCm version>`` in ROCm/rocBLAS; the release pages name the rocBLAS
+  of each (``rocm-7.0.1``: rocBLAS 5.0.0; ``rocm-7.1.1``: rocBLAS 5.1.0; ``rocm-7.2.4``: 5.2);
+* its CMake takes the targets in ``GPU_TARGETS`` (``AMDGPU_TARGETS`` is the deprecated spelling and
+  is passed too), builds Tensile's kernels for exactly those (``Tensile_ARCHITECTURE`` follows
+  ``GPU_TARGETS``), and the options ``Tensile_LAZY_LIBRARY_LOADING`` (the per-arch
+  ``TensileLibrary_lazy_<arch>.dat`` index), ``Tensile_SEPARATE_ARCHITECTURES`` and
+  ``Tensile_LIBRARY_FORMAT=msgpack`` give the layout AMD's packages have;
+* ``cmake --install`` puts the Tensile folder in ``<prefix>/lib/rocblas/library``, the version
+  header in ``<prefix>/include/rocblas/internal/rocblas-version.h``;
+* Debian builds rocBLAS 5.2 (ROCm 7.2.4 sources) for gfx906 with 156 gfx906 files, so the 7.x
+  sources still carry gfx906's Tensile logic.
+
+TheRock trees (ROCm 7.13+: device code in ``.kpack`` archives) get AMD's own gfx906 build instead:
+the ``device-gfx906`` package of the same release (``therock_gfx906_command``).
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from rocmrevive.errors import RevError
+from rocmrevive.rootfs import Root
+
+ROCBLAS_REPO = "https://github.com/ROCm/rocBLAS.git"
+MONOREPO = "https://github.com/ROCm/rocm-libraries.git"   # rocBLAS also lives in projects/rocblas there
+PREFIX_BASE = "/opt/rocmrevive/rocblas"
+THEROCK_WHEELS = "https://rocm.nightlies.amd.com/whl-multi-arch/"
+THEROCK_TARBALLS = "https://rocm.nightlies.amd.com/tarball-multi-arch/"
+
+# ROCm release -> rocBLAS release, "release page" when ROCm/rocBLAS's release page for the tag says
+# so, "line" when it follows from the release line (rocBLAS X.Y ships with every ROCm 7.(Y) patch).
+ROCBLAS_OF_ROCM: dict[str, tuple[str, str]] = {
+    "7.0.0": ("5.0.0", "line"), "7.0.1": ("5.0.0", "release page"), "7.0.2": ("5.0.0", "line"),
+    "7.1.0": ("5.1.0", "line"), "7.1.1": ("5.1.0", "release page"),
+    "7.2.0": ("5.2.0", "line"), "7.2.4": ("5.2.0", "release page"),
+}
+# rocBLAS major.minor -> the newest ROCm release whose tag builds it
+NEWEST_ROCM_FOR: dict[str, str] = {"5.0": "7.0.2", "5.1": "7.1.1", "5.2": "7.2.4"}
+
+
+@dataclass
+class Recipe:
+    tree: str                 # the rocBLAS library folder it is for (machine path)
+    rocblas_version: str | None
+    rocm_version: str | None
+    rocm_path: str | None
+    targets: list[str]
+    kind: str                 # "source-build" | "therock-device-package"
+    tag: str | None
+    repo: str | None
+    prefix: str | None
+    library: str | None       # the folder the build leaves, what --from takes
+    install: str              # the rocmrevive command that takes the result
+    script: str
+    expected: list[str] = field(default_factory=list)   # files that must be in `library`
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"tree": self.tree, "rocblas_version": self.rocblas_version, "rocm_version": self.rocm_version,
+                "rocm_path": self.rocm_path, "targets": self.targets, "kind": self.kind, "tag": self.tag,
+                "repo": self.repo, "prefix": self.prefix, "output_library": self.library,
+                "expected_files": self.expected, "install": self.install, "notes": self.notes,
+                "script": self.script}
+
+
+def _mm(version: str | None) -> str | None:
+    m = re.match(r"^(\d+)\.(\d+)", version or "")
+    return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
+def rocm_tag(rocblas_version: str | None, rocm_version: str | None) -> tuple[str, list[str]]:
+    """The ROCm release whose ``rocm-X.Y.Z`` tag builds this rocBLAS, and notes on how it was chosen."""
+    notes: list[str] = []
+    mm = _mm(rocblas_version)
+    rv = rocm_version if rocm_version and re.match(r"^\d+\.\d+\.\d+$", rocm_version) else None
+    if rv and rv in ROCBLAS_OF_ROCM:
+        want, how = ROCBLAS_OF_ROCM[rv]
+        if mm and _mm(want) != mm:
+            notes.append(f"the tree says rocBLAS {rocblas_version} but ROCm {rv} shipped rocBLAS {want}: the build "
+                         f"follows the tree's rocBLAS")
+        else:
+            notes.append(f"ROCm {rv} ships rocBLAS {want} ({how})")
+            return rv, notes
+    if rv and mm is None:
+        return rv, notes + [f"rocBLAS version unknown: building the tag of ROCm {rv}"]
+    if mm in NEWEST_ROCM_FOR:
+        rel = NEWEST_ROCM_FOR[mm]
+        notes.append(f"rocBLAS {mm} was last released with ROCm {rel}: tag rocm-{rel}"
+                     + (f" (the tree's ROCm {rocm_version} is not in rocmrevive's table)" if rocm_version else ""))
+        return rel, notes
+    if rv:
+        return rv, notes + [f"ROCm {rv} is not in rocmrevive's table; the tag rocm-{rv} is assumed"]
+    raise RevError("NOTHING_SUPPORTED",
+                   f"neither the rocBLAS version ({rocblas_version or 'unknown'}) nor the ROCm version of the tree "
+                   f"is known, so no tag can be chosen; pass --rocm-version X.Y.Z")
+
+
+def _copy_for(root: Root, tree: str | None, rocm_version: str | None):
+    from rocmrevive.trees.installs import find_installs
+    from rocmrevive.trees.pythonenv import find_envs
+    from rocmrevive.trees.rocblas import find_copies
+
+    installs, _link = find_installs(root)
+    envs, _problems = find_envs(root)
+    copies = find_copies(root, installs=installs, envs=envs)
+    if tree:
+        from rocmrevive.diagnose.locate import rocblas_library_dirs
+
+        real = root.path(tree)
+        if not real.exists():
+            raise RevError("USAGE", f"--tree {tree}: no such folder under {root.base}")
+        found = {str(root.resolve(root.machine_path(p))) for p in rocblas_library_dirs(real)}
+        if not found:
+            raise RevError("NOTHING_SUPPORTED", f"--tree {tree}: no rocBLAS Tensile library folder in it")
+        for c in copies:
+            try:
+                if str(root.resolve(c.path)) in found:
+                    return c
+            except (ValueError, OSError):
+                continue
+        extra = [root.machine_path(p) for p in rocblas_library_dirs(real)]
+        return find_copies(root, extra=extra[:1])[0]
+    lacking = [c for c in copies if "gfx906" not in c.targets]
+    if not lacking:
+        raise RevError("NOTHING_SUPPORTED", f"every rocBLAS copy under {root.base} already has gfx906 files; "
+                                            f"name one with --tree to build anyway")
+    return lacking[0]
+
+
+def _rocm_path_of(copy) -> str | None:
+    owner = copy.owner or ""
+    if copy.layout == "amd" and owner.startswith("/"):
+        return owner
+    m = re.match(r"^(/opt/rocm[^/]*)/", copy.path)
+    return m.group(1) if m else None
+
+
+def therock_gfx906_command(copy, targets: list[str]) -> tuple[str, list[str]]:
+    """AMD's own gfx906 build for a TheRock tree: its device package of the same release."""
+    ver = copy.rocm_version
+    devices = " ".join(f"device-{t}" for t in targets)
+    extras = ",".join(["libraries"] + [f"device-{t}" for t in targets])
+    pin = f"=={ver}" if ver else ""
+    if copy.layout == "python-rocm-sdk":
+        cmd = f"pip install --index-url {THEROCK_WHEELS} \"rocm[{extras}]{pin}\""
+    else:
+        fam = targets[0] if len(targets) == 1 else "multiarch"
+        name = f"therock-dist-linux-{fam}-{ver or '<version>'}.tar.gz"
+        dest = f"/opt/rocm-{ver or '<version>'}-{'-'.join(targets)}"
+        cmd = (f"curl -fLO {THEROCK_TARBALLS}{name} && sudo mkdir -p {dest} && sudo tar -xf {name} -C {dest}")
+    notes = [f"TheRock builds gfx906 itself (its {devices} package); rocmrevive does not patch .kpack trees: "
+             f"the host libraries find device code through their .rocm_kpack_ref marker, not in a folder rocmrevive "
+             f"could add files to",
+             "the release must be the tree's own: device code from another nightly does not match its host libraries",
+             "a per-family tarball carries one family's .kpack files; with several targets the multiarch tarball "
+             "carries them all"]
+    return cmd, notes
+
+
+def build_recipe(root: Root, *, tree: str | None = None, targets=(), rocm_version: str | None = None,
+                 prefix: str | None = None, jobs: str = "$(nproc)") -> Recipe:
+    from rocmrevive.hardware.devices import resolve_devices
+
+    devices, devices_from = resolve_devices(root, targets)
+    copy = _copy_for(root, tree, rocm_version)
+    procs = sorted({d.processor for d in devices if d.processor not in copy.targets} or
+                   {d.processor for d in devices}, key=lambda p: (p != "gfx906", p))
+    if not procs:
+        raise RevError("NOTHING_SUPPORTED", f"no GPU target to build for under {root.base}; pass --target")
+    q = shlex.quote
+    tree_arg = q(copy.path)
+    if copy.kpack or copy.arch_folders:
+        cmd, notes = therock_gfx906_command(copy, procs)
+        script = (f"#!/usr/bin/env bash\n# {copy.path} is a TheRock tree (ROCm {copy.rocm_version or '?'}): device code "
+                  f"per target in .kpack archives.\n# AMD builds {', '.join(procs)} itself; install its package of the "
+                  f"same release instead of patching:\nset -euo pipefail\n{cmd}\n"
+                  f"rocmrevive verify --tree {tree_arg}\n")
+        return Recipe(copy.path, copy.rocblas_version, copy.rocm_version, _rocm_path_of(copy), procs,
+                      "therock-device-package", None, None, None, None, cmd, script, [], notes)
+
+    rel, notes = rocm_tag(copy.rocblas_version, rocm_version or copy.rocm_version)
+    tag = f"rocm-{rel}"
+    rocm_path = _rocm_path_of(copy) or f"/opt/rocm-{rel}"
+    prefix = (prefix or f"{PREFIX_BASE}/{copy.rocblas_version or rel}-{'-'.join(procs)}").rstrip("/")
+    library = f"{prefix}/lib/rocblas/library"
+    targets_s = ";".join(procs)
+    expected = [f"TensileLibrary_lazy_{p}.dat" for p in procs] + [f"Kernels.so-000-{p}.hsaco" for p in procs]
+    install = f"sudo rocmrevive install --tree {tree_arg} --from {q(prefix)}"
+    check = f"rocmrevive install --check --tree {tree_arg} --from {q(prefix)}"
+    script = f"""#!/usr/bin/env bash
+# Build rocBLAS {copy.rocblas_version or '?'} (tag {tag}) for {targets_s}, the targets {copy.path} lacks
+# ({devices_from}). Written by `rocmrevive recipe`. Needs git, cmake >= 3.16, python3-venv, ninja or
+# make, and the ROCm development packages of {rocm_path} (amdclang++, rocm-cmake, hipBLAS-common headers).
+# Tensile for one target takes about an hour on 16 cores.
+set -euo pipefail
+
+ROCM_PATH={q(rocm_path)}
+ROCBLAS_REPO="${{ROCBLAS_REPO:-{ROCBLAS_REPO}}}"
+ROCBLAS_REF="${{ROCBLAS_REF:-{tag}}}"      # the rocBLAS of the tree's ROCm release
+ROCBLAS_SUBDIR="${{ROCBLAS_SUBDIR:-.}}"    # projects/rocblas when ROCBLAS_REPO is {MONOREPO}
+GPU_TARGETS={q(targets_s)}
+PREFIX={q(prefix)}
+SRC="${{SRC:-$HOME/src/rocblas-$ROCBLAS_REF}}"
+BUILD="$SRC/build-rocmrevive"
+
+test -x "$ROCM_PATH/bin/amdclang++" || {{ echo "no $ROCM_PATH/bin/amdclang++: install the ROCm development packages" >&2; exit 1; }}
+if [ ! -d "$SRC/.git" ]; then
+  git clone --depth 1 --branch "$ROCBLAS_REF" "$ROCBLAS_REPO" "$SRC"
+fi
+
+cmake -S "$SRC/$ROCBLAS_SUBDIR" -B "$BUILD" \\
+  -DCMAKE_BUILD_TYPE=Release \\
+  -DCMAKE_CXX_COMPILER="$ROCM_PATH/bin/amdclang++" \\
+  -DCMAKE_C_COMPILER="$ROCM_PATH/bin/amdclang" \\
+  -DCMAKE_PREFIX_PATH="$ROCM_PATH" \\
+  -DROCM_PATH="$ROCM_PATH" \\
+  -DGPU_TARGETS="$GPU_TARGETS" \\
+  -DAMDGPU_TARGETS="$GPU_TARGETS" \\
+  -DBUILD_WITH_TENSILE=ON \\
+  -DTensile_LAZY_LIBRARY_LOADING=ON \\
+  -DTensile_SEPARATE_ARCHITECTURES=ON \\
+  -DTensile_LIBRARY_FORMAT=msgpack \\
+  -DBUILD_WITH_HIPBLASLT=OFF \\
+  -DBUILD_CLIENTS_TESTS=OFF -DBUILD_CLIENTS_BENCHMARKS=OFF -DBUILD_CLIENTS_SAMPLES=OFF \\
+  -DCMAKE_INSTALL_PREFIX="$PREFIX"
+cmake --build "$BUILD" -j"{jobs}"
+cmake --install "$BUILD"     # needs write access to $PREFIX (sudo, or a PREFIX of your own)
+
+# The build must have left the per-target index and helper kernels:
+for f in {' '.join(expected)}; do
+  test -f "$PREFIX/lib/rocblas/library/$f" || {{ echo "missing $PREFIX/lib/rocblas/library/$f" >&2; exit 1; }}
+done
+
+# Then rocmrevive takes it, verified by content (every code object loads on the card with a
+# code object version the tree's runtime takes; the Tensile cross-reference passes on an
+# overlay of the tree's own index), recorded as "verified by content, unpinned":
+{check}
+{install}
+"""
+    notes += [f"built against {rocm_path}; the result serves only a rocBLAS {_mm(copy.rocblas_version) or rel} tree",
+              f"rocBLAS for ROCm 7.x also lives in {MONOREPO} (projects/rocblas): set ROCBLAS_REPO and "
+              f"ROCBLAS_SUBDIR if {tag} is not in {ROCBLAS_REPO}"]
+    return Recipe(copy.path, copy.rocblas_version, copy.rocm_version, rocm_path, procs, "source-build", tag,
+                  ROCBLAS_REPO, prefix, library, install, script, expected, notes)
