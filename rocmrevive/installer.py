@@ -60,6 +60,7 @@ class CopyPlan:
     journal: str | None = None
     changed: bool = False
     error: dict | None = None          # {"code", "exit", "message"} when this copy was refused
+    verification: str = "pinned"       # "pinned" (a manifest's hashes) | "verified by content, unpinned"
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -283,7 +284,6 @@ def _plan_copy(root, copy, cp: CopyPlan, devices, manifests, cache_dir: Path, *,
                cross_version, check, state_dir, log, progress, confirm) -> None:
     from rocmrevive.diagnose import locate
     from rocmrevive.txn.plan import plan_from_staged
-    from rocmrevive.txn.transaction import apply_plan, rollback
 
     real_lib = root.resolve(copy.path)
     host_lib = locate.rocblas_host_library(real_lib)
@@ -298,17 +298,27 @@ def _plan_copy(root, copy, cp: CopyPlan, devices, manifests, cache_dir: Path, *,
         cp.status, cp.reason = "satisfied", "already serves " + ", ".join(map(str, devices))
         return
     manifest = _choose_manifest(manifests, copy.rocblas_version)
+    pinned = None if manifest is None else (manifest.sources if cross_version
+                                            else manifest.sources_for(copy.rocblas_version))
+    if from_path and not pinned:
+        # no manifest source for this rocBLAS: the folder or tarball must prove itself by content
+        _plan_unpinned(root, copy, cp, devices, manifest, cache_dir, real_lib=real_lib, host_lib=host_lib,
+                       from_path=from_path, check=check, state_dir=state_dir, confirm=confirm)
+        return
     if manifest is None:
         cp.status = "unsupported"
         cp.reason = (f"no manifest for rocBLAS {copy.rocblas_version or '(version unknown)'}"
-                     + ("" if copy.rocblas_version else f" ({'; '.join(copy.problems)})"))
+                     + ("" if copy.rocblas_version else f" ({'; '.join(copy.problems)})")
+                     + f"; `rocmrevive recipe --tree {copy.path}` writes the build, `install --from` takes it")
         return
     cp.manifest = manifest.id
     sources = manifest.sources if cross_version else manifest.sources_for(copy.rocblas_version)
     if not sources:
         cp.status = "refused"
         cp.reason = (f"{manifest.id} has no source built for rocBLAS {copy.rocblas_version}; "
-                     f"--cross-version allows {', '.join(s.name for s in manifest.sources)}")
+                     f"`rocmrevive recipe --tree {copy.path}` writes the build and `install --from <its prefix>` "
+                     f"takes it, verified by content (--cross-version allows "
+                     f"{', '.join(s.name for s in manifest.sources)}, at your risk)")
         return
     source, fetched = _fetch_first(root, sources, cache_dir, mirror=mirror, from_path=from_path, log=log,
                                    progress=progress)
@@ -332,30 +342,86 @@ def _plan_copy(root, copy, cp: CopyPlan, devices, manifests, cache_dir: Path, *,
                                       "artifact": fetched.to_json(), "devices": [str(d) for d in devices],
                                       "rocblas_version": copy.rocblas_version, "rocm_version": copy.rocm_version,
                                       "library": copy.path})
-        cp.summary = plan.summary()
-        cp.diff = plan.diff()
-        if not check and confirm is not None and not confirm(cp):
-            cp.status, cp.reason = "skipped", "not confirmed"
-            return
-        res = apply_plan(root, plan, state_dir=state_dir, dry_run=check)
-        cp.changes = res.actions
-        if check:
-            pending = [a for a in res.actions if a.get("op") not in ("unchanged",)]
-            cp.status = "planned" if pending else "unchanged"
-            cp.reason = (f"would add {cp.summary['create']} and replace {cp.summary['replace']} files "
-                         f"({cp.summary['bytes']:,} bytes)") if pending else "files already in place"
-            return
-        cp.txid, cp.journal, cp.changed = res.txid, res.journal_path, res.changed
-        after = _verify(real_lib, devices, host_library=host_lib, rocm_version=copy.rocm_version, show=show)
-        cp.verify_after = after.to_json()
-        if not _gating_ok(after):
-            if res.txid:
-                rollback(root, res.txid, state_dir=state_dir, force=True)
-            raise RevError("VERIFY_FAILED", f"{copy.path} failed verification after the install and was "
-                                            f"rolled back: {_first_failures(after)}")
-        cp.status = "installed" if res.changed else "unchanged"
-        cp.reason = (f"added {cp.summary['create']}, replaced {cp.summary['replace']} files "
-                     f"(transaction {res.txid})") if res.changed else "files already in place"
+        _apply_copy_plan(root, plan, copy, cp, devices, real_lib=real_lib, host_lib=host_lib, check=check,
+                         state_dir=state_dir, confirm=confirm)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _apply_copy_plan(root, plan, copy, cp: CopyPlan, devices, *, real_lib, host_lib, check, state_dir,
+                     confirm) -> None:
+    """Apply (or, with check, dry-run) one copy's plan; verify the installed copy and roll back
+    when it fails."""
+    from rocmrevive.txn.transaction import apply_plan, rollback
+
+    cp.summary = plan.summary()
+    cp.diff = plan.diff()
+    if not check and confirm is not None and not confirm(cp):
+        cp.status, cp.reason = "skipped", "not confirmed"
+        return
+    res = apply_plan(root, plan, state_dir=state_dir, dry_run=check)
+    cp.changes = res.actions
+    if check:
+        pending = [a for a in res.actions if a.get("op") not in ("unchanged",)]
+        cp.status = "planned" if pending else "unchanged"
+        cp.reason = (f"would add {cp.summary['create']} and replace {cp.summary['replace']} files "
+                     f"({cp.summary['bytes']:,} bytes)") if pending else "files already in place"
+        return
+    cp.txid, cp.journal, cp.changed = res.txid, res.journal_path, res.changed
+    after = _verify(real_lib, devices, host_library=host_lib, rocm_version=copy.rocm_version,
+                    show=root.machine_path)
+    cp.verify_after = after.to_json()
+    if not _gating_ok(after):
+        if res.txid:
+            rollback(root, res.txid, state_dir=state_dir, force=True)
+        raise RevError("VERIFY_FAILED", f"{copy.path} failed verification after the install and was "
+                                        f"rolled back: {_first_failures(after)}")
+    cp.status = "installed" if res.changed else "unchanged"
+    cp.reason = (f"added {cp.summary['create']}, replaced {cp.summary['replace']} files "
+                 f"(transaction {res.txid})") if res.changed else "files already in place"
+
+
+def _plan_unpinned(root, copy, cp: CopyPlan, devices, manifest, cache_dir: Path, *, real_lib, host_lib,
+                   from_path, check, state_dir, confirm) -> None:
+    """``--from`` a folder or tarball no manifest pins: staged, then accepted only by content
+    (``rocmrevive.unpinned``), and journaled as "verified by content, unpinned"."""
+    from rocmrevive import unpinned
+    from rocmrevive.codeobj.inspect import inspect_file
+    from rocmrevive.diagnose.verify import runtime_limit
+    from rocmrevive.txn.plan import plan_from_staged
+
+    cp.verification = unpinned.VERIFIED_BY_CONTENT
+    cp.manifest = manifest.id if manifest else None
+    comps = manifest.components_of("tensile") if manifest else []
+    patterns = [p for c in comps for p in c.files] or list(unpinned.default_patterns(TARGET))
+    work = Path(tempfile.mkdtemp(prefix="stage-", dir=_staging_parent(cache_dir)))
+    try:
+        staged = unpinned.stage(Path(from_path), TARGET, unpinned.selector(patterns), work)
+        cp.source = {"kind": "unpinned", "from": str(from_path), "verification": unpinned.VERIFIED_BY_CONTENT}
+        cp.artifact = staged.to_json()
+        unpinned.check_version(staged, copy.rocblas_version, copy.path)
+        _check_staged_targets(staged.by_name, devices)
+        limit, basis = runtime_limit(copy.rocm_version, inspect_file(host_lib) if host_lib else None)
+        unpinned.check_code_object_versions(staged.by_name, limit, basis)
+        staged_result = _verify(_overlay(real_lib, staged.by_name, work), devices, host_library=host_lib,
+                                rocm_version=copy.rocm_version, show=lambda p: str(p))
+        cp.verify_staged = staged_result.to_json()
+        if not _gating_ok(staged_result):
+            raise RevError("VERIFY_FAILED", f"--from {from_path} does not serve {copy.path}: "
+                                            f"{_first_failures(staged_result)} (the cross-reference against the "
+                                            f"tree's own index: a build of another rocBLAS release?); nothing "
+                                            f"was changed")
+        plan = plan_from_staged(root, copy.path, {f"{copy.path}/{n}": p for n, p in staged.by_name.items()},
+                                source=f"unpinned {from_path} ({unpinned.VERIFIED_BY_CONTENT})",
+                                meta={"manifest": None, "source": f"{unpinned.VERIFIED_BY_CONTENT}: {from_path}",
+                                      "verification": unpinned.VERIFIED_BY_CONTENT, "pinned": False,
+                                      "artifact": staged.to_json(), "devices": [str(d) for d in devices],
+                                      "rocblas_version": copy.rocblas_version, "rocm_version": copy.rocm_version,
+                                      "library": copy.path})
+        _apply_copy_plan(root, plan, copy, cp, devices, real_lib=real_lib, host_lib=host_lib, check=check,
+                         state_dir=state_dir, confirm=confirm)
+        if cp.status in ("installed", "planned", "unchanged"):
+            cp.reason += f"; {unpinned.VERIFIED_BY_CONTENT}"
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -1,0 +1,162 @@
+"""``install --from`` a folder or tarball that no manifest pins (a local build from ``rocmrevive
+recipe``, a community tarball): accepted only when it proves itself by content.
+
+No checksum vouches for such a source, so what it holds is checked against the tree it is for:
+
+1. it carries the target's per-arch index (``TensileLibrary_lazy_<proc>.dat``) and its Tensile
+   files (the manifest's file patterns, or the standard gfx names when no manifest covers the
+   version); only those files are taken, never an arch-neutral file the tree already has;
+2. version metadata it carries (``include/rocblas/internal/rocblas-version.h``,
+   ``rocblas-config-version.cmake``, a ``librocblas.so.X.Y`` member name) names the tree's rocBLAS
+   major.minor;
+3. every code object is GPU code that loads on every card (target, xnack/sramecc), in a code object
+   version the tree's runtime takes;
+4. the Tensile cross-reference passes on an overlay of the tree's own folder (its ``*_fallback.dat``
+   and the staged files): every solution's kernel is in the code object rocBLAS will open. A build of
+   another rocBLAS fails here even without metadata: its fallback kernels are not the ones the
+   tree's index names.
+
+The journal records the result as ``verified by content, unpinned`` (``meta["verification"]``).
+
+    staged = stage(Path("/opt/rocmrevive/rocblas/5.1.0-gfx906"), "gfx906", select, work)
+    staged.by_name["TensileLibrary_lazy_gfx906.dat"], staged.evidence
+"""
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rocmrevive.errors import RevError
+
+VERIFIED_BY_CONTENT = "verified by content, unpinned"
+_HDR = re.compile(r"#define\s+ROCBLAS_VERSION_(MAJOR|MINOR|PATCH)\s+(\d+)")
+_CMAKE = re.compile(r'set\(\s*PACKAGE_VERSION\s+"?([0-9.]+)"?\s*\)')
+_SONAME = re.compile(r"^librocblas\.so\.(\d+\.\d+)(?:\.\d+)*$")
+_META_NAMES = ("rocblas-version.h", "rocblas-config-version.cmake")
+
+
+def default_patterns(processor: str) -> tuple[str, ...]:
+    """The Tensile files of one processor, as AMD's and Debian's rocBLAS name them."""
+    p = processor
+    return (f"TensileLibrary_lazy_{p}.dat", f"TensileLibrary_lazy_{p}-xnack[+-].dat",
+            f"TensileLibrary_*_{p}.dat", f"TensileLibrary_*_{p}.co", f"TensileLibrary_*_{p}.hsaco",
+            f"TensileLibrary_*_{p}-xnack[+-].hsaco", f"Kernels.so-*-{p}.hsaco", f"Kernels.so-*-{p}-xnack[+-].hsaco")
+
+
+def selector(patterns):
+    rx = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
+    return lambda name: rx.match(name.rsplit("/", 1)[-1]) is not None
+
+
+@dataclass
+class Staged:
+    source: str                          # what the user gave
+    kind: str                            # "dir", "tar.gz", ...
+    library_member: str                  # the folder inside it that held the index ("." for itself)
+    by_name: dict[str, Path]             # file name -> staged real path
+    evidence: list[dict] = field(default_factory=list)   # version metadata found: {"file", "version"}
+
+    def versions(self) -> set[str]:
+        return {e["version"] for e in self.evidence}
+
+    def to_json(self) -> dict:
+        return {"from": self.source, "kind": self.kind, "library": self.library_member,
+                "files": len(self.by_name), "version_evidence": self.evidence}
+
+
+def _mm(v: str | None) -> str | None:
+    m = re.match(r"^(\d+)\.(\d+)", v or "")
+    return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
+def stage(source: Path, processor: str, tensile_select, work: Path) -> Staged:
+    """Extract the Tensile files of ``processor`` and any rocBLAS version metadata from ``source``
+    (a folder, a tarball or a .deb: found by content) into ``work``."""
+    from rocmrevive.sources.unpack import archive_kind, extract_selected
+
+    if not source.exists():
+        raise RevError("USAGE", f"--from {source}: no such file or folder")
+    kind = archive_kind(source)
+    if kind == "unknown":
+        raise RevError("USAGE", f"--from {source}: neither a folder, a tarball nor a .deb (by its content)")
+    sonames: list[str] = []
+
+    def select(name: str) -> bool:
+        base = name.rsplit("/", 1)[-1]
+        if _SONAME.match(base):
+            sonames.append(name)
+            return False
+        return base in _META_NAMES or tensile_select(name)
+
+    staging = work / "unpinned"
+    files = extract_selected(source, select, staging)
+    paths = {f.name: Path(f.path) for f in files}
+    rels = list(paths)
+    lazy = f"TensileLibrary_lazy_{processor}.dat"
+    homes = sorted({os.path.dirname(r) for r in rels if r.rsplit("/", 1)[-1] == lazy}, key=lambda d: (len(d), d))
+    if not homes:
+        raise RevError("VERIFY_FAILED", f"--from {source}: no {lazy} in it (a rocBLAS build for {processor} "
+                                        f"leaves one in <prefix>/lib/rocblas/library); nothing was changed")
+    if len(homes) > 1:
+        raise RevError("VERIFY_FAILED", f"--from {source}: {len(homes)} rocBLAS library folders with {lazy} "
+                                        f"({', '.join(h or '.' for h in homes[:3])}); give the one meant; "
+                                        f"nothing was changed")
+    home = homes[0]
+    by_name = {}
+    for r in rels:
+        d, base = os.path.dirname(r), r.rsplit("/", 1)[-1]
+        if d == home and base not in _META_NAMES and tensile_select(base):
+            by_name[base] = paths[r]
+    st = Staged(str(source), kind, home or ".", by_name)
+    for r in rels:
+        base = r.rsplit("/", 1)[-1]
+        if base not in _META_NAMES:
+            continue
+        try:
+            text = paths[r].read_text(errors="replace")[:65536]
+        except OSError:
+            continue
+        if base == "rocblas-version.h":
+            parts = dict(_HDR.findall(text))
+            if {"MAJOR", "MINOR", "PATCH"} <= parts.keys():
+                st.evidence.append({"file": r, "version": f"{parts['MAJOR']}.{parts['MINOR']}.{parts['PATCH']}"})
+        else:
+            m = _CMAKE.search(text)
+            if m:
+                st.evidence.append({"file": r, "version": m.group(1)})
+    for n in sonames:
+        m = _SONAME.match(n.rsplit("/", 1)[-1])
+        if m:
+            st.evidence.append({"file": n, "version": m.group(1)})
+    return st
+
+
+def check_version(staged: Staged, tree_version: str | None, where: str) -> None:
+    """Version metadata in the source, when there is any, must name the tree's rocBLAS major.minor."""
+    want = _mm(tree_version)
+    if want is None:
+        return
+    wrong = [e for e in staged.evidence if _mm(e["version"]) != want]
+    if wrong:
+        e = wrong[0]
+        raise RevError("VERIFY_FAILED", f"--from {staged.source} is a build of rocBLAS {e['version']} ({e['file']}), "
+                                        f"but {where} has rocBLAS {tree_version}: Tensile files must come from the "
+                                        f"same rocBLAS release (`rocmrevive recipe --tree {where}` names it); "
+                                        f"nothing was changed")
+
+
+def check_code_object_versions(by_name: dict[str, Path], limit: int | None, basis: str) -> None:
+    """Every code object's version is one the tree's runtime loads."""
+    from rocmrevive.codeobj.inspect import inspect_file
+
+    if limit is None:
+        return
+    for name, p in sorted(by_name.items()):
+        rep = inspect_file(p)
+        for e in rep.entries:
+            if e.co_version is not None and e.co_version > limit:
+                raise RevError("VERIFY_FAILED", f"staged {name} is code object v{e.co_version}, but the tree's "
+                                                f"runtime ({basis}) loads up to v{limit}; nothing was changed")
