@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 
 from machines import CAPTURES, capture, machine  # noqa: F401
 from machines.catalog import GFX908_PROPERTIES, MACHINES
