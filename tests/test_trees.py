@@ -43,7 +43,8 @@ def test_every_layout_and_how_its_version_is_known(machine):
     assert (deb.rocm_version, deb.rocm_version_source) == ("6.4.4", "dpkg: librocblas4 6.4.4-4")
     torch = c["python-torch"]
     assert torch.path == "/home/alice/venvs/torch/lib/python3.12/site-packages/torch/lib/rocblas/library"
-    assert (torch.rocblas_version, torch.version_source) == ("4", "librocblas.so.4")
+    assert (torch.rocblas_version, torch.version_source) == (
+        "4.3", "librocblas.so.4; ROCm 6.3 (torch.version.hip 6.3.42134-a9a80e791) ships rocBLAS 4.3")
     assert (torch.rocm_version, torch.rocm_version_source) == ("6.3", "torch.version.hip 6.3.42134-a9a80e791")
     assert torch.owner.endswith("(torch 2.7.1+rocm6.3)")
     assert c["bundle"].path == "/usr/lib/ollama/rocm/rocblas/library"
@@ -164,7 +165,8 @@ def test_unversioned_wheel_library_version_from_soname(fresh_machine, tmp_path):
     subprocess.run([CLANG, "-shared", "-fPIC", "-Wl,-soname,librocblas.so.4", str(tmp_path / "e.c"),
                     "-o", str(tlib / "librocblas.so")], check=True)
     c = _by_layout(survey(Root(root)).copies)["python-torch"]
-    assert (c.rocblas_version, c.version_source) == ("4", "SONAME librocblas.so.4")
+    assert (c.rocblas_version, c.version_source) == (
+        "4.3", "SONAME librocblas.so.4; ROCm 6.3 (torch.version.hip 6.3.42134-a9a80e791) ships rocBLAS 4.3")
 
 
 @pytest.mark.debian

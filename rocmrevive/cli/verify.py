@@ -42,18 +42,21 @@ def verify(ui, trees, targets):
         copies = resolve_copies(ui.root, trees)
         show = ui.root.machine_path
         results = []
+        ollama: dict[int, dict | None] = {}
         with ui.progress("verifying", len(copies) * len(devices), unit="checks") as advance:
             for _tree, lib, version in copies:
                 host = locate.rocblas_host_library(lib)
                 integrity = integrity_check(ui.root, show(lib), [show(host)] if host else [])
                 results.append(verify_copy(lib, devices, host_library=host, rocm_version=version,
                                            integrity=integrity, show=show))
+                ollama[id(results[-1])] = _ollama_check(show(lib), lib, devices)
                 advance(len(devices))
         failed = [(r, d, c) for r in results for d in r.devices for c in d.checks if c.status == FAIL]
         failed += [(r, None, r.integrity) for r in results if r.integrity.status == FAIL]
         ok = not failed
         data = {"ok": ok, "targets": [str(d) for d in devices], "target_source": device_note,
-                "copies": [r.to_json() for r in results]}
+                "copies": [{**r.to_json(), **({"ollama": ollama[id(r)]} if ollama.get(id(r)) else {})}
+                           for r in results]}
         code, message = "OK", None
         if not ok:
             code = "VERIFY_FAILED"
@@ -69,6 +72,21 @@ def verify(ui, trees, targets):
 
 # ------------------------------------------------------------------------------------------
 # inputs: devices, copies, versions, journal
+
+def _ollama_check(machine_lib: str, lib: Path, devices) -> dict | None:
+    """For a library folder inside an Ollama install (``…/ollama/<runner>/rocblas/library``):
+    the targets Ollama's own glob finds and, per device, whether Ollama keeps it."""
+    from rocmrevive.trees.rocblas import ollama_supported
+
+    parts = machine_lib.rstrip("/").split("/")
+    if len(parts) < 4 or parts[-2:] != ["rocblas", "library"] or "ollama" not in parts[:-3]:
+        return None
+    supported = ollama_supported(str(lib))
+    return {"runner": "/".join(parts[:-2]), "glob": "rocblas/library/TensileLibrary_lazy_gfx*.dat",
+            "supported": supported,
+            "devices": {str(d): (getattr(d, "processor", None) or str(d).split(":")[0]) in supported
+                        for d in devices}}
+
 
 def resolve_devices(root, targets) -> tuple[list, str]:
     from rocmrevive.hardware.devices import resolve_devices as _resolve

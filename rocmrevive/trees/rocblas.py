@@ -44,6 +44,11 @@ _HDR = re.compile(r"#define\s+ROCBLAS_VERSION_(MAJOR|MINOR|PATCH)\s+(\d+)")
 _CMAKE = re.compile(r'set\(\s*PACKAGE_VERSION\s+"?([0-9.]+)"?\s*\)')
 _AMD_DEB = re.compile(r"^(\d+\.\d+\.\d+)\.(\d{5,6})-")
 CODE_SUFFIXES = (".co", ".hsaco")
+# rocBLAS's minor release in each ROCm release (AMD's ROCm release notes, component tables):
+# a wheel or bundle that ships only ``librocblas.so.N`` (SONAME major) is placed by its ROCm.
+ROCBLAS_OF_ROCM = {"6.0": "4.0", "6.1": "4.1", "6.2": "4.2", "6.3": "4.3", "6.4": "4.4",
+                   "7.0": "5.0", "7.1": "5.1", "7.2": "5.2"}
+_OLLAMA_RUNNER = re.compile(r"^rocm_v(\d+)_(\d+)$")      # Ollama >= 0.13: lib/ollama/rocm_v7_2
 BUNDLE_BASES = ("/usr/lib/ollama", "/usr/local/lib/ollama", "/usr/share/ollama/lib", "/opt/ollama")
 
 
@@ -307,6 +312,32 @@ def _debian_copy(root: Root, lib: str, dpkg: dict[str, str]) -> RocblasCopy:
     return c
 
 
+def rocblas_of_rocm(rocm: str | None, soname_major: str | None) -> str | None:
+    """rocBLAS ``X.Y`` of ROCm ``rocm`` (``6.4``, ``6.4.43484``), when its major agrees with the
+    library's SONAME major; else None."""
+    if not rocm or not soname_major:
+        return None
+    v = ROCBLAS_OF_ROCM.get(".".join(rocm.split(".")[:2]))
+    return v if v and v.split(".")[0] == soname_major.split(".")[0] else None
+
+
+def _place_by_rocm(c: RocblasCopy, rocm: str | None, why: str) -> None:
+    """Make a SONAME-major-only version (``4``) exact to the minor from the ROCm release."""
+    if c.rocblas_version and "." not in c.rocblas_version:
+        v = rocblas_of_rocm(rocm, c.rocblas_version)
+        if v:
+            c.rocblas_version, c.version_source = v, f"{c.version_source}; {why} ships rocBLAS {v}"
+
+
+def ollama_supported(lib: str) -> list[str]:
+    """The gfx targets Ollama believes a ROCm runner folder supports: it globs
+    ``<runner>/rocblas/library/TensileLibrary_lazy_gfx*.dat`` and keeps what is between
+    ``TensileLibrary_lazy_`` and ``.dat`` (discover/amd.go rocblasGFXTargets; GetSupportedGFX in
+    0.9.x, whose miss prints "amdgpu is not supported"). ``lib``: the real library folder."""
+    names = glob.glob(os.path.join(glob.escape(lib), "TensileLibrary_lazy_gfx*.dat"))
+    return sorted(os.path.basename(n)[len("TensileLibrary_lazy_"):-len(".dat")] for n in names)
+
+
 def _plain_copy(root: Root, lib: str, layout: str, owner: str | None) -> RocblasCopy:
     c = RocblasCopy(lib, layout, owner)
     libdir = os.path.dirname(os.path.dirname(lib))     # …/lib for …/lib/rocblas/library
@@ -335,13 +366,21 @@ def find_copies(root: Root, *, installs: list[RocmInstall] = (), envs: list[Pyth
             if env.torch_hip:
                 c.rocm_version = ".".join(env.torch_hip.split(".")[:2])
                 c.rocm_version_source = f"torch.version.hip {env.torch_hip}"
+                _place_by_rocm(c, c.rocm_version, f"ROCm {c.rocm_version} (torch.version.hip {env.torch_hip})")
             found.append(c)
         for lib in _glob(root, f"{glob.escape(env.site_packages)}/_rocm_sdk_libraries_*/*/rocblas/library"):
             found.append(_plain_copy(root, lib, "python-rocm-sdk", env.label))
     for base in BUNDLE_BASES:
         for pat in ("/rocblas/library", "/*/rocblas/library", "/*/*/rocblas/library"):
             for lib in _glob(root, glob.escape(base) + pat):
-                found.append(_plain_copy(root, lib, "bundle", base))
+                c = _plain_copy(root, lib, "bundle", base)
+                runner = os.path.basename(os.path.dirname(os.path.dirname(lib)))
+                m = _OLLAMA_RUNNER.match(runner)
+                if m:
+                    c.rocm_version = f"{m.group(1)}.{m.group(2)}"
+                    c.rocm_version_source = f"Ollama runner folder {runner}"
+                    _place_by_rocm(c, c.rocm_version, f"ROCm {c.rocm_version} (Ollama's {runner})")
+                found.append(c)
     for lib in extra:
         if not root.path(lib).is_dir():
             c = RocblasCopy(lib, "user")
