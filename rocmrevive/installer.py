@@ -289,8 +289,12 @@ def _plan_copy(root, copy, cp: CopyPlan, devices, manifests, cache_dir: Path, *,
     host_lib = locate.rocblas_host_library(real_lib)
     show = root.machine_path
     if copy.arch_folders or copy.kpack:
-        cp.status, cp.reason = "unsupported", ("TheRock layout (per-arch folders / .kpack archives) is "
-                                               "recognised but not supported yet")
+        from rocmrevive.trees.recipe import therock_gfx906_command
+
+        cmd, _notes = therock_gfx906_command(copy, [TARGET])
+        cp.status, cp.reason = "unsupported", (f"a TheRock tree (ROCm {copy.rocm_version or '7.13+'}: per-target "
+                                               f".kpack archives / per-arch folders): rocmrevive does not patch it; "
+                                               f"AMD builds {TARGET} itself: {cmd}")
         return
     before = _verify(real_lib, devices, host_library=host_lib, rocm_version=copy.rocm_version, show=show)
     cp.verify_before = before.to_json()

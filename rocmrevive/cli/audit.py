@@ -48,11 +48,11 @@ def audit(ui, trees, targets, show_all, manifests_dir, cache, pythons, no_progra
     """
     from rocmrevive.cli.verify import _real, resolve_devices, system_library_dirs
     from rocmrevive.diagnose import locate
-    from rocmrevive.diagnose.audit import audit_files, library_files
+    from rocmrevive.diagnose.audit import audit_files, kpack_files, library_files
 
     def work() -> Outcome:
         devices, device_note = resolve_devices(ui.root, targets)
-        files, tensile, shown_trees = [], [], []
+        files, tensile, shown_trees, kpacks = [], [], [], []
         if trees:
             for t in trees:
                 real = _real(ui.root, t)
@@ -61,12 +61,17 @@ def audit(ui, trees, targets, show_all, manifests_dir, cache, pythons, no_progra
                 elif real.is_dir():
                     files += library_files(locate.lib_dirs(real))
                     tensile += locate.rocblas_library_dirs(real)
+                    kpacks += kpack_files(real)
                 else:
                     raise RevError("USAGE", f"--tree {t}: no such file or folder under {ui.root.base}")
                 shown_trees.append(ui.root.machine_path(real))
         else:
             dirs = system_library_dirs(ui.root)
             files += library_files(dirs)
+            from rocmrevive.trees.installs import find_installs
+
+            for inst in find_installs(ui.root)[0]:
+                kpacks += kpack_files(ui.root.path(inst.path))
             for d in dirs:
                 tensile += locate.rocblas_library_dirs(d)
             shown_trees += [ui.root.machine_path(d) for d in dirs]
@@ -75,7 +80,7 @@ def audit(ui, trees, targets, show_all, manifests_dir, cache, pythons, no_progra
             from rocmrevive.diagnose.programs import find_programs
 
             programs = find_programs(ui.root, devices, pythons=pythons)
-        if not files and not tensile and not (programs and programs.programs):
+        if not files and not tensile and not kpacks and not (programs and programs.programs):
             raise RevError("NOTHING_SUPPORTED",
                            "no shared library found" + (f" in {', '.join(trees)}" if trees else
                                                         f" in {ui.root.base} (/opt/rocm*, system folders with a HIP "
@@ -85,6 +90,7 @@ def audit(ui, trees, targets, show_all, manifests_dir, cache, pythons, no_progra
         graft_for = graft_remedies(ui.root, manifests, cache)
         with ui.progress("reading fat binaries", len(files), unit="files") as advance:
             rep = audit_files(files, devices, tensile_dirs=list(dict.fromkeys(tensile)),
+                              kpacks=list(dict.fromkeys(kpacks)),
                               remedy_for=remedy_for, graft_for=graft_for, show=ui.root.machine_path,
                               progress=advance)
         data = {"trees": shown_trees, "target_source": device_note, **rep.to_json()}

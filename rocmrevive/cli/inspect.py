@@ -20,7 +20,8 @@ def inspect(ui, paths, deep, problems_only):
 
     Files are classified by their magic, never their extension: raw AMDGPU ELF, clang
     offload bundles, compressed bundles (CCOB v1-v3, zlib/zstd), host libraries with a
-    .hip_fatbin section, Tensile .dat indexes. PATHS are read as given (not under --root).
+    .hip_fatbin section, Tensile .dat indexes, TheRock's .kpack kernel archives (header and
+    TOC; exact targets from the code objects when the archive is not compressed). PATHS are read as given (not under --root).
     Exit 0: all read; 6: some file is damaged; 3: no code object found.
     """
     from rocmrevive.codeobj.inspect import iter_files, inspect_file
@@ -30,7 +31,12 @@ def inspect(ui, paths, deep, problems_only):
         reports = []
         with ui.progress("inspecting", len(files), unit="files") as advance:
             for f in files:
-                reports.append(inspect_file(f, deep=deep))
+                rep = inspect_file(f, deep=deep)
+                if rep.kind == "not-code-object" and _is_kpack(f):
+                    from rocmrevive.codeobj.kpack import file_report
+
+                    rep = file_report(f)
+                reports.append(rep)
                 advance(1)
         summary = _summary(reports)
         code, message = "OK", None
@@ -48,6 +54,16 @@ def inspect(ui, paths, deep, problems_only):
             code=code, message=message)
 
     ui.run("inspect", work)
+
+
+def _is_kpack(path) -> bool:
+    from rocmrevive.codeobj.kpack import is_kpack
+
+    try:
+        with open(path, "rb") as f:
+            return is_kpack(f.read(4))
+    except OSError:
+        return False
 
 
 def _summary(reports) -> dict:

@@ -120,8 +120,25 @@ def library_files(dirs: Iterable[Path]) -> list[Path]:
     return out
 
 
+KPACK = KnownLibrary(
+    "therock-kpack", "TheRock kernel archive", r"^.*\.kpack$", True,
+    "the libraries whose device code this archive holds (its TOC's binaries) fail on the card with "
+    "'no kernel image' / hipErrorInvalidDeviceFunction",
+    "install TheRock's device package for the card, of the tree's own release (`rocmrevive recipe --tree "
+    "<the tree>` prints AMD's command); rocmrevive does not patch .kpack trees")
+
+
+def kpack_files(tree: Path) -> list[Path]:
+    """TheRock's ``<tree>/.kpack/*.kpack`` archives (none for other layouts)."""
+    try:
+        with os.scandir(tree / ".kpack") as it:
+            return sorted(Path(e.path) for e in it if e.name.endswith(".kpack") and e.is_file(follow_symlinks=False))
+    except OSError:
+        return []
+
+
 def audit_files(files: Iterable[Path], targets: list[TargetId], *,
-                tensile_dirs: Iterable[Path] = (),
+                tensile_dirs: Iterable[Path] = (), kpacks: Iterable[Path] = (),
                 remedy_for: RemedyFor | None = None,
                 graft_for: GraftFor | None = None,
                 show: Callable[[Path], str] = str,
@@ -157,9 +174,23 @@ def audit_files(files: Iterable[Path], targets: list[TargetId], *,
         rep.rows.append(row)
     for d in tensile_dirs:
         rep.rows.append(tensile_row(d, targets, remedy_for=remedy_for, show=show))
+    for k in kpacks:
+        rep.rows.append(kpack_row(k, targets, show=show))
     rep.rows.sort(key=lambda r: (not r.is_gpu_library, r.name.lower(), r.path))
     rep.seconds = time.perf_counter() - t0
     return rep
+
+
+def kpack_row(path: Path, targets: list[TargetId], *, show: Callable[[Path], str] = str) -> LibraryRow:
+    """A TheRock ``.kpack`` archive as one row: the targets its code objects (or its TOC) name."""
+    from rocmrevive.codeobj.kpack import file_report
+
+    fr = file_report(path)
+    row = LibraryRow(path=show(path), library=KPACK.key, name=f"{KPACK.name} {path.name}", kind="kpack",
+                     processors=fr.processors, problems=list(fr.problems))
+    for t in targets:
+        row.cells[str(t)] = _cell(fr, t, KPACK, None)
+    return row
 
 
 def _remedy(known: KnownLibrary | None, processor: str, remedy_for: RemedyFor | None) -> str:

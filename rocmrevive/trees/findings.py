@@ -55,12 +55,25 @@ def tree_findings(s) -> list[Finding]:
                 f"{what} does not serve {', '.join(f'{g.label} ({g.processor})' for g in others)}",
                 "rocmrevive adds gfx906 files only", "none", "none"))
         if c.kpack or c.arch_folders:
-            out.append(Finding(
-                "rocblas-new-layout", "info", c.path,
-                f"{what} uses TheRock's layout (" + ", ".join(
-                    x for x, on in (("per-arch folders", c.arch_folders), (".kpack archives", c.kpack)) if on)
-                + ")", "ROCm 7.13+ builds move device code; rocmrevive recognises but does not patch it yet",
-                "none", "none"))
+            from rocmrevive.trees.recipe import therock_gfx906_command
+
+            layout = ", ".join(x for x, on in (("per-arch folders", c.arch_folders),
+                                               (f".kpack archives for {', '.join(c.kpack_arches) or '?'}", c.kpack))
+                               if on)
+            if m906:
+                cmd, _notes = therock_gfx906_command(c, ["gfx906"])
+                out.append(Finding(
+                    "rocblas-therock-gfx906", "error", c.path,
+                    f"{what} uses TheRock's layout ({layout}) and has no gfx906 device code",
+                    "ROCm 7.13+ (TheRock) ships device code per GPU target as packages of its own; rocmrevive "
+                    "does not patch such trees: AMD builds gfx906 itself",
+                    cmd, data={"kpack_archives": c.kpack_archives, "kpack_arches": c.kpack_arches}))
+            else:
+                out.append(Finding(
+                    "rocblas-new-layout", "info", c.path, f"{what} uses TheRock's layout ({layout})",
+                    "ROCm 7.13+ builds move device code into per-target packages; rocmrevive reads them, "
+                    "and leaves them to AMD's packages", "none", "none",
+                    data={"kpack_archives": c.kpack_archives, "kpack_arches": c.kpack_arches}))
         if c.problems:
             out.append(Finding("rocblas-read-problems", "info", c.path, f"{c.path}: " + "; ".join(c.problems[:3]),
                                "files missing or unreadable", "none", "none"))

@@ -78,6 +78,8 @@ class RocblasCopy:
     file_targets: list[str] = field(default_factory=list)
     arch_folders: bool = False       # per-arch subfolders (TheRock 7.13+ layout)
     kpack: bool = False              # device code moved into .kpack archives
+    kpack_archives: list[str] = field(default_factory=list)   # <prefix>/.kpack/*.kpack (machine paths)
+    kpack_arches: list[str] = field(default_factory=list)     # the gfx arches their TOCs list
     deep: DeepScan | None = None
     missing_for_gpus: list[int] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
@@ -106,6 +108,7 @@ class RocblasCopy:
                 "rocm_version": self.rocm_version, "rocm_version_source": self.rocm_version_source,
                 "files": self.files, "targets": self.targets, "file_targets": self.file_targets,
                 "arch_folders": self.arch_folders, "kpack": self.kpack,
+                "kpack_archives": self.kpack_archives, "kpack_arches": self.kpack_arches,
                 "code_objects": self.deep.to_json() if self.deep else None,
                 "missing_for_gpus": self.missing_for_gpus, "problems": self.problems}
 
@@ -399,12 +402,38 @@ def find_copies(root: Root, *, installs: list[RocmInstall] = (), envs: list[Pyth
             continue
         seen.add(str(real))
         code = scan_library(str(real), c) if real.is_dir() else []
+        therock_kpacks(root, c)
         if c.version_source is None and not c.problems:
             c.problems.append("rocBLAS version unknown: no version header, package record or librocblas.so.X.Y")
         if deep:
             c.deep = deep_scan(code, progress)
         out.append(c)
     return out
+
+
+def therock_kpacks(root: Root, copy: RocblasCopy) -> None:
+    """TheRock's ``.kpack`` folder at the install prefix of a ``<prefix>/lib/rocblas/library`` copy:
+    the archives and the arches their TOCs list (headers and TOC only, ``codeobj.kpack``)."""
+    m = re.match(r"^(.*)/lib(?:64)?/rocblas/library$", copy.path)
+    if not m:
+        return
+    folder = f"{m.group(1)}/.kpack"
+    try:
+        names = sorted(n for n in os.listdir(root.path(folder)) if n.endswith(".kpack"))
+    except OSError:
+        return
+    if not names:
+        return
+    from rocmrevive.codeobj.kpack import read_kpack
+
+    copy.kpack = True
+    arches: set[str] = set()
+    for n in names:
+        copy.kpack_archives.append(f"{folder}/{n}")
+        rep = read_kpack(root.path(f"{folder}/{n}"))
+        arches.update(rep.arches)
+        copy.problems += [f"{n}: {p}" for p in rep.problems[:3]]
+    copy.kpack_arches = sorted(arches, key=_arch_key)
 
 
 def mark_coverage(copies: list[RocblasCopy], gpus) -> None:

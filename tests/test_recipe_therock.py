@@ -1,0 +1,94 @@
+"""TheRock (ROCm 7.13+) trees: `.kpack` archives read by structure in inspect, detect, doctor,
+audit, recipe and install; for gfx906 rocmrevive names AMD's own build instead of patching.
+The tree is tests/fixtures/therock.py (Debian's real files in TheRock's layout)."""
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+
+from rocmrevive.codeobj.kpack import read_kpack
+from tests.fixtures import therock as F
+from tests.test_install import rr, tree_hash
+
+pytestmark = [pytest.mark.debian]
+TARBALL = "therock-dist-linux-gfx906-7.13.0.tar.gz"
+
+
+@pytest.fixture
+def machine(tmp_path, debian_pkgs):
+    return F.build_therock_machine(tmp_path / "m", debian_pkgs)
+
+
+def jrun(root, *args, rc):
+    r = rr(root, "--json", *args, check_rc=rc)
+    return json.loads(r.stdout)
+
+
+def test_kpack_reader_gives_the_exact_targets(machine):
+    rep = read_kpack(machine / "opt/rocm-7.13.0/.kpack/blas_lib_gfx1100.kpack")
+    assert rep.problems == [] and rep.version == 1 and rep.group == "blas" and rep.family == "gfx110X-all"
+    assert rep.arches == ["gfx1100"] and rep.compression == "none" and rep.kernels == 1
+    assert rep.binaries == {"lib/librocblas.so.5": ["gfx1100"]}
+    (e,) = rep.entries
+    assert e.target.processor == "gfx1100" and e.co_version == 6   # Debian's clang-22 .hsaco: COv6
+
+
+def test_kpack_reader_says_what_is_wrong(tmp_path):
+    bad = tmp_path / "x.kpack"
+    bad.write_bytes(b"KPAK" + struct.pack("<IQ", 1, 10 ** 9))
+    assert "outside the file" in read_kpack(bad).problems[0]
+    bad.write_bytes(b"KPAK" + struct.pack("<IQ", 7, 16))
+    assert "format version 7" in read_kpack(bad).problems[0]
+    bad.write_bytes(b"NOPE" + bytes(60))
+    assert "no KPAK magic" in read_kpack(bad).problems[0]
+    bad.write_bytes(b"KPAK" + struct.pack("<IQ", 1, 16) + b"\xc1")   # 0xc1: never used in MessagePack
+    assert "not MessagePack" in read_kpack(bad).problems[0]
+
+
+def test_inspect_reads_a_kpack(machine):
+    doc = jrun(machine, "inspect", str(machine / "opt/rocm-7.13.0/.kpack/blas_lib_gfx1101.kpack"), rc=0)
+    (f,) = doc["files"]
+    assert f["kind"] == "kpack" and f["targets"] == ["gfx1101"]
+    assert "group blas" in f["note"] and "lib/librocblas.so.5" in json.dumps(f["entries"])
+
+
+def test_detect_and_doctor_name_amds_gfx906_build(machine):
+    doc = jrun(machine, "detect", rc=0)
+    (c,) = [c for c in doc["rocblas_copies"] if c["path"] == F.LIB]
+    assert c["kpack"] is True and c["kpack_arches"] == ["gfx1100", "gfx1101"]
+    assert c["kpack_archives"] == [f"{F.TREE}/.kpack/blas_lib_gfx1100.kpack", f"{F.TREE}/.kpack/blas_lib_gfx1101.kpack"]
+    assert "gfx906" not in c["targets"] and "gfx1100" in c["targets"]
+    r = rr(machine, "--json", "doctor")
+    doc = json.loads(r.stdout)
+    (f,) = [f for f in doc["findings"] if f["id"] == "rocblas-therock-gfx906"]
+    assert f["severity"] == "error" and TARBALL in f["fix"] and "rocm.nightlies.amd.com/tarball-multi-arch/" in f["fix"]
+
+
+def test_recipe_points_to_amds_device_package(machine):
+    doc = jrun(machine, "recipe", rc=0)
+    assert doc["kind"] == "therock-device-package" and doc["tag"] is None
+    assert TARBALL in doc["install"] and "/opt/rocm-7.13.0-gfx906" in doc["install"]
+    assert any("does not patch .kpack trees" in n for n in doc["notes"])
+
+
+def test_install_refuses_with_the_command_and_changes_nothing(machine, tmp_path):
+    before = tree_hash(machine / "opt")
+    r = rr(machine, "--json", "install", "--yes", "--cache", str(tmp_path / "c"))
+    doc = json.loads(r.stdout)
+    (copy,) = doc["copies"]
+    assert copy["status"] == "unsupported" and TARBALL in copy["reason"]
+    assert tree_hash(machine / "opt") == before
+
+
+def test_audit_lists_the_archives_and_the_missing_card(machine):
+    doc = jrun(machine, "audit", "--tree", F.TREE, "--no-programs", rc=0)
+    rows = {r["path"]: r for r in doc["libraries"]}
+    k = rows[f"{F.TREE}/.kpack/blas_lib_gfx1100.kpack"]
+    assert k["kind"] == "kpack" and k["processors"] == ["gfx1100"]
+    cell = k["cells"]["gfx906:sramecc+:xnack-"]
+    assert cell["status"] == "missing" and "TheRock's device package" in cell["remedy"]
+    doc = jrun(machine, "audit", "--tree", F.TREE, "--target", "gfx1101", "--no-programs", rc=0)
+    rows = {r["path"]: r for r in doc["libraries"]}
+    assert rows[f"{F.TREE}/.kpack/blas_lib_gfx1101.kpack"]["cells"]["gfx1101"]["status"] == "embedded"
