@@ -92,3 +92,15 @@ def test_audit_lists_the_archives_and_the_missing_card(machine):
     doc = jrun(machine, "audit", "--tree", F.TREE, "--target", "gfx1101", "--no-programs", rc=0)
     rows = {r["path"]: r for r in doc["libraries"]}
     assert rows[f"{F.TREE}/.kpack/blas_lib_gfx1101.kpack"]["cells"]["gfx1101"]["status"] == "embedded"
+
+
+def test_verify_checks_the_archives_per_card(machine):
+    r = rr(machine, "--json", "verify", "--tree", F.TREE)
+    assert r.returncode == 6
+    (copy,) = json.loads(r.stdout)["copies"]
+    (dev,) = copy["devices"]
+    (k,) = [c for c in dev["checks"] if c["name"] == "kpack"]
+    assert k["status"] == "fail" and TARBALL in k["summary"] and "carry gfx1100, gfx1101" in k["summary"]
+    doc = jrun(machine, "verify", "--tree", F.TREE, "--target", "gfx1100", rc=0)
+    (dev,) = doc["copies"][0]["devices"]
+    assert [c["status"] for c in dev["checks"] if c["name"] == "kpack"] == ["pass"]

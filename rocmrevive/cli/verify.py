@@ -49,6 +49,7 @@ def verify(ui, trees, targets):
                 integrity = integrity_check(ui.root, show(lib), [show(host)] if host else [])
                 results.append(verify_copy(lib, devices, host_library=host, rocm_version=version,
                                            integrity=integrity, show=show))
+                _kpack_checks(results[-1], lib, version, show)
                 ollama[id(results[-1])] = _ollama_check(show(lib), lib, devices)
                 advance(len(devices))
         failed = [(r, d, c) for r in results for d in r.devices for c in d.checks if c.status == FAIL]
@@ -105,6 +106,39 @@ def _resolved(root, real: Path) -> str:
         return str(root.resolve(root.machine_path(real)))
     except (ValueError, OSError):
         return str(real)
+
+
+def _kpack_checks(result, lib: Path, rocm_version, show) -> None:
+    """TheRock trees: a ``kpack`` check per device, whether the tree's ``.kpack`` archives carry
+    code for its processor (their TOC / code objects, ``codeobj.kpack``); on failure, AMD's own
+    device package of the same release is the fix."""
+    from types import SimpleNamespace
+
+    from rocmrevive.codeobj.kpack import file_report
+    from rocmrevive.diagnose.audit import kpack_files
+    from rocmrevive.diagnose.verify import FAIL, PASS, Check
+    from rocmrevive.trees.recipe import therock_gfx906_command
+
+    if lib.name != "library" or lib.parent.name != "rocblas":
+        return
+    archives = kpack_files(lib.parent.parent.parent)
+    if not archives:
+        return
+    reports = [file_report(a) for a in archives]
+    for dev in result.devices:
+        have = [r for r in reports if any(e.target.covers_processor(dev.target.processor) for e in r.entries)]
+        if have:
+            names = ", ".join(show(Path(r.path)) for r in have)
+            dev.checks.append(Check("kpack", PASS, f"{len(have)} .kpack archive(s) carry {dev.target.processor}: {names}"))
+            continue
+        copy = SimpleNamespace(layout="amd", rocm_version=rocm_version)
+        cmd, _notes = therock_gfx906_command(copy, [dev.target.processor])
+        arches = sorted({p for r in reports for p in r.processors})
+        dev.checks.append(Check(
+            "kpack", FAIL, f"TheRock tree: its {len(reports)} .kpack archive(s) carry {', '.join(arches) or 'nothing'}, "
+                           f"not {dev.target.processor}; AMD's own build: {cmd}",
+            [{"kind": "kpack-missing-target", "file": show(Path(r.path)), "kernels": [],
+              "problem": f"no {dev.target.processor} code"} for r in reports]))
 
 
 def detected_copies(root) -> list:
