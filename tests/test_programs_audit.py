@@ -125,3 +125,31 @@ def test_kind_from_the_path():
     assert P.kind_for("/usr/local/lib/libsomething.so", None) is P.UNKNOWN
     assert "gfx906;gfx1030" in P.LLAMA_CPP.fix_for(["gfx906", "gfx1030"])
     assert "HCC_AMDGPU_TARGET=gfx906,gfx1030" in P.CUPY.fix_for(["gfx906", "gfx1030"])
+
+
+CUPY_SHA256 = "4912fcd48491adc332ebc7ed6f1d7487545ee2b9cf6fcc906b7827dbe182fe7f"
+
+
+@pytest.fixture(scope="session")
+def mixed_machine(tmp_path_factory) -> Path:
+    """MI50 + RX 6900 XT with the real cupy-rocm-7-0 14.2.0 wheel (ROCm 7.0 build: its cub, thrust
+    and random modules carry gfx908/90a/942/950/1030/1100/1101/1200/1201, no gfx906)."""
+    whl = cached_wheel("cupy-rocm-7-0", "14.2.0", CUPY_SHA256, python_version="3.12")
+    root = build("mi50-rx6900xt", tmp_path_factory.mktemp("mx") / "m")
+    unpack_wheel(whl, root / "usr/local/lib/python3.12/dist-packages",
+                 members=lambda n: n.startswith(("cupy/cuda/", "cupy/random/", "cupy/_core/")))
+    return root
+
+
+def test_cupy_runs_on_the_6900xt_but_not_on_the_mi50(mixed_machine):
+    code, doc = run(mixed_machine, "audit")
+    assert code == 0
+    cub = next(p for p in doc["programs"] if p["path"].endswith("cupy/cuda/cub.cpython-312-x86_64-linux-gnu.so"))
+    assert cub["program"] == "cupy-rocm" and "gfx1030" in cub["processors"] and "gfx906" not in cub["processors"]
+    by_proc = {t.split(":")[0]: c["status"] for t, c in cub["cells"].items()}
+    assert by_proc == {"gfx906": "missing", "gfx1030": "embedded"}
+    bad = [c for c in doc["programs_cannot_run"] if c["program"] == "cupy-rocm"]
+    assert {c["path"].rsplit("/", 1)[-1].split(".")[0] for c in bad} == {"cub", "thrust", "_generator_api"}
+    assert all(c["target"].startswith("gfx906") for c in bad)
+    # the fix keeps the other card: both targets
+    assert "HCC_AMDGPU_TARGET=gfx906,gfx1030" in bad[0]["remedy"]

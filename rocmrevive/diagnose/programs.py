@@ -98,6 +98,7 @@ SITE_GLOBS: tuple[tuple[str, ProgramKind | None], ...] = (
     ("jaxlib/rocm/*.so", JAX),
     ("cupy/_core/*.so", CUPY),
     ("cupy/cuda/*.so", CUPY),
+    ("cupy/random/*.so", CUPY),
     ("cupy_backends/cuda/libs/*.so", CUPY),
     ("torch/lib/libtorch_hip.so", TORCH),
     ("torch/lib/libc10_hip.so", TORCH),
