@@ -149,6 +149,8 @@ def test_ollama_runner_fails_ollamas_check_then_install_then_rollback(tmp_path, 
     before = tree_hash(runner)
     lib = f"{OLLAMA}/rocblas/library"
 
+    rc, text, _ = rr(root, "verify", "--tree", OLLAMA)
+    assert rc == 6 and "gfx906:sramecc+:xnack- DROPPED: no TensileLibrary_lazy_gfx906.dat" in text
     rc, doc, _ = rr(root, "--json", "verify", "--tree", OLLAMA)
     assert rc == 6
     (c,) = doc["copies"]
@@ -164,6 +166,9 @@ def test_ollama_runner_fails_ollamas_check_then_install_then_rollback(tmp_path, 
     assert cp["status"] == "installed" and cp["source"]["name"] == "debian-librocblas5"
     txid = cp["txid"]
 
+    rc, text, _ = rr(root, "verify", "--tree", OLLAMA)
+    assert rc == 0 and ("  Ollama (/usr/local/lib/ollama/rocm_v7_2): gfx906:sramecc+:xnack- kept: its glob finds "
+                        "TensileLibrary_lazy_gfx906.dat\n") in text
     rc, doc, _ = rr(root, "--json", "verify", "--tree", OLLAMA)
     assert rc == 0 and doc["ok"] is True
     (c,) = doc["copies"]

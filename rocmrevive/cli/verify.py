@@ -65,7 +65,7 @@ def verify(ui, trees, targets):
             where = first[0].library + (f" for {first[1].target}" if first[1] is not None else "")
             message = (f"{len(failed)} check(s) failed, first: {first[2].name} in {where}; "
                        "--json lists every offending file and kernel")
-        return Outcome(data=data, render=lambda con: _render(con, results),
+        return Outcome(data=data, render=lambda con: _render(con, results, ollama),
                        code=code, message=message)
 
     ui.run("verify", work)
@@ -272,7 +272,7 @@ def offender_lines(check, limit: int = SHOW) -> list[str]:
     return out
 
 
-def _render(con, results) -> None:
+def _render(con, results, ollama: dict | None = None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
@@ -297,6 +297,13 @@ def _render(con, results) -> None:
             con.print(f"  [red]{check.name}[/] {('for ' + str(target)) if target else ''}:")
             for line in offender_lines(check):
                 con.print("    " + line, markup=False)
+        ol = (ollama or {}).get(id(r))
+        if ol:
+            for target, kept in ol["devices"].items():
+                con.print(f"  Ollama ({ol['runner']}): {target} "
+                          + ("kept: its glob finds TensileLibrary_lazy_" + target.split(":")[0] + ".dat" if kept else
+                             "DROPPED: no TensileLibrary_lazy_" + target.split(":")[0] + ".dat (Ollama logs "
+                             "'no rocblas support for gfx target' / 'amdgpu is not supported')"), markup=False)
         for d in r.devices:
             for c in d.checks:
                 if c.status == PASS and c.notes:
