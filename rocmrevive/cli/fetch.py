@@ -137,34 +137,11 @@ def fetch(ui, manifest_ids, source_names, all_sources, mirror, from_path, to_dir
 
 def _extract(r, base: Path) -> dict:
     """Unpack the selected files of one fetched source into base/<manifest>/<source>/, replacing an
-    earlier extraction only once the new one is complete."""
-    import os
-    import shutil
+    earlier extraction only once the new one is complete. Every folder is opened through
+    ``rocmrevive.fs`` (a link planted at base/<manifest> is refused, never followed)."""
+    from rocmrevive.sources.extract import extract_into
 
-    from rocmrevive.errors import RevError
-    from rocmrevive.sources.unpack import extract_selected
-
-    final = base / r.manifest.id / r.source.name
-    tmp = final.with_name(f".{final.name}.new")
-    shutil.rmtree(tmp, ignore_errors=True)
-    staged = extract_selected(r.result.path, r.manifest.select, tmp, member_prefix=r.source.member_prefix)
-    if r.source.expected_files is not None and len(staged) != r.source.expected_files:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise RevError("VERIFY_FAILED", f"{r.source.key}: {len(staged)} files selected, the manifest expects "
-                                        f"{r.source.expected_files}; nothing kept")
-    if not staged:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise RevError("VERIFY_FAILED", f"{r.source.key}: no member under {r.source.member_prefix} matches the "
-                                        f"manifest's patterns")
-    (tmp / "SHA256SUMS").write_text("".join(f"{f.sha256}  {f.name}\n" for f in sorted(staged, key=lambda f: f.name)))
-    old = final.with_name(f".{final.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    if final.exists():
-        os.replace(final, old)
-    os.replace(tmp, final)
-    shutil.rmtree(old, ignore_errors=True)
-    return {"dir": str(final), "files": len(staged), "bytes": sum(f.size for f in staged),
-            "sha256sums": str(final / "SHA256SUMS")}
+    return extract_into(r.result.path, base, r.manifest.id, r.source, r.manifest.select)
 
 
 def _render(con, results, per, export, cache) -> None:

@@ -1,5 +1,10 @@
 """The artifact cache, keyed by sha256. A file is only ever moved into ``sha256/`` after its
-size and checksum were verified, so anything found there can be used as is.
+size and checksum were verified, so anything found there can be used as is — in a *trusted*
+cache (owned by the effective user, not group/world-writable: see ``rocmrevive.fs``). A cache
+other users can write is refused unless ``ROCMREVIVE_TRUST_SHARED=1``; then nothing in it is
+trusted: every artifact is copied into a private folder and re-hashed against its pin before it
+is used, downloads go to that private folder, recorded resolutions, keys and extracted files are
+ignored (docs/security.md).
 
     <cache>/sha256/<hex>                verified artifacts (read-only)
     <cache>/partial/<hex>.part          downloads in progress (resumed by the next run)
@@ -10,14 +15,18 @@ size and checksum were verified, so anything found there can be used as is.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
 import re
 import shutil
+import stat
+import tempfile
 from pathlib import Path
 
 from rocmrevive.errors import RevError
+from rocmrevive.fs import Dir, open_regular
 from rocmrevive.hashing import sha256_file  # noqa: F401  (re-exported: the one hash function)
 from rocmrevive.rootfs import Root
 
@@ -38,36 +47,94 @@ def default_cache_dir(root: Root | None = None, *, euid: int | None = None, env:
 
 
 
+MAX_RECORD = 1 << 20  # a resolution record or an index file kept in the cache
+
+
 class Cache:
     def __init__(self, base: Path | os.PathLike | str):
         self.base = Path(base)
+        self._dir: Dir | None = None
+        self._private: Path | None = None
 
     def __repr__(self) -> str:
         return f"Cache({str(self.base)!r})"
 
-    def _ensure(self, sub: str) -> Path:
-        d = self.base / sub
-        try:
-            d.mkdir(parents=True, exist_ok=True)
-        except PermissionError:
-            raise RevError("PERMISSION", f"cannot create the cache folder {d}; run as root or pass --cache DIR") \
-                from None
-        return d
+    # the folders -------------------------------------------------------------------------
+    def dir(self) -> Dir:
+        """The cache folder, opened (and created) once; RevError("PERMISSION") when another user
+        could write it and the user did not opt in."""
+        if self._dir is None:
+            self._dir = Dir.open(self.base, create=True, what="cache")
+        return self._dir
 
+    @property
+    def shared(self) -> bool:
+        """A cache other users can write, used because the user opted in: trust nothing in it."""
+        return self.dir().shared
+
+    def _sub(self, sub: str, *, create: bool = True) -> Dir | None:
+        try:
+            return self.dir().sub(sub, create=create)
+        except FileNotFoundError:
+            return None
+
+    def _ensure(self, sub: str) -> Path:
+        d = self._sub(sub)
+        d.close()
+        return self.base / sub
+
+    def private_dir(self) -> Path:
+        """A folder only this process uses (0700, removed at exit): where a shared cache's
+        artifacts are re-verified and downloaded."""
+        if self._private is None:
+            self._private = Path(tempfile.mkdtemp(prefix="rocmrevive-private-"))
+            atexit.register(shutil.rmtree, self._private, True)
+        return self._private
+
+    # artifacts ---------------------------------------------------------------------------
     def path_for(self, sha256: str) -> Path:
         if not _HEX.match(sha256):
             raise ValueError(f"not a sha256: {sha256!r}")
         return self.base / "sha256" / sha256
 
     def has(self, sha256: str, size: int | None = None) -> bool:
-        p = self.path_for(sha256)
-        try:
-            st = p.stat()
-        except FileNotFoundError:
+        self.path_for(sha256)  # checks the name
+        d = self._sub("sha256", create=False)
+        if d is None:
             return False
-        return size is None or st.st_size == size
+        with d:
+            st = d.lstat(sha256)
+        return st is not None and stat.S_ISREG(st.st_mode) and (size is None or st.st_size == size)
+
+    def artifact(self, sha256: str, size: int | None = None) -> Path | None:
+        """The verified artifact, or None. In a trusted cache the file in ``sha256/`` (verified when
+        it entered); in a shared one a private copy, re-hashed against ``sha256`` on the way."""
+        if not self.has(sha256, size):
+            return None
+        if not self.shared:
+            return self.path_for(sha256)
+        out = self.private_dir() / sha256
+        if out.is_file():
+            return out
+        with self._sub("sha256", create=False) as d:
+            try:
+                fd = d.open_read(sha256, max_size=size)
+            except (OSError, RevError):
+                return None
+            try:
+                with Dir.open(self.private_dir(), allow_shared=False) as priv:
+                    priv.copy_in(sha256, fd, mode=0o444, expect_sha256=sha256, max_size=size)
+            except RevError:
+                return None
+            finally:
+                os.close(fd)
+        return out
 
     def partial_path(self, sha256: str) -> Path:
+        """Where a download in progress is kept: ``partial/`` of a trusted cache (resumed by the
+        next run), the private folder for a shared one."""
+        if self.shared:
+            return self.private_dir() / f"{sha256}.part"
         return self._ensure("partial") / f"{sha256}.part"
 
     @contextlib.contextmanager
@@ -75,8 +142,8 @@ class Cache:
         """An exclusive lock per artifact, so two runs never write the same partial file."""
         import fcntl
 
-        d = self._ensure("partial")
-        fd = os.open(d / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        with self._sub("partial") as d:
+            fd = d.open_rw(f"{name}.lock")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -84,68 +151,124 @@ class Cache:
             os.close(fd)
 
     def commit(self, part: Path, sha256: str) -> Path:
-        """Move a verified partial file into place (atomically, durably)."""
-        dest_dir = self._ensure("sha256")
-        dest = dest_dir / sha256
-        with open(part, "rb") as f:
-            os.fsync(f.fileno())
-        os.chmod(part, 0o444)
-        os.replace(part, dest)
-        _fsync_dir(dest_dir)
-        return dest
+        """Move a verified partial file into place (atomically, durably). In a shared cache the
+        private file is copied in for others and the private one is what this run uses."""
+        part = Path(part)
+        if self.shared:
+            fd = open_regular(part)
+            try:
+                with self._sub("sha256") as d:
+                    d.copy_in(sha256, fd, mode=0o444, expect_sha256=sha256)
+            finally:
+                os.close(fd)
+            return part
+        with self._sub("partial") as pd, self._sub("sha256") as sd:
+            fd = pd.open_read(part.name)
+            try:
+                os.fsync(fd)
+                os.fchmod(fd, 0o444)
+            finally:
+                os.close(fd)
+            pd.replace(part.name, sha256, dst_dir=sd)
+            sd.fsync()
+        return self.path_for(sha256)
 
     def add_local(self, src: Path, sha256: str) -> Path:
         """Copy an already verified local file into the cache, checking it again on the way."""
-        dest = self.path_for(sha256)
-        if dest.exists():
-            return dest
-        part = self.partial_path(sha256)
-        part.unlink(missing_ok=True)
-        shutil.copyfile(src, part)
-        if sha256_file(part)[0] != sha256:
-            part.unlink(missing_ok=True)
-            raise RevError("VERIFY_FAILED", f"{src} changed while it was copied into the cache")
-        return self.commit(part, sha256)
+        if not self.shared and self.has(sha256):
+            return self.path_for(sha256)
+        try:
+            fd = open_regular(src)
+        except OSError as exc:
+            raise RevError("USAGE", f"cannot read {src}: {exc.strerror}") from None
+        try:
+            try:
+                target = Dir.open(self.private_dir(), allow_shared=False) if self.shared else self._sub("sha256")
+                with target as d:
+                    d.copy_in(sha256, fd, mode=0o444, expect_sha256=sha256)
+            except RevError as exc:
+                if exc.code == "VERIFY_FAILED":
+                    raise RevError("VERIFY_FAILED", f"{src} changed while it was copied into the cache") from None
+                raise
+        finally:
+            os.close(fd)
+        if self.shared:
+            return self.private_dir() / sha256
+        return self.path_for(sha256)
 
     # resolutions of unpinned sources ---------------------------------------------------
     def resolution_dir(self, key: str) -> Path:
+        _check_key(key)
         return self._ensure("resolved") / key
 
     def load_resolution(self, key: str) -> dict | None:
-        p = self.base / "resolved" / f"{key}.json"
+        """What a signed index said earlier; never from a shared cache (the index is read again)."""
+        _check_key(key)
+        if self.shared:
+            return None
+        d = self._sub("resolved", create=False)
+        if d is None:
+            return None
         try:
-            data = json.loads(p.read_text())
-        except (OSError, ValueError):
+            with d:
+                data = json.loads(d.read_bytes(f"{key}.json", max_size=MAX_RECORD))
+        except (OSError, ValueError, RevError):
             return None
         if not isinstance(data, dict) or not _HEX.match(str(data.get("sha256", ""))):
             return None
         return data
 
-    def save_resolution(self, key: str, record: dict, files: dict[str, bytes]) -> None:
-        d = self.resolution_dir(key)
-        d.mkdir(parents=True, exist_ok=True)
-        for name, data in files.items():
-            _atomic_write(d / name, data)
-        _atomic_write(self.base / "resolved" / f"{key}.json", json.dumps(record, indent=2, sort_keys=True).encode())
+    def save_resolution(self, key: str, record: dict, files: dict[str, bytes]) -> dict[str, Path]:
+        """Keep a resolution and its index files; {name: path} of the kept files. A shared cache
+        keeps them in the private folder for this run only (nobody may rely on them later)."""
+        _check_key(key)
+        if self.shared:
+            with Dir.open(self.private_dir(), allow_shared=False) as priv, priv.sub(key, create=True) as d:
+                for name, data in files.items():
+                    d.write_atomic(name, data)
+            return {name: self.private_dir() / key / name for name in files}
+        with self._sub("resolved") as rd:
+            with rd.sub(key, create=True) as d:
+                for name, data in files.items():
+                    d.write_atomic(name, data)
+            rd.write_atomic(f"{key}.json", json.dumps(record, indent=2, sort_keys=True).encode())
+        return {name: self.base / "resolved" / key / name for name in files}
+
+    def resolved_file(self, key: str, name: str) -> Path | None:
+        """An index file kept with a resolution (for ``fetch --to``), or None."""
+        _check_key(key)
+        if self.shared:
+            return None
+        p = self.base / "resolved" / key / name
+        try:
+            st = os.lstat(p)
+        except OSError:
+            return None
+        return p if stat.S_ISREG(st.st_mode) else None
+
+    # signing keys fetched for a source (trust still comes from the manifest's fingerprint)
+    def key_file(self, fpr: str) -> Path | None:
+        _check_key(fpr)
+        if self.shared:
+            return None
+        p = self.base / "keys" / f"{fpr}.gpg"
+        try:
+            st = os.lstat(p)
+        except OSError:
+            return None
+        return p if stat.S_ISREG(st.st_mode) else None
+
+    def save_key(self, fpr: str, data: bytes) -> None:
+        _check_key(fpr)
+        if self.shared:
+            return
+        with self._sub("keys") as d:
+            d.write_atomic(f"{fpr}.gpg", data)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
 
-def _fsync_dir(d: Path) -> None:
-    try:
-        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+def _check_key(key: str) -> None:
+    if not _KEY.match(key) or ".." in key:
+        raise ValueError(f"not a cache key: {key!r}")

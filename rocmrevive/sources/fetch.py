@@ -14,13 +14,14 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
 from rocmrevive.errors import RevError
+from rocmrevive.fs import Dir, open_regular, printable_name
+from rocmrevive.hashing import hash_fd
 from rocmrevive.rootfs import Root
 from rocmrevive.sources import apt
 from rocmrevive.sources.cache import Cache, sha256_file
@@ -79,11 +80,14 @@ def fetch_source(source: Source, cache: Path | os.PathLike | str | Cache, *, mir
         return _from_local(source, Path(local), cache, root, keyrings, dl)
 
     # already in the cache?
-    if source.pinned and cache.has(source.sha256, source.size):
-        return _cached(source, cache, source.sha256, source.size, _repo_filename(source), None, {})
+    if source.pinned:
+        got = cache.artifact(source.sha256, source.size)
+        if got is not None:
+            return _cached(source, got, source.sha256, source.size, _repo_filename(source), None, {})
     rec = None if source.pinned else cache.load_resolution(_resolution_key(source))
-    if rec and cache.has(rec["sha256"], rec.get("size")):
-        return _cached(source, cache, rec["sha256"], rec["size"], rec["filename"], rec.get("url"),
+    got = cache.artifact(rec["sha256"], rec.get("size")) if rec else None
+    if got is not None:
+        return _cached(source, got, rec["sha256"], rec["size"], rec["filename"], rec.get("url"),
                        rec.get("provenance", {}), _index_files(cache, source, rec))
 
     if source.kind == "debian":
@@ -113,8 +117,8 @@ def _repo_filename(source: Source) -> str:
     return source.filename or f"{source.package}_{source.version.split(':')[-1]}_{source.arch}.deb"
 
 
-def _cached(source, cache: Cache, sha, size, filename, url, provenance, index_files=None) -> FetchResult:
-    return FetchResult(cache.path_for(sha), source, "cache", sha, size, filename, url, True, dict(provenance),
+def _cached(source, path: Path, sha, size, filename, url, provenance, index_files=None) -> FetchResult:
+    return FetchResult(path, source, "cache", sha, size, filename, url, True, dict(provenance),
                        index_files or {})
 
 
@@ -126,20 +130,26 @@ def _resolution_key(source: Source) -> str:
 
 
 def _index_files(cache: Cache, source: Source, rec: dict) -> dict:
-    d = cache.base / "resolved" / _resolution_key(source)
+    key = _resolution_key(source)
     out = {}
     for rel, name in rec.get("index_files", {}).items():
-        if (d / name).is_file():
-            out[rel] = d / name
+        p = cache.resolved_file(key, name) if isinstance(name, str) and _safe_name(name) else None
+        if p is not None:
+            out[rel] = p
     out.update(_key_file(cache, source))
     return out
+
+
+def _safe_name(name: str) -> bool:
+    return bool(name) and "/" not in name and name not in (".", "..")
 
 
 def _download(url: str, source: Source, sha: str, size: int, cache: Cache, dl: Downloader, progress
               ) -> tuple[Path, str]:
     with cache.lock(sha):
-        if cache.has(sha, size):
-            return cache.path_for(sha), "cache"
+        got = cache.artifact(sha, size)
+        if got is not None:
+            return got, "cache"
         part = cache.partial_path(sha)
         dl.download(url, part, size=size, sha256=sha, progress=progress)
         return cache.commit(part, sha), "download"
@@ -170,8 +180,8 @@ def _fetch_from(base: str, source: Source, cache: Cache, root: Root, keyrings: l
         names = {rel: rel.replace("/", "__") for rel in files}
         record = {"sha256": entry.sha256, "size": entry.size, "filename": entry.filename, "url": url,
                   "provenance": prov, "index_files": names, "resolved_at": int(time.time())}
-        cache.save_resolution(key, record, {names[rel]: data for rel, data in files.items()})
-        index_files = {rel: cache.base / "resolved" / key / names[rel] for rel in files}
+        kept = cache.save_resolution(key, record, {names[rel]: data for rel, data in files.items()})
+        index_files = {rel: kept[names[rel]] for rel in files}
     index_files.update(_key_file(cache, source))
     return FetchResult(path, source, origin, entry.sha256, entry.size, entry.filename, url, True, prov, index_files)
 
@@ -179,8 +189,8 @@ def _fetch_from(base: str, source: Source, cache: Cache, root: Root, keyrings: l
 def _key_file(cache: Cache, source: Source) -> dict:
     if not source.signed_by:
         return {}
-    kc = cache.base / "keys" / f"{source.signed_by}.gpg"
-    return {kc.name: kc} if kc.is_file() else {}
+    kc = cache.key_file(source.signed_by)
+    return {kc.name: kc} if kc is not None else {}
 
 
 def _resolve(base: str, source: Source, root: Root, keyrings: list[Path], dl: Downloader, cache: Cache
@@ -238,8 +248,8 @@ def _resolve(base: str, source: Source, root: Root, keyrings: list[Path], dl: Do
 def _verify_with_keys(data: bytes, source: Source, root: Root, keyrings: list[Path], dl: Downloader,
                       cache: Cache, where: str) -> tuple[bytes, str]:
     fpr = source.signed_by
-    key_cache = cache.base / "keys" / f"{fpr}.gpg"
-    rings = list(keyrings) + ([key_cache] if key_cache.is_file() else []) + apt.host_keyrings(root)
+    key_cache = cache.key_file(fpr)
+    rings = list(keyrings) + ([key_cache] if key_cache is not None else []) + apt.host_keyrings(root)
     try:
         return apt.verify_inrelease(data, fpr, rings, where=where)
     except RevError as exc:
@@ -247,15 +257,14 @@ def _verify_with_keys(data: bytes, source: Source, root: Root, keyrings: list[Pa
             raise
     # the pinned key may simply not be installed: fetch it (trust still comes from the fingerprint)
     key = dl.get_bytes(source.key_url, max_size=MAX_KEY)
-    tmp = cache.base / "keys" / f".{fpr}.download"
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    tmp.write_bytes(apt.dearmor(key))
+    tmp = cache.private_dir() / f"{fpr}.gpg"
+    tmp.write_bytes(apt.dearmor(key))  # a private folder of this process
     try:
         text, signer = apt.verify_inrelease(data, fpr, list(keyrings) + [tmp], where=where)
-    except RevError:
+    finally:
+        key = tmp.read_bytes()
         tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, key_cache)
+    cache.save_key(fpr, key)
     return text, signer
 
 
@@ -300,11 +309,11 @@ def _from_local(source: Source, p: Path, cache: Cache, root: Root, keyrings: lis
                      {**prov2, "from": str(p)})
         key = _resolution_key(source)
         names = {rel: rel.replace("/", "__") for rel in files}
-        cache.save_resolution(key, {"sha256": entry.sha256, "size": entry.size, "filename": entry.filename,
-                                    "url": None, "provenance": res.provenance, "index_files": names,
-                                    "resolved_at": int(time.time())},
-                              {names[rel]: data for rel, data in files.items()})
-        res.index_files = {rel: cache.base / "resolved" / key / names[rel] for rel in files}
+        kept = cache.save_resolution(key, {"sha256": entry.sha256, "size": entry.size, "filename": entry.filename,
+                                           "url": None, "provenance": res.provenance, "index_files": names,
+                                           "resolved_at": int(time.time())},
+                                     {names[rel]: data for rel, data in files.items()})
+        res.index_files = {rel: kept[names[rel]] for rel in files}
         res.index_files.update(_key_file(cache, source))
         return res
 
@@ -336,11 +345,12 @@ def _adopt(path: Path, source: Source, cache: Cache, expected: tuple[str, int], 
     if st.st_size != size:
         raise RevError("VERIFY_FAILED", f"{path} is not {source.describe()}: {st.st_size} bytes, pinned size "
                                         f"is {size}")
-    if cache.has(sha, size):
+    got = cache.artifact(sha, size)
+    if got is not None:
         digest, _ = sha256_file(path)
         if digest != sha:
             raise RevError("VERIFY_FAILED", f"{path} is not {source.describe()}: sha256 {digest}, pinned {sha}")
-        return FetchResult(cache.path_for(sha), source, "cache", sha, size, filename, None, True, prov)
+        return FetchResult(got, source, "cache", sha, size, filename, None, True, prov)
     digest, _ = sha256_file(path)
     if digest != sha:
         raise RevError("VERIFY_FAILED", f"{path} is not {source.describe()}: sha256 {digest}, pinned {sha}")
@@ -446,66 +456,121 @@ def fetch_manifests(manifests: list[Manifest], cache: Path | Cache, *, mirror: s
 def export_artifacts(results: Iterable[FetchResult], dest: Path) -> list[dict]:
     """Copy artifacts (and the signed index files that pin them) to ``dest`` for other hosts:
     ``dest/sources/<source>/<repository path>`` plus ``SHA256SUMS`` and ``rocmrevive-export.json``.
-    ``rocmrevive fetch --from dest`` on another host verifies everything again."""
+    ``rocmrevive fetch --from dest`` on another host verifies everything again.
+
+    ``dest`` is opened through ``rocmrevive.fs`` (refused when another user could write it, unless
+    opted in); every file is written as a fresh ``O_EXCL`` temporary renamed into place, never
+    through a link. Lines of an earlier ``SHA256SUMS`` are kept only for files that are still there
+    and hash to what the line says."""
     dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
     entries: dict[str, dict] = {}
     index = {"schema_version": 1, "sources": []}
-    for r in results:
-        if r.origin == "local-tree" or r.sha256 is None:
-            continue
-        base = Path("sources") / r.source.name
-        files = [(base / r.filename, Path(r.path), r.sha256)]
-        files += [(base / rel, Path(p), None) for rel, p in sorted(r.index_files.items())]
-        for rel, src, sha in files:
-            out = dest / rel
-            if ".." in rel.parts:
-                raise RevError("VERIFY_FAILED", f"refusing to export {rel}: '..' in a repository path")
-            digest, size = _copy_verified(src, out, sha)
-            entries[str(rel)] = {"path": str(rel), "sha256": digest, "size": size}
-        index["sources"].append({"manifest": r.source.manifest_id, "source": r.source.name,
-                                 "file": str(base / r.filename), "sha256": r.sha256, "size": r.size,
-                                 "provenance": r.provenance})
-    # keep entries of earlier exports into the same folder
-    sums = dest / EXPORT_SUMS
-    if sums.is_file():
-        for line in sums.read_text(errors="replace").splitlines():
-            parts = line.strip().split(None, 1)
-            if len(parts) == 2 and parts[1] not in entries and (dest / parts[1]).is_file():
-                entries[parts[1]] = {"path": parts[1], "sha256": parts[0], "size": (dest / parts[1]).stat().st_size}
-    lines = [f"{e['sha256']}  {p}\n" for p, e in sorted(entries.items())]
-    _write_text(sums, "".join(lines))
-    old = dest / EXPORT_INDEX
-    if old.is_file():
+    with Dir.open(dest, create=True, what="export folder") as dd:
+        for r in results:
+            if r.origin == "local-tree" or r.sha256 is None:
+                continue
+            base = Path("sources") / r.source.name
+            files = [(base / r.filename, Path(r.path), r.sha256)]
+            files += [(base / rel, Path(p), None) for rel, p in sorted(r.index_files.items())]
+            for rel, src, sha in files:
+                if ".." in rel.parts or not all(printable_name(x) for x in rel.parts):
+                    raise RevError("VERIFY_FAILED", f"refusing to export {ascii(str(rel))}: '..' or a control "
+                                                    f"character in a repository path")
+                digest, size = _copy_verified(src, dd, rel, sha)
+                entries[str(rel)] = {"path": str(rel), "sha256": digest, "size": size}
+            index["sources"].append({"manifest": r.source.manifest_id, "source": r.source.name,
+                                     "file": str(base / r.filename), "sha256": r.sha256, "size": r.size,
+                                     "provenance": r.provenance})
+        # keep entries of earlier exports into the same folder: only lines that are still true
         try:
-            prev = json.loads(old.read_text())
-            keep = [s for s in prev.get("sources", [])
-                    if (s.get("manifest"), s.get("source")) not in
-                    {(x["manifest"], x["source"]) for x in index["sources"]}]
+            old_sums = dd.read_bytes(EXPORT_SUMS, max_size=MAX_EXPORT_META).decode("utf-8", "replace")
+        except (OSError, RevError):
+            old_sums = ""
+        for line in old_sums.splitlines():
+            parts = line.strip().split(None, 1)
+            if len(parts) != 2 or parts[1] in entries or not _HEXSHA.match(parts[0]):
+                continue
+            if not all(printable_name(x) for x in Path(parts[1]).parts):
+                continue
+            found = _hash_in(dd, Path(parts[1]))
+            if found is not None and found[0] == parts[0]:
+                entries[parts[1]] = {"path": parts[1], "sha256": found[0], "size": found[1]}
+        lines = [f"{e['sha256']}  {p}\n" for p, e in sorted(entries.items())]
+        dd.write_atomic(EXPORT_SUMS, "".join(lines).encode())
+        try:
+            prev = json.loads(dd.read_bytes(EXPORT_INDEX, max_size=MAX_EXPORT_META))
+            new = {(x["manifest"], x["source"]) for x in index["sources"]}
+            keep = [s for s in prev.get("sources", []) if isinstance(s, dict)
+                    and (s.get("manifest"), s.get("source")) not in new and s.get("file") in entries
+                    and entries[s["file"]]["sha256"] == s.get("sha256")]
             index["sources"] = keep + index["sources"]
-        except (ValueError, AttributeError):
+        except (OSError, RevError, ValueError, AttributeError, TypeError):
             pass
-    _write_text(old, json.dumps(index, indent=2, sort_keys=True) + "\n")
+        dd.write_atomic(EXPORT_INDEX, (json.dumps(index, indent=2, sort_keys=True) + "\n").encode())
     return [entries[k] for k in sorted(entries)]
 
 
-def _copy_verified(src: Path, out: Path, sha: str | None) -> tuple[str, int]:
-    if out.is_file() and sha is not None and out.stat().st_size == src.stat().st_size:
-        digest, size = sha256_file(out)
-        if digest == sha:
-            return digest, size
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".part")
-    shutil.copyfile(src, tmp)
-    digest, size = sha256_file(tmp)
-    if sha is not None and digest != sha:
-        tmp.unlink(missing_ok=True)
-        raise RevError("VERIFY_FAILED", f"{src} no longer matches its sha256 in the cache; run `rocmrevive fetch` again")
-    os.replace(tmp, out)
-    return digest, size
+MAX_EXPORT_META = 16 << 20
+_HEXSHA = re.compile(r"^[0-9a-f]{64}$")
 
 
-def _write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+def _walk_to(dd: Dir, rel: Path, *, create: bool) -> Dir | None:
+    """The folder of ``rel`` below ``dd`` (each component opened without following a link)."""
+    d = dd
+    for part in rel.parts[:-1]:
+        try:
+            nd = d.sub(part, create=create)
+        except FileNotFoundError:
+            nd = None
+        if d is not dd:
+            d.close()
+        if nd is None:
+            return None
+        d = nd
+    return d
+
+
+def _hash_in(dd: Dir, rel: Path) -> tuple[str, int] | None:
+    """(sha256, size) of the regular file ``rel`` below ``dd``, or None (never through a link)."""
+    if ".." in rel.parts or rel.is_absolute() or not rel.parts:
+        return None
+    try:
+        d = _walk_to(dd, rel, create=False)
+    except (OSError, RevError, ValueError):
+        return None
+    if d is None:
+        return None
+    try:
+        fd = d.open_read(rel.parts[-1])
+    except (OSError, RevError, ValueError):
+        return None
+    finally:
+        if d is not dd:
+            d.close()
+    try:
+        return hash_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def _copy_verified(src: Path, dd: Dir, rel: Path, sha: str | None) -> tuple[str, int]:
+    if sha is not None:
+        have = _hash_in(dd, rel)
+        if have is not None and have[0] == sha:
+            return have
+    d = _walk_to(dd, rel, create=True)
+    try:
+        fd = open_regular(src)
+        try:
+            try:
+                return d.copy_in(rel.parts[-1], fd, expect_sha256=sha)
+            except RevError as exc:
+                if exc.code == "VERIFY_FAILED" and sha is not None:
+                    raise RevError("VERIFY_FAILED", f"{src} no longer matches its sha256 in the cache; run "
+                                                    f"`rocmrevive fetch` again") from None
+                raise
+        finally:
+            os.close(fd)
+    finally:
+        if d is not dd:
+            d.close()

@@ -14,6 +14,7 @@ consecutive attempts that brought no new bytes.
 from __future__ import annotations
 
 import hashlib
+import os
 import queue
 import random
 import threading
@@ -209,7 +210,7 @@ class Downloader:
                 part.unlink(missing_ok=True)
                 raise RevError("VERIFY_FAILED", f"{url}: the server's file is {total} bytes, the pinned size is "
                                                 f"{size}; refused (wrong mirror, or the package changed)")
-            with open(part, mode) as out:
+            with open(part, mode, opener=_nofollow) as out:
                 sink = _Sink(out, h)
                 try:
                     while True:
@@ -321,6 +322,11 @@ def _raise_for_status(r, url: str) -> None:
     raise RevError("NETWORK", f"{url}: HTTP {r.status_code} {r.reason or ''}".rstrip())
 
 
+def _nofollow(path, flags):
+    """Partial downloads are opened without following a link (rocmrevive.fs: never write through one)."""
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+
+
 def _file_path(url: str) -> Path:
     return Path(urllib.parse.unquote(urllib.parse.urlparse(url).path))
 
@@ -348,7 +354,7 @@ def _copy_file_url(url: str, part: Path, *, size: int, sha256: str, progress) ->
     part.parent.mkdir(parents=True, exist_ok=True)
     h = hashlib.sha256()
     done = 0
-    with open(src, "rb", buffering=0) as inp, open(part, "wb") as out:
+    with open(src, "rb", buffering=0) as inp, open(part, "wb", opener=_nofollow) as out:
         buf = bytearray(CHUNK)
         mv = memoryview(buf)
         while True:

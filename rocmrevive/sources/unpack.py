@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Callable
 
 from rocmrevive.errors import RevError
+from rocmrevive.fs import copy_fd, printable_name
 
 GiB = 1 << 30
 CHUNK = 1 << 20
@@ -158,6 +159,14 @@ def _check_name(name: str) -> None:
         raise ArchiveError(f"member {name!r} climbs out with '..'")
 
 
+def _check_printable(name: str) -> None:
+    """A selected member becomes a file rocmrevive creates and prints: its name must be valid
+    UTF-8 without control characters (newline, ESC...)."""
+    if not printable_name(name):
+        raise ArchiveError(f"member {ascii(name)} has control characters or non-UTF-8 bytes in its name; "
+                           f"rocmrevive installs only printable UTF-8 path names")
+
+
 def _relative(name: str, prefix: str) -> str | None:
     n = _norm_name(name)
     if not n.startswith(prefix):
@@ -272,6 +281,10 @@ class _StagingWriter:
 
 
 def _extract_tree(base: Path, prefix: str, select: Callable[[str], bool], writer: _StagingWriter) -> None:
+    """Copy the selected files of an unpacked folder. Folders are walked by descriptor
+    (``os.fwalk``, links not followed); each file is opened ``O_NOFOLLOW | O_NONBLOCK`` relative
+    to its folder and checked with ``fstat`` after opening (a FIFO, device or link swapped in is
+    refused, never read), and the cap counts the bytes actually read, not what ``lstat`` said."""
     top = base / prefix if prefix else base
     real_base = os.path.realpath(base)
     if not top.is_dir():
@@ -279,33 +292,43 @@ def _extract_tree(base: Path, prefix: str, select: Callable[[str], bool], writer
     real_top = os.path.realpath(top)
     if real_top != real_base and not real_top.startswith(real_base + os.sep):
         raise ArchiveError(f"{prefix} leads outside the folder through a symbolic link")
-    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+    cap = writer.limits.max_member_bytes
+    for dirpath, dirnames, filenames, dfd in os.fwalk(real_top, follow_symlinks=False):
         dirnames.sort()
-        reldir = os.path.relpath(dirpath, top)
+        reldir = os.path.relpath(dirpath, real_top)
         reldir = "" if reldir == "." else reldir + "/"
-        for fname in sorted(filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]):
+        links = [d for d in dirnames if stat.S_ISLNK(os.stat(d, dir_fd=dfd, follow_symlinks=False).st_mode)]
+        for fname in sorted(filenames + links):
             rel = reldir + fname
             if not select(rel):
                 continue
-            src = os.path.join(dirpath, fname)
-            st = os.lstat(src)
-            if not stat.S_ISREG(st.st_mode):
-                raise ArchiveError(f"selected {rel!r} is {_kind_of_mode(st.st_mode)}, not a regular file")
-            writer.account(rel, st.st_size)
-            fd = writer.create(rel)
-            h = hashlib.sha256()
-            n = 0
-            with open(src, "rb", buffering=0) as inp:
-                buf = bytearray(CHUNK)
-                mv = memoryview(buf)
-                while True:
-                    k = inp.readinto(mv)
-                    if not k:
-                        break
-                    h.update(mv[:k])
-                    _write_all(fd, mv[:k])
-                    n += k
-            writer.finish(rel, fd, n, h.hexdigest(), st.st_mode)
+            _check_printable(rel)
+            try:
+                inp = os.open(fname, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise ArchiveError(f"selected {rel!r} is a symbolic link, not a regular file") from None
+                raise
+            try:
+                st = os.fstat(inp)
+                if not stat.S_ISREG(st.st_mode):
+                    raise ArchiveError(f"selected {rel!r} is {_kind_of_mode(st.st_mode)}, not a regular file")
+                os.set_blocking(inp, True)
+                writer.account(rel, st.st_size)
+                fd = writer.create(rel)
+                try:
+                    digest, n = copy_fd(inp, fd, max_size=max(st.st_size, 0) if st.st_size <= cap else cap,
+                                        what=rel)
+                except RevError:
+                    os.close(fd)
+                    raise ArchiveError(f"selected {rel!r} grew past the {_human(st.st_size)} it had when opened "
+                                       f"(changed while it was read?)") from None
+                except BaseException:
+                    os.close(fd)
+                    raise
+                writer.finish(rel, fd, n, digest, st.st_mode)
+            finally:
+                os.close(inp)
 
 
 def _kind_of_mode(mode: int) -> str:
@@ -865,6 +888,7 @@ def _read_tar(stream: _Stream, label: str, prefix: str, select, writer: _Staging
         # links, devices and folders carry no data; sparse/other members do (their size field)
         data_size = size if typ not in (b"1", b"2", b"3", b"4", b"5", b"6") else 0
         if rel is not None and select(rel):
+            _check_printable(name)
             if typ not in _REGULAR:
                 what = _TYPE_NAMES.get(typ, f"of tar type {typ!r}")
                 target = f" -> {linkname}" if typ in (b"1", b"2") else ""
