@@ -155,7 +155,7 @@ def hook_status(root) -> dict:
     return {"path": HOOK_FILE, "installed": cfg is not None, "exists": text is not None,
             "config": cfg.to_json() if cfg else None, "managed": last is not None,
             "intact": intact, "transactions": [t["txid"] for t in txs],
-            "pending": [t["txid"] for t in txs if t["state"] in ("interrupted", "broken")],
+            "pending": [t["txid"] for t in txs if t["state"] in ("interrupted", "damaged")],
             "state_dir": HOOK_STATE_DIR}
 
 

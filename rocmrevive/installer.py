@@ -21,7 +21,9 @@ an error.
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +31,7 @@ from typing import Callable
 
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.errors import RevError
+from rocmrevive.fs import Dir
 from rocmrevive.rootfs import Root
 
 TARGET = "gfx906"
@@ -328,18 +331,22 @@ def _plan_copy(root, copy, cp: CopyPlan, devices, manifests, cache_dir: Path, *,
                                    progress=progress)
     cp.source, cp.artifact = source.to_json(), fetched.to_json()
 
-    work = Path(tempfile.mkdtemp(prefix="stage-", dir=_staging_parent(cache_dir)))
+    work = Path(tempfile.mkdtemp(prefix=f"stage-{os.getpid()}-", dir=_staging_parent(cache_dir)))
     try:
         tensile = manifest.select_kind("tensile")
         by_name = {n: p for n, p in _extracted(fetched, manifest, source, cache_dir, log, work).items()
                    if tensile(n)}
-        _check_staged_targets(by_name, devices)
-        staged_result = _verify(_overlay(real_lib, by_name, work), devices, host_library=host_lib,
-                                rocm_version=copy.rocm_version, show=lambda p: str(p))
-        cp.verify_staged = staged_result.to_json()
-        if not _gating_ok(staged_result):
-            raise RevError("VERIFY_FAILED", f"files from {source.describe()} do not serve "
-                                            f"{copy.path}: {_first_failures(staged_result)}; nothing was changed")
+        try:
+            _check_staged_targets(by_name, devices)
+            staged_result = _verify(_overlay(real_lib, by_name, work), devices, host_library=host_lib,
+                                    rocm_version=copy.rocm_version, show=lambda p: str(p))
+            cp.verify_staged = staged_result.to_json()
+            if not _gating_ok(staged_result):
+                raise RevError("VERIFY_FAILED", f"files from {source.describe()} do not serve "
+                                                f"{copy.path}: {_first_failures(staged_result)}; nothing was changed")
+        except RevError:
+            forget_extracted(fetched, manifest, cache_dir)  # a refusal leaves nothing in the cache
+            raise
         plan = plan_from_staged(root, copy.path, {f"{copy.path}/{n}": p for n, p in by_name.items()},
                                 source=f"{source.key} {fetched.basename} sha256:{fetched.sha256}",
                                 meta={"manifest": manifest.id, "source": source.to_json(),
@@ -436,30 +443,36 @@ def _extracted(fetched, manifest, source, cache_dir: Path, log: Log, work: Path)
     or a fleet node with a shared cache skips the decompression (most of an install's time)."""
     import json
 
-    from rocmrevive.sources.cache import sha256_file
+    from rocmrevive.fs import printable_name
+    from rocmrevive.hashing import sha256_file
+    from rocmrevive.sources.cache import Cache
 
     select = manifest.select  # every component: the Tensile and library paths share one extraction
-    if not fetched.sha256:
-        # an unpacked folder given with --from has no artifact hash to key a cache entry on
+    if not fetched.sha256 or Cache(cache_dir).shared:
+        # an unpacked folder given with --from has no artifact hash to key a cache entry on, and
+        # nothing another user can write is reused (docs/security.md): extract privately
         return _extract_now(fetched, select, source, manifest, work, log)
-    key = f"{fetched.sha256[:32]}-{manifest.id}"
-    done = cache_dir / "extracted" / key
+    key = _extracted_key(fetched.sha256, manifest)
+    parent = cache_dir / "extracted"
+    done = parent / key
     index = done / "index.json"
-    if index.is_file():
+    if _real_dir(done):
         try:
             listed = json.loads(index.read_text())
             files = {n: done / "files" / n for n in listed}
-            if all(sha256_file(p) == tuple(listed[n]) for n, p in files.items()):
+            if all(printable_name(n) and ".." not in n.split("/") and sha256_file(p, follow_symlinks=False)
+                   == tuple(listed[n]) for n, p in files.items()):
                 log(f"using the {len(files)} files extracted earlier from {fetched.basename}")
                 return files
         except (OSError, ValueError, TypeError):
             pass
         log(f"extracted files of {fetched.basename} in the cache were damaged; extracting again")
-        shutil.rmtree(done, ignore_errors=True)
+        with Dir.open(parent, what="cache") as pd:
+            pd.rmtree(key)
     log(f"extracting {manifest.id} files from {fetched.basename}")
-    parent = cache_dir / "extracted"
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=parent))
+    with Dir.open(parent, create=True, what="cache") as pd:
+        _sweep_dead(pd)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.{os.getpid()}-", dir=parent))
     try:
         staged = _extract_members(fetched, select, source, manifest, tmp / "files")
         (tmp / "index.json").write_text(json.dumps({f.name: [f.sha256, f.size] for f in staged}))
@@ -468,6 +481,48 @@ def _extracted(fetched, manifest, source, cache_dir: Path, log: Log, work: Path)
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return {f.name: done / "files" / f.name for f in staged}
+
+
+def _extracted_key(sha256: str, manifest) -> str:
+    return f"{sha256[:32]}-{manifest.id}"
+
+
+def _real_dir(p: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(p).st_mode)
+    except OSError:
+        return False
+
+
+def forget_extracted(fetched, manifest, cache_dir: Path) -> None:
+    """Drop an extraction whose files were refused, so a refusal leaves nothing in the cache."""
+    if not fetched.sha256:
+        return
+    try:
+        with Dir.open(Path(cache_dir) / "extracted", what="cache") as pd:
+            if not pd.shared:
+                pd.rmtree(_extracted_key(fetched.sha256, manifest))
+    except (OSError, RevError):
+        pass
+
+
+def _sweep_dead(d: Dir) -> None:
+    """Remove staging folders (``stage-<pid>-*``, ``.<key>.<pid>-*``) whose run is gone (a kill)."""
+    for name in d.listdir():
+        m = re.match(r"^(?:stage(?:-lib)?|\.[0-9a-f]{32}-.+)[.-](\d+)-[A-Za-z0-9_]+$", name)
+        if not m:
+            continue
+        pid = int(m.group(1))
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+            continue  # still running
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        d.rmtree(name)
 
 
 def _extract_members(fetched, select, source, manifest, dest: Path):
@@ -488,9 +543,16 @@ def _extract_now(fetched, select, source, manifest, work: Path, log: Log) -> dic
 
 
 def _staging_parent(cache_dir: Path) -> Path:
-    p = cache_dir / "staging"
-    p.mkdir(parents=True, exist_ok=True)
-    return p
+    """``<cache>/staging`` (checked as the cache is: rocmrevive.fs), swept of what killed runs left;
+    a shared cache stages in a private temporary folder instead."""
+    from rocmrevive.sources.cache import Cache
+
+    cache = Cache(cache_dir)
+    if cache.shared:
+        return cache.private_dir()
+    with cache.dir().sub("staging", create=True) as d:
+        _sweep_dead(d)
+    return cache_dir / "staging"
 
 
 def _check_staged_targets(by_name: dict[str, Path], devices: list[TargetId]) -> None:
@@ -672,7 +734,7 @@ def _plan_library(root, lp: LibraryPlan, manifest, comp, devices, others, cache_
     source, fetched = _fetch_first(root, sources, cache_dir, mirror=mirror, from_path=from_path,
                                             log=log, progress=progress)
     lp.source, lp.artifact = source.to_json(), fetched.to_json()
-    work = Path(tempfile.mkdtemp(prefix="stage-lib-", dir=_staging_parent(cache_dir)))
+    work = Path(tempfile.mkdtemp(prefix=f"stage-lib-{os.getpid()}-", dir=_staging_parent(cache_dir)))
     try:
         _graft(root, lp, manifest, comp, source, fetched, current, devices, others, cache_dir, work,
                check=check, state_dir=state_dir, log=log, confirm=confirm)

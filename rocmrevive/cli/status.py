@@ -32,7 +32,7 @@ def status(ui, trees, state_dir):
         tree_docs = []
         for tree, items in by_tree.items():
             live = [t for t in items if t["state"] == "committed"]
-            worst = ("interrupted" if any(t["state"] in ("interrupted", "broken") for t in items) else
+            worst = ("interrupted" if any(t["state"] in ("interrupted", "damaged") for t in items) else
                      "in_progress" if any(t["state"] == "in_progress" for t in items) else
                      next((s for s in ("drifted", "missing", "partial") if any(t["integrity"] == s for t in live)),
                           "intact" if live else "clean"))
@@ -40,7 +40,7 @@ def status(ui, trees, state_dir):
                               "files_managed": sum(len(t.get("intact", [])) + len(t.get("drifted", []))
                                                    + len(t.get("missing", [])) for t in live),
                               "transactions": [t["txid"] for t in items]})
-        pending = [t for t in txs if t["state"] in ("interrupted", "broken")]
+        pending = [t for t in txs if t["state"] in ("interrupted", "damaged")]
         damaged = [t for t in txs if t["state"] == "committed" and t["integrity"] != "intact"]
         code, message = "OK", None
         if pending:

@@ -225,7 +225,7 @@ def integrity_check(root, machine_lib: str, machine_files: list[str] = ()):
 
     offenders, intact, txids = [], 0, []
     for tx in txs:
-        if tx.get("state") in ("interrupted", "broken", "in_progress"):
+        if tx.get("state") in ("interrupted", "damaged", "in_progress"):
             if tx.get("tree") and (tx["tree"].startswith(prefix) or prefix.startswith(tx["tree"].rstrip("/") + "/")):
                 offenders.append({"kind": "transaction-interrupted", "file": tx.get("journal") or "",
                                   "kernels": [], "problem": f"transaction {tx['txid']} was interrupted: "

@@ -12,9 +12,20 @@ the file always says at least as much as the tree shows (docs/transactions.md, "
     undo_begin   a rollback (or the undo of a failed/interrupted apply) starts: reason, force
     rolled_back  the tree is back to its state before the transaction
 
+    torn         the line before was cut short (a kill or a full disk) and terminated on reopening
+
 A journal whose last state-changing record is neither ``commit`` nor ``rolled_back`` is
 *interrupted*: ``recover`` completes or undoes it. A record cut short by a kill is ignored (its
 action never started: actions wait for the fsync).
+
+A journal is data from disk (docs/security.md): it is opened through ``rocmrevive.fs`` (never
+through a link, never a FIFO), and read back it is checked before anything is undone from it:
+every path must be a clean absolute path inside the transaction's tree, temporaries and folders
+must be the ones its ``begin`` planned, every record must have its fields. An unreadable line that
+is not the last (nor marked ``torn``), a journal without a ``begin`` (a new journal is created
+with its ``begin`` already in it, so an empty one is damage), or planned files without intents
+after the intents were written make it *damaged*: ``problems`` says what, and rollback/recover
+stop (exit 9) instead of undoing part of it.
 
     j = Journal.create(path); j.write({"type": "begin", ...}); j.close()
     tx = TxRecord.load(path); tx.state  # "committed"
@@ -23,12 +34,19 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocmrevive.txn.fsutil import fsync_dir
+from rocmrevive.errors import RevError
+from rocmrevive.fs import Dir, check_regular, read_fd
 
 JOURNAL_VERSION = 1
+TEMP_SUFFIX = ".rocmrevive-new"  # a staged file: ``.<name>.rocmrevive-new`` next to its target
+MAX_JOURNAL = 256 << 20          # a journal of 2,000 files is ~2 MB
+_TORN = json.dumps({"type": "torn"}).encode() + b"\n"
+_HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
 class Journal:
@@ -41,22 +59,43 @@ class Journal:
         self.records: list[dict] = []  # everything attempted, for an in-process undo
 
     @classmethod
-    def create(cls, path: Path) -> "Journal":
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC, 0o644)
-        fsync_dir(Path(path).parent)  # the journal's name must survive a crash too
-        return cls(path, fd)
+    def create(cls, tx_dir: Dir, name: str, first: dict) -> "Journal":
+        """A new journal ``name`` in ``tx_dir`` that already holds ``first`` (the ``begin``): written to
+        an ``O_EXCL`` temporary, fsynced and linked into place, so no journal is ever empty."""
+        data = json.dumps(first, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+        fd, tmp = tx_dir.create_temp(name)
+        try:
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.link(tmp, name, src_dir_fd=tx_dir.fd, dst_dir_fd=tx_dir.fd, follow_symlinks=False)
+        finally:
+            tx_dir.unlink(tmp, missing_ok=True)
+        tx_dir.fsync()  # the journal's name must survive a crash too
+        j = cls(tx_dir.path / name, tx_dir.open_rw(name, append=True))
+        j.records = [first]
+        return j
 
     @classmethod
     def reopen(cls, path: Path) -> "Journal":
-        """Append to an existing journal; terminates a record a kill cut short so that the next
-        record starts on its own line."""
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        """Append to an existing journal (opened through its folder's descriptor, never through a
+        link); terminates a record a kill cut short, marking it ``torn``, so that the next record
+        starts on its own line."""
+        path = Path(path)
+        with Dir.open(path.parent, what="journal folder") as d:
+            fd = d.open_rw(path.name, append=True)
         j = cls(path, fd)
-        j.records = read_records(path)[0]
-        size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            os.write(fd, b"\n")
-            os.fsync(fd)
+        try:
+            j.records = _parse(read_fd(fd, max_size=MAX_JOURNAL, what=path))[0]
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                os.write(fd, b"\n" + _TORN)
+                os.fsync(fd)
+        except BaseException:
+            j.close()
+            raise
         return j
 
     def write(self, *records: dict) -> None:
@@ -64,7 +103,7 @@ class Journal:
         data = b"".join(json.dumps(r, sort_keys=True, separators=(",", ":")).encode() + b"\n"
                         for r in records)
         if self._torn:
-            data = b"\n" + data
+            data = b"\n" + _TORN + data
         self._torn = True
         while data:
             n = os.write(self._fd, data)
@@ -86,21 +125,60 @@ class Journal:
 
 def read_records(path: Path) -> tuple[list[dict], int]:
     """(records, number of unreadable lines) of a journal."""
-    records, bad = [], 0
-    with open(path, "rb") as f:
-        for line in f.read().split(b"\n"):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                bad += 1
-                continue
-            if isinstance(rec, dict) and "type" in rec:
-                records.append(rec)
-            else:
-                bad += 1
+    records, bad, _, _ = read_journal(path)
     return records, bad
+
+
+def read_journal(path: Path) -> tuple[list[dict], int, list[str], bool]:
+    """(records, unreadable lines, problems, torn: a line was ever cut short) of a journal, opened without following a link and
+    refused when it is not a regular file (a FIFO would hang every command)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return [], 0, [f"cannot open it: {exc.strerror}"], False
+    try:
+        try:
+            check_regular(fd, path, max_size=MAX_JOURNAL)
+            os.set_blocking(fd, True)
+            data = read_fd(fd, max_size=MAX_JOURNAL, what=path)
+        except RevError as exc:
+            return [], 0, [exc.message], False
+        except OSError as exc:
+            return [], 0, [f"cannot read it: {exc.strerror}"], False
+    finally:
+        os.close(fd)
+    return _parse(data)
+
+
+def _parse(data: bytes) -> tuple[list[dict], int, list[str], bool]:
+    records, bad, problems, torn = [], 0, [], False
+    lines = data.split(b"\n")
+    last = len(lines) - 1
+    while last >= 0 and not lines[last].strip():
+        last -= 1
+    pending_bad: int | None = None
+    for n, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            rec = None
+        if not (isinstance(rec, dict) and isinstance(rec.get("type"), str)):
+            bad += 1
+            torn = True
+            if n != last and pending_bad is None:
+                pending_bad = n + 1
+            continue
+        if pending_bad is not None:
+            if rec["type"] != "torn":
+                problems.append(f"line {pending_bad} is unreadable and is not the last")
+            pending_bad = None
+        if rec["type"] != "torn":
+            records.append(rec)
+        else:
+            torn = True
+    return records, bad, problems, torn
 
 
 @dataclass
@@ -112,7 +190,7 @@ class TxRecord:
     records: list[dict]
     unreadable: int = 0
     begin: dict | None = None
-    state: str = "broken"  # committed | rolled_back | interrupted | broken (no readable begin)
+    state: str = "damaged"  # committed | rolled_back | interrupted | damaged (see ``problems``)
     phase: str = "apply"   # apply | undo: what an interrupted transaction was doing
     file_intents: list[dict] = field(default_factory=list)
     mkdir_intents: list[dict] = field(default_factory=list)
@@ -121,25 +199,37 @@ class TxRecord:
     undo: dict | None = None
     commit: dict | None = None
     rolled_back: dict | None = None
+    problems: list[str] = field(default_factory=list)
+    known_state: str = ""  # what the records alone say, for a damaged journal
+    torn: bool = True       # a line was cut short (a kill mid-write): a partial intent group is possible
 
     @classmethod
     def load(cls, path: Path) -> "TxRecord":
         path = Path(path)
-        records, bad = read_records(path)
-        return cls.from_records(path.stem, path, records, bad)
+        records, bad, problems, torn = read_journal(path)
+        return cls.from_records(path.stem, path, records, bad, problems, torn=torn)
 
     @classmethod
-    def from_records(cls, txid: str, path: Path, records: list[dict], unreadable: int = 0) -> "TxRecord":
-        tx = cls(txid=txid, path=Path(path), records=records, unreadable=unreadable)
-        for r in records:
+    def from_records(cls, txid: str, path: Path, records: list[dict], unreadable: int = 0,
+                     problems: list[str] | None = None, *, torn: bool = True) -> "TxRecord":
+        tx = cls(txid=txid, path=Path(path), records=records, unreadable=unreadable,
+                 problems=list(problems or []), torn=torn)
+        for n, r in enumerate(records):
+            why = _record_problem(r)
+            if why:
+                tx.problems.append(f"record {n + 1} ({str(r.get('type'))[:20]}): {why}")
+                continue
             t = r["type"]
             if t == "begin":
+                if tx.begin is not None:
+                    tx.problems.append(f"record {n + 1}: a second begin")
+                    continue
                 tx.begin = r
                 tx.state = "interrupted"
             elif t == "intent":
                 (tx.mkdir_intents if r.get("op") == "mkdir" else tx.file_intents).append(r)
             elif t == "stage":
-                tx.temps.extend(r.get("temps", []))
+                tx.temps.extend(r["temps"])
             elif t == "done":
                 tx.done[r["path"]] = r.get("sha256")
             elif t == "commit":
@@ -151,11 +241,33 @@ class TxRecord:
             elif t == "rolled_back":
                 tx.rolled_back = r
                 tx.state = "rolled_back"
+        if tx.begin is None:
+            tx.problems.insert(0, "no readable begin record (empty or damaged): what it changed is unknown")
+        else:
+            tx.problems += _path_problems(tx)
+        if tx.problems:
+            tx.known_state, tx.state = tx.state, "damaged"
         return tx
 
     @property
     def pending(self) -> bool:
-        return self.state in ("interrupted", "broken")
+        return self.state in ("interrupted", "damaged")
+
+    @property
+    def damaged(self) -> bool:
+        return bool(self.problems)
+
+    def describe_damage(self) -> str:
+        """One line: what is wrong with the journal, and what it still says."""
+        first = self.problems[0] if self.problems else "damaged"
+        more = f" (and {len(self.problems) - 1} more problem(s))" if len(self.problems) > 1 else ""
+        if self.begin is not None:
+            known = (f"it says {len(self.planned)} file(s) under {self.tree} were planned, "
+                     f"{len(self.file_intents)} intent(s) and {len(self.done)} done record(s) are readable, "
+                     f"state {self.known_state or 'unknown'}")
+        else:
+            known = "nothing readable is left of it"
+        return f"{first}{more}; {known}"
 
     @property
     def tree(self) -> str | None:
@@ -164,3 +276,99 @@ class TxRecord:
     @property
     def planned(self) -> list[dict]:
         return list(self.begin.get("files", [])) if self.begin else []
+
+
+# checking what was read ------------------------------------------------------------------
+_FIELDS = {
+    "begin": {"tree": str, "files": list},
+    "intent": {"op": str, "path": str},
+    "stage": {"temps": list},
+    "done": {"path": str},
+}
+_FILE_OPS = ("create", "replace", "delete")
+
+
+def _record_problem(r: dict) -> str | None:
+    for name, typ in _FIELDS.get(r["type"], {}).items():
+        if not isinstance(r.get(name), typ):
+            return f"field {name!r} missing or not a {typ.__name__}"
+    t = r["type"]
+    if t == "begin":
+        for f in r["files"]:
+            if not (isinstance(f, dict) and isinstance(f.get("path"), str) and f.get("op") in _FILE_OPS):
+                return "a planned file without path or op"
+        if not isinstance(r.get("mkdirs", []), list) or not all(isinstance(m, str) for m in r.get("mkdirs", [])):
+            return "mkdirs is not a list of paths"
+    elif t == "intent" and r["op"] != "mkdir":
+        if r["op"] not in _FILE_OPS:
+            return f"unknown op {str(r['op'])[:20]!r}"
+        for side in ("before", "after"):
+            if not isinstance(r.get(side), dict):
+                return f"field {side!r} missing"
+        b = r["before"]
+        if b.get("exists"):
+            if not (isinstance(b.get("sha256"), str) and _HEX.match(b["sha256"])):
+                return "before.sha256 is not a sha256"
+            for k in ("mode", "uid", "gid"):
+                if not isinstance(b.get(k), int):
+                    return f"before.{k} missing"
+    elif t == "stage":
+        if not all(isinstance(x, str) for x in r["temps"]):
+            return "temps is not a list of paths"
+    return None
+
+
+def clean_path(p) -> bool:
+    """An absolute, normalised machine path: no '..', '.', empty parts or NUL."""
+    return (isinstance(p, str) and p.startswith("/") and "\x00" not in p and posixpath.normpath(p) == p
+            and ".." not in p.split("/") and p != "/")
+
+
+def temp_path(path: str) -> str:
+    d, name = posixpath.split(path)
+    return posixpath.join(d, f".{name}{TEMP_SUFFIX}")
+
+
+def _path_problems(tx: TxRecord) -> list[str]:
+    """Every path a journal names must be one its ``begin`` planned, inside its tree."""
+    out: list[str] = []
+    tree = tx.begin.get("tree")
+    if not clean_path(tree):
+        return [f"its tree {ascii(tree)[:80]} is not a clean absolute path"]
+
+    def inside(p) -> bool:
+        return clean_path(p) and p.startswith(tree.rstrip("/") + "/")
+
+    planned = {}
+    for f in tx.planned:
+        if not inside(f["path"]):
+            out.append(f"planned file {ascii(f['path'])[:120]} is outside its tree {tree}")
+        planned[f["path"]] = f["op"]
+    mkdirs = set(tx.begin.get("mkdirs", []))
+    for d in mkdirs:
+        if not inside(d):
+            out.append(f"planned folder {ascii(d)[:120]} is outside its tree {tree}")
+    temps = {temp_path(p) for p, op in planned.items() if op != "delete"}
+    for t in tx.temps:
+        if t not in temps:
+            out.append(f"temporary {ascii(t)[:120]} is not one its begin planned")
+    for it in tx.mkdir_intents:
+        if it["path"] not in mkdirs:
+            out.append(f"folder intent {ascii(it['path'])[:120]} is not one its begin planned")
+    for it in tx.file_intents:
+        if planned.get(it["path"]) != it["op"]:
+            out.append(f"{it['op']} intent for {ascii(it['path'])[:120]} is not one its begin planned")
+        backup = it.get("backup")
+        if backup is not None and not (isinstance(backup, str) and backup == f"backups/{it['before'].get('sha256')}"):
+            out.append(f"intent for {ascii(it['path'])[:120]} names the backup {ascii(backup)[:80]}")
+    for p in tx.done:
+        if p not in planned and p not in mkdirs:
+            out.append(f"done record for {ascii(p)[:120]}, which its begin did not plan")
+    intents = {it["path"] for it in tx.file_intents}
+    missing = [p for p in planned if p not in intents]
+    if intents and missing and not tx.torn:
+        out.append(f"{len(missing)} of {len(planned)} planned file(s) have no intent record "
+                   f"(the intents are written together)")
+    elif missing and (tx.commit is not None or any(p in planned for p in tx.done)):
+        out.append(f"{len(missing)} planned file(s) have no intent record, yet it says they were done")
+    return out

@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import struct
 import sys
 from pathlib import Path
 
 from rocmrevive.errors import RevError
+from rocmrevive.fs import Dir
 
 PACKAGE_MANAGER_LOCKS = ("/var/lib/dpkg/lock-frontend", "/var/lib/dpkg/lock", "/var/lib/rpm/.rpm.lock")
 
 
 class TxLock:
     """Exclusive, non-blocking ``flock`` on ``path``; a second holder gets RevError("LOCKED")
-    naming the PID that holds it."""
+    naming the PID that holds it. The file is opened through its folder's descriptor
+    (``rocmrevive.fs``): never through a link, never a FIFO or device."""
 
     def __init__(self, path: Path, *, display: str | None = None):
         self.path = Path(path)
@@ -32,13 +35,12 @@ class TxLock:
 
     def acquire(self) -> "TxLock":
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except PermissionError as exc:
-            raise RevError("PERMISSION", f"cannot create the lock {self.display}: {exc.strerror}; "
-                                         "run as root (or pass --state-dir)") from exc
-        except OSError as exc:
-            raise RevError("PERMISSION", f"cannot create the lock {self.display}: {exc.strerror}") from exc
+            with Dir.open(self.path.parent, create=True, what="state folder") as d:
+                fd = d.open_rw(self.path.name)
+        except RevError as exc:
+            hint = "; run as root (or pass --state-dir)" if "Permission denied" in exc.message else ""
+            raise RevError(exc.code, f"cannot create the lock {self.display}: {exc.message}{hint}",
+                           details=exc.details) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -46,8 +48,11 @@ class TxLock:
             os.close(fd)
             raise RevError("LOCKED", f"another rocmrevive{who} holds {self.display}; wait for it to "
                                      "finish and retry", details={"lock": self.display})
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {' '.join(sys.argv)[:200]}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()} {' '.join(sys.argv)[:200]}\n".encode(), 0)
+        except OSError:
+            pass  # the PID is for humans only
         self._fd = fd
         return self
 
@@ -67,10 +72,12 @@ def is_held(path: Path) -> str | None:
     """If someone holds a lock on ``path`` (flock or fcntl), a description of who; else None.
     Never creates the file and never keeps a lock."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None  # a FIFO or device is nobody's lock (and must not be read)
         pid = _fcntl_holder(fd)
         if pid is not None:
             return f" (PID {pid})" if pid > 0 else ""
@@ -109,7 +116,7 @@ def holder(path: Path, fd: int) -> str:
     if pids:
         return f" (PID {pids[0]})"
     try:
-        first = Path(path).read_text().split()
+        first = os.pread(fd, 256, 0).decode("ascii", "replace").split()
         if first and first[0].isdigit():
             return f" (PID {first[0]})"
     except OSError:

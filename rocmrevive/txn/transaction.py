@@ -36,13 +36,13 @@ from typing import Callable
 
 from rocmrevive.errors import RevError
 from rocmrevive.txn.fsutil import HashMismatch, fsync_dir, sha256_file, stage_copy
-from rocmrevive.txn.journal import JOURNAL_VERSION, Journal, TxRecord
+from rocmrevive.fs import Dir
+from rocmrevive.txn.journal import JOURNAL_VERSION, TEMP_SUFFIX, Journal, TxRecord
 from rocmrevive.txn.lock import TxLock, check_package_managers, is_held
 from rocmrevive.txn.plan import Plan
 from rocmrevive.txn.testseam import checkpoint
 
 DEFAULT_STATE_DIR = "/var/lib/rocmrevive"
-TEMP_SUFFIX = ".rocmrevive-new"
 STAGE_WORKERS = 8
 Progress = Callable[[int], None]
 
@@ -89,7 +89,12 @@ def _under(p: Path, base: Path) -> bool:
 
 
 class StateDir:
-    """``<state>/lock``, ``<state>/tx/<txid>.jsonl``, ``<state>/backups/<sha256>`` under the root."""
+    """``<state>/lock``, ``<state>/tx/<txid>.jsonl``, ``<state>/backups/<sha256>`` under the root.
+
+    The folder is opened through ``rocmrevive.fs``: from ``/`` down without following a link
+    another user planted, refused when another user could write it (unless
+    ``ROCMREVIVE_TRUST_SHARED=1``); the lock, journals and backups are opened relative to it,
+    ``O_NOFOLLOW``, never a FIFO or device."""
 
     def __init__(self, root, state_dir: str = DEFAULT_STATE_DIR):
         self.root = root
@@ -105,6 +110,23 @@ class StateDir:
     def lock(self) -> TxLock:
         return TxLock(self.lock_path, display=self.mp(self.lock_path))
 
+    def open(self, sub: str | None = None, *, create: bool = False) -> Dir | None:
+        """The state folder (or its ``tx``/``backups`` folder) opened safely; None when it does not
+        exist and ``create`` is false."""
+        try:
+            d = Dir.open(self.real, create=create, what="state folder")
+        except RevError as exc:
+            if not create and exc.code == "USAGE" and exc.message.startswith("no such folder"):
+                return None
+            raise
+        if sub is None:
+            return d
+        with d:
+            try:
+                return d.sub(sub, create=create, mode=0o755)
+            except FileNotFoundError:
+                return None
+
     def probe_lock(self) -> None:
         who = is_held(self.lock_path)
         if who is not None:
@@ -112,19 +134,22 @@ class StateDir:
                                      "to finish and retry")
 
     def ensure(self) -> None:
-        for d in (self.real, self.tx_dir, self.backup_dir):
-            if not d.is_dir():
-                d.mkdir(mode=0o755, parents=True, exist_ok=True)
-                fsync_dir(d.parent)
+        with self.open(create=True) as d:
+            for sub in ("tx", "backups"):
+                d.sub(sub, create=True).close()
+            d.fsync()
 
     def load_all(self) -> list[TxRecord]:
-        if not self.tx_dir.is_dir():
+        d = self.open("tx")
+        if d is None:
             return []
-        paths = [p for p in self.tx_dir.iterdir() if p.suffix == ".jsonl" and not p.name.startswith(".")]
+        with d:
+            names = [n for n in d.listdir() if n.endswith(".jsonl") and not n.startswith(".")]
+        paths = [self.tx_dir / n for n in names]
         return [TxRecord.load(p) for p in sorted(paths, key=lambda p: (_seq(p.stem), p.name))]
 
     def next_txid(self) -> str:
-        seqs = [_seq(p.stem) for p in self.tx_dir.iterdir()] if self.tx_dir.is_dir() else []
+        seqs = [_seq(n.split(".")[0]) for n in os.listdir(self.tx_dir)] if self.tx_dir.is_dir() else []
         return f"{max(seqs, default=0) + 1:04d}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
 
 
@@ -393,9 +418,22 @@ def _refuse_pending(st: StateDir) -> None:
     pending = [tx for tx in st.load_all() if tx.pending]
     if pending:
         tx = pending[-1]
+        _refuse_damaged(st, tx)
         where = f" on {tx.tree}" if tx.tree else ""
         raise RevError("INTERRUPTED", f"transaction {tx.txid}{where} was interrupted; run `rocmrevive recover` "
                                       "to finish or undo it first", details={"pending": [t.txid for t in pending]})
+
+
+def _refuse_damaged(st: StateDir, tx: TxRecord) -> None:
+    """RevError("INTERRUPTED") for a damaged journal: nothing is undone from it (a partial undo
+    would leave a mixed tree that looks clean); say what is known and what to do."""
+    if not tx.damaged:
+        return
+    raise RevError("INTERRUPTED", f"the journal {st.mp(tx.path)} of transaction {tx.txid} is damaged: "
+                                  f"{tx.describe_damage()}; rocmrevive will not undo or complete it: check the "
+                                  f"files by hand (backups in {st.mp(st.backup_dir)}), then move the journal "
+                                  f"out of {st.mp(st.tx_dir)}",
+                   details={"journal": st.mp(tx.path), "problems": tx.problems[:20]})
 
 
 # apply ---------------------------------------------------------------------------------------
@@ -445,7 +483,11 @@ class _Apply:
         st.ensure()
         txid = st.next_txid()
         jpath = st.tx_dir / f"{txid}.jsonl"
-        journal = Journal.create(jpath)
+        for s in prep.todo:
+            if s.op != "delete":
+                s.temp = _temp_for(s.real)
+        with st.open("tx", create=True) as tx_dir:
+            journal = Journal.create(tx_dir, jpath.name, self._begin_record(txid))
         try:
             self._run(journal, txid)
         except BaseException as exc:
@@ -470,11 +512,7 @@ class _Apply:
     def _run(self, journal: Journal, txid: str) -> None:
         prep, st, mp = self.prep, self.st, self.mp
         todo = prep.todo
-        for s in todo:
-            if s.op != "delete":
-                s.temp = _temp_for(s.real)
-        journal.write(self._begin_record(txid))
-        checkpoint("begin")
+        checkpoint("begin")  # the begin record came with the journal (Journal.create)
 
         backed = False
         for s in todo:
@@ -483,7 +521,8 @@ class _Apply:
                 backed = True
                 checkpoint("backup")
         if backed:
-            fsync_dir(st.backup_dir)
+            with st.open("backups", create=True) as bd:
+                bd.fsync()
 
         if prep.mkdirs:
             journal.write(*[{"type": "intent", "op": "mkdir", "path": mp(d), "mode": m, "uid": u, "gid": g}
@@ -605,20 +644,31 @@ def _place_new(temp: Path, dest: Path, shown: str) -> None:
 
 
 def _backup(st: StateDir, real: Path, sha: str) -> str:
-    """Copy ``real`` into backups/<sha> (content addressed, fsynced) unless it is there already."""
-    dst = st.backup_dir / sha
-    if dst.exists():
-        if sha256_file(dst)[0] == sha:
-            return f"backups/{sha}"
-        os.unlink(dst)  # damaged: make it again
-    tmp = st.backup_dir / f".{sha}.tmp"
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp)
-    try:
-        stage_copy(real, tmp, mode=0o600, expect_sha256=sha)
-    except HashMismatch as exc:
-        raise RevError("DRIFT", f"{st.mp(real)} changed while rocmrevive was backing it up; retry") from exc
-    os.replace(tmp, dst)
+    """Copy ``real`` into backups/<sha> (content addressed, fsynced) unless it is there already.
+    Written through the backups folder's descriptor: an O_EXCL temporary renamed into place."""
+    from rocmrevive.fs import open_regular
+    from rocmrevive.hashing import hash_fd
+
+    with st.open("backups", create=True) as bd:
+        have = bd.lstat(sha)
+        if have is not None:
+            if stat.S_ISREG(have.st_mode):
+                fd = bd.open_read(sha)
+                try:
+                    if hash_fd(fd)[0] == sha:
+                        return f"backups/{sha}"
+                finally:
+                    os.close(fd)
+            bd.rmtree(sha)  # damaged (or not a file): make it again
+        src = open_regular(real)
+        try:
+            bd.copy_in(sha, src, mode=0o600, expect_sha256=sha)
+        except RevError as exc:
+            if exc.code == "VERIFY_FAILED":
+                raise RevError("DRIFT", f"{st.mp(real)} changed while rocmrevive was backing it up; retry") from exc
+            raise
+        finally:
+            os.close(src)
     return f"backups/{sha}"
 
 
@@ -695,6 +745,7 @@ class _Undo:
                 by = f" (by transaction {self.later[path]}; roll that back first)" if path in self.later else ""
                 drift.append(f"{path} ({_describe(cur)}, expected {_describe(after)}){by}")
             items.append(item)
+        self._check_unrecorded()
         if drift:
             raise RevError("DRIFT", f"{len(drift)} file(s) changed since transaction {self.tx.txid}: {_few(drift)}; "
                                     "nothing was changed; `--force` restores them anyway (their current bytes are "
@@ -716,6 +767,23 @@ class _Undo:
                                               for i in items if i["op"] == "restore"})
         self.items = items
         return items
+
+    def _check_unrecorded(self) -> None:
+        """A planned file without an intent was never renamed (intents are fsynced first); if one
+        is in its new state anyway the journal lost records: stop rather than undo half."""
+        intents = {it["path"] for it in self.tx.file_intents}
+        missing = [f for f in self.tx.planned if f["path"] not in intents and f["op"] != "delete"]
+        if not missing:
+            return
+        curs = _observe_all([self._real(f["path"]) for f in missing])
+        new = [f["path"] for f, cur in zip(missing, curs) if cur.get("exists") and cur.get("sha256") == f.get("sha256")]
+        if new:
+            raise RevError("INTERRUPTED", f"the journal {self.st.mp(self.tx.path)} of transaction {self.tx.txid} has "
+                                          f"no intent for {len(new)} planned file(s) already in their new state "
+                                          f"({_few(new)}): records were lost; rocmrevive will not undo part of it: "
+                                          f"check the files by hand (backups in {self.st.mp(self.st.backup_dir)}), "
+                                          f"then move the journal out of {self.st.mp(self.st.tx_dir)}",
+                           details={"journal": self.st.mp(self.tx.path), "unrecorded": new})
 
     def _temps(self) -> set[Path]:
         temps = {self.root.path(t) for t in self.tx.temps}
@@ -747,7 +815,6 @@ class _Undo:
             real, b, cur = i["real"], i["intent"]["before"], i["cur"]
             if i["forced"] and cur.get("exists"):
                 _backup(self.st, real, cur["sha256"])
-                fsync_dir(self.st.backup_dir)
                 self.warnings.append(f"{i['path']} had changed; its bytes are kept as "
                                      f"{self.st.mp(self.st.backup_dir / cur['sha256'])}")
             if i["op"] == "restore":
@@ -830,6 +897,9 @@ def rollback(root, txid: str | None = None, *, force: bool = False, state_dir: s
         check_package_managers(root)
         _refuse_pending(st)
         txs = st.load_all()
+        damaged = [t for t in txs if t.damaged]
+        if damaged:
+            _refuse_damaged(st, damaged[-1])
         tx = _select(txs, txid, st)
         if tx is None:
             return TxResult(None, False, [], None, None, "nothing", ["no committed transaction to roll back"])
@@ -899,12 +969,7 @@ def recover_pending(root, *, state_dir: str = DEFAULT_STATE_DIR, force: bool = F
 
 def _recover_one(root, st: StateDir, tx: TxRecord, *, force: bool, dry_run: bool) -> TxResult:
     jpath = st.mp(tx.path)
-    if tx.state == "broken":  # killed before its begin record was complete: nothing was touched
-        if not dry_run:
-            with Journal.reopen(tx.path) as j:
-                j.write({"type": "rolled_back", "time": _now(), "reason": "recover: the transaction had not started",
-                         "restored": [], "removed": [], "rmdirs": []})
-        return TxResult(tx.txid, False, [], jpath, None, "dry-run" if dry_run else "rolled_back")
+    _refuse_damaged(st, tx)  # a journal is created with its begin, so none is legitimately empty
     if tx.phase == "apply" and _all_in_place(root, tx):
         acts = [{"path": f["path"], "op": f["op"], "before": None, "after": f.get("sha256")} for f in tx.planned]
         if dry_run:
@@ -944,7 +1009,7 @@ def _all_in_place(root, tx: TxRecord) -> bool:
 
 # history / status ----------------------------------------------------------------------------
 def list_transactions(root, *, state_dir: str = DEFAULT_STATE_DIR, verify: bool = True) -> list[dict]:
-    """Every transaction, oldest first: txid, state (committed, rolled_back, interrupted, broken,
+    """Every transaction, oldest first: txid, state (committed, rolled_back, interrupted, damaged,
     in_progress: another rocmrevive holds the lock), tree, times, meta, file counts and, for a
     committed one (``verify``), which of its files are intact, drifted or missing now.
 
