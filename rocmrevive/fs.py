@@ -513,6 +513,37 @@ def copy_fd(src_fd: int, dst_fd: int, *, max_size: int | None = None, what="file
     return h.hexdigest(), size
 
 
+def executable_problem(path: str | os.PathLike, *, hops: int = 0) -> str | None:
+    """Why ``path`` may not be run as root by something rocmrevive sets up (the apt hook), or
+    None: every folder on the way must be root's and not writable by others (sticky folders
+    aside), the file itself (and any link on the way) root's and not group/world-writable."""
+    if os.geteuid() != 0:
+        return None  # only root's own setups are at stake
+    p = os.path.abspath(os.fspath(path))
+    parent, name = os.path.split(p)
+    try:
+        with Dir.open(parent, what="folder of the executable", allow_shared=False) as d:
+            st = d.lstat(name)
+            if st is None:
+                return f"{p} does not exist"
+            if stat.S_ISLNK(st.st_mode):
+                if st.st_uid != 0:
+                    return f"{p} is a symbolic link owned by uid {st.st_uid}"
+                if hops > _MAX_LINKS:
+                    return f"{p}: too many symbolic links"
+                target = os.readlink(name, dir_fd=d.fd)
+                return executable_problem(os.path.join(parent, target), hops=hops + 1)
+    except RevError as exc:
+        return exc.message.split(", so another user")[0]
+    if not stat.S_ISREG(st.st_mode):
+        return f"{p} is not a regular file"
+    if st.st_uid != 0:
+        return f"{p} is owned by uid {st.st_uid}, not root"
+    if stat.S_IMODE(st.st_mode) & 0o022:
+        return f"{p} is writable by its group or by everyone"
+    return None
+
+
 def printable_name(name: str) -> bool:
     """A path name rocmrevive may create and print: valid UTF-8 (no surrogate escapes), no
     control characters (newline, ESC, DEL, C1)."""

@@ -105,6 +105,21 @@ def parse(text: str) -> HookConfig | None:
     return None
 
 
+def check_hook_bin(root, exe: str) -> None:
+    """apt runs the hook's executable as root after every dpkg run: refuse one that another user
+    could replace (owned by someone else, or in a folder others can write). RevError("PERMISSION")."""
+    from rocmrevive.fs import executable_problem
+
+    where = exe
+    if not root.is_host and os.path.lexists(root.path(exe)):
+        where = str(root.path(exe))
+    problem = executable_problem(where)
+    if problem:
+        raise RevError("PERMISSION", f"refusing to make apt run {exe} as root: {problem}; install rocmrevive "
+                                     f"root-owned (e.g. pip install as root into /usr/local) and pass --bin with "
+                                     f"its path")
+
+
 def install_hook(root, cfg: HookConfig, *, dry_run: bool = False):
     """Write the hook file through a transaction (a create, or a replace of another hook file,
     whose bytes go to the backups); nothing is written when the same hook is there already."""
@@ -114,6 +129,7 @@ def install_hook(root, cfg: HookConfig, *, dry_run: bool = False):
     if not root.path(HOOK_DIR).is_dir():
         raise RevError("NOTHING_SUPPORTED", f"no {HOOK_DIR} under {root.base}: the hook is for apt-based systems "
                                             "(Debian, Ubuntu)")
+    check_hook_bin(root, cfg.bin[0])
     stage = Path(tempfile.mkdtemp(prefix="rocmrevive-hook-"))
     try:
         staged = stage / Path(HOOK_FILE).name

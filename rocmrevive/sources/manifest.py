@@ -225,15 +225,13 @@ def spec_text(spec: SpecifierSet | None) -> str:
 
 
 def default_manifest_dir() -> Path:
-    """$ROCMREVIVE_MANIFESTS, else the ``manifests/`` folder shipped with rocmrevive."""
+    """$ROCMREVIVE_MANIFESTS, else the ``data/manifests`` folder shipped inside the package (in a
+    source checkout a link to the repository's ``manifests/``). Never a ``manifests/`` folder
+    next to the package: in site-packages that is any other package's folder (docs/security.md)."""
     env = os.environ.get("ROCMREVIVE_MANIFESTS")
     if env:
         return Path(env)
-    here = Path(__file__).resolve().parent
-    for cand in (here.parent.parent / "manifests", here.parent / "data" / "manifests"):
-        if cand.is_dir():
-            return cand
-    return here.parent.parent / "manifests"
+    return Path(__file__).resolve().parent.parent / "data" / "manifests"
 
 
 def load_manifests(directory: Path | os.PathLike | str) -> list[Manifest]:
