@@ -2,17 +2,26 @@
 """Benchmark `rocmrevive inspect` on Debian's rocBLAS 4.4.1 library folder (1,349 files) against
 the reference tools, in one run, and print the ratios.
 
-    python bench/bench_inspect.py [LIBRARY_DIR] [--skip-strings]
+    python bench/bench_inspect.py [LIBRARY_DIR] [--before CHECKOUT] [--skip-strings] [--runs N]
 
-References: one `llvm-readelf -h` process over the 970 ELF files of the folder (llvm-readelf
-stops at the first file that is not an ELF, so it is given the ELF files only: the faster and
-fairer reference), and `strings FILE | grep gfx` per file (what users do today).
-Each timing is the best of N runs with a warm page cache; start-up is included.
+Goal (issue 17): `inspect DIR` as a person runs it, the report included, within 2x of one
+`llvm-readelf -h` process over the folder's 970 ELF files (llvm-readelf stops at the first file
+that is not an ELF, so it gets the ELF files only: the faster and fairer reference). The report
+is written to a pipe (the text path is the same on a terminal, where only a progress bar on
+stderr is added). `--json` and `--deep` are timed too, and `strings FILE | grep gfx` per file
+(what users do today).
+
+Each timing is the best of N runs with a warm page cache, start-up included, as wall-clock and
+as CPU time (user + system of the child, from getrusage: steadier on a busy machine).
+`--before CHECKOUT` also times another checkout of rocmrevive (e.g. `git archive main | tar -x`)
+in the same run, so that before/after is one measurement.
 """
 from __future__ import annotations
 
 import glob
+import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -20,48 +29,83 @@ import time
 
 DEFAULT = ("/var/tmp/rocmrevive-test-cache/unpacked/librocblas4_6.4.4-4_amd64/"
            "usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def best(cmd, runs=5, **kw) -> float:
-    times = []
+def best(cmd, runs=5, env=None) -> tuple[float, float]:
+    """(best wall-clock seconds, best CPU seconds) of ``cmd``, its output to a pipe."""
+    walls, cpus = [], []
     for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, **kw)
-        times.append(time.perf_counter() - t)
-    return min(times)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        for _chunk in iter(lambda: p.stdout.read(1 << 16), b""):
+            pass
+        p.wait()
+        walls.append(time.perf_counter() - t)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return min(walls), min(cpus)
+
+
+def rocmrevive(checkout: str) -> tuple[list[str], dict]:
+    env = {**os.environ, "PYTHONPATH": checkout, "NO_COLOR": "1"}
+    return [sys.executable, "-m", "rocmrevive.cli.main"], env
 
 
 def main() -> int:
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    argv = sys.argv[1:]
+    runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 5
+    before = argv[argv.index("--before") + 1] if "--before" in argv else None
+    skip = {a for i, a in enumerate(argv) if a.startswith("--") or (i and argv[i - 1] in ("--runs", "--before"))}
+    args = [a for a in argv if a not in skip]
     lib = args[0] if args else DEFAULT
     if not os.path.isdir(lib):
         print(f"no library folder at {lib}; run tests/fixtures/fetch_debian.sh first", file=sys.stderr)
         return 2
     files = sorted(glob.glob(os.path.join(lib, "*")))
-    elves = [f for f in files if open(f, "rb").read(4) == b"\x7fELF"]
+    elves = []
+    for f in files:
+        with open(f, "rb") as fh:
+            if fh.read(4) == b"\x7fELF":
+                elves.append(f)
     readelf = shutil.which("llvm-readelf") or shutil.which("llvm-readelf-15")
-    exe = [sys.executable, "-m", "rocmrevive.cli.main"]
-    if shutil.which("rocmrevive"):
-        exe = [shutil.which("rocmrevive")]
-    # check the two agree before timing anything
-    out = subprocess.run(exe + ["--json", "inspect", lib], capture_output=True, text=True)
-    import json
-
+    if readelf is None:
+        print("llvm-readelf is not installed (apt-get install llvm)", file=sys.stderr)
+        return 2
+    exe, env = rocmrevive(REPO)
+    out = subprocess.run(exe + ["--json", "inspect", lib], capture_output=True, text=True, env=env)
     doc = json.loads(out.stdout)
     print(f"folder: {lib}: {len(files)} files, {len(elves)} ELF; inspect found "
           f"{doc['summary']['code_objects']} code objects, {doc['summary']['problems']} problems")
-    t_inspect = best(exe + ["--json", "inspect", lib])
-    t_deep = best(exe + ["--json", "inspect", "--deep", lib], runs=2)
-    t_readelf = best([readelf, "-h"] + elves)
-    print(f"rocmrevive inspect (headers)      {t_inspect:8.3f} s")
-    print(f"rocmrevive inspect --deep (notes)  {t_deep:8.3f} s")
-    print(f"llvm-readelf -h, one process       {t_readelf:8.3f} s")
-    print(f"ratio inspect / llvm-readelf       {t_inspect / t_readelf:8.2f}x   (goal <= 5x)")
-    if "--skip-strings" not in sys.argv:
+
+    rows = []
+    ref = best([readelf, "-h"] + elves, runs)
+    rows.append(("llvm-readelf -h, one process", ref))
+    checkouts = [("after", REPO)] + ([("before", before)] if before else [])
+    ratios = []
+    for label, checkout in checkouts:
+        exe, env = rocmrevive(checkout)
+        table = best(exe + ["inspect", lib], runs, env)
+        js = best(exe + ["--json", "inspect", lib], runs, env)
+        rows.append((f"inspect DIR, the report ({label})", table))
+        rows.append((f"inspect --json DIR ({label})", js))
+        ratios.append((label, table, js))
+    exe, env = rocmrevive(REPO)
+    rows.append(("inspect --deep --json DIR (after)", best(exe + ["--json", "inspect", "--deep", lib], 2, env)))
+    print(f"{'':40} {'wall s':>8} {'cpu s':>8}")
+    for name, (wall, cpu) in rows:
+        print(f"{name:40} {wall:8.3f} {cpu:8.3f}")
+    for label, table, js in ratios:
+        print(f"ratio inspect DIR / llvm-readelf ({label:6})  wall {table[0] / ref[0]:5.2f}x   "
+              f"cpu {table[1] / ref[1]:5.2f}x   (goal <= 2x)")
+        print(f"ratio report / --json ({label:6})             wall {table[0] / js[0]:5.2f}x   "
+              f"cpu {table[1] / js[1]:5.2f}x   (the report's own cost)")
+    if "--skip-strings" not in argv:
         script = 'for f in "$@"; do strings "$f" | grep gfx >/dev/null; done'
         t_strings = best(["sh", "-c", script, "sh"] + files, runs=1)
-        print(f"strings | grep gfx, per file       {t_strings:8.3f} s")
-        print(f"speed-up over strings|grep         {t_strings / t_inspect:8.1f}x   (goal >= 40x)")
+        print(f"strings | grep gfx, per file       {t_strings[0]:8.3f} s")
+        print(f"speed-up over strings|grep         {t_strings[0] / ratios[0][1][0]:8.1f}x   (goal >= 40x)")
     return 0
 
 

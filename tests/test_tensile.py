@@ -313,3 +313,72 @@ def test_ccob_code_object_truncated_in_52(tmp_path, rocblas52):
     (f,) = rep.errors
     assert (f.kind, f.file) == (X.CODE_OBJECT_UNREADABLE, victim)
     assert len(f.kernels) > 10
+
+
+# ------------------------------------------------------------------------------------------
+# indexes that parse but lead rocBLAS nowhere (a false pass in the review)
+
+def _lazy(lib: Path) -> dict:
+    return msgpack.unpackb((lib / "TensileLibrary_lazy_gfx906.dat").read_bytes(), raw=False, strict_map_key=False)
+
+
+def _empty_problem_maps(node):
+    if isinstance(node, dict):
+        if node.get("type") == "ProblemMap":
+            node["map"] = {}
+        for v in node.values():
+            _empty_problem_maps(v)
+    elif isinstance(node, list):
+        for v in node:
+            _empty_problem_maps(v)
+
+
+@pytest.mark.debian
+def test_an_index_reaching_no_solution_fails(copy441):
+    doc = _lazy(copy441)
+    _empty_problem_maps(doc)
+    rewrite(copy441 / "TensileLibrary_lazy_gfx906.dat", msgpack.packb(doc))
+    rep = X.cross_reference(copy441, GFX906)
+    assert not rep.ok and rep.solutions == 0
+    assert [(f.kind, f.file) for f in rep.errors] == [(X.LAZY_INDEX_EMPTY, "TensileLibrary_lazy_gfx906.dat")]
+
+
+@pytest.mark.debian
+def test_placeholders_with_zero_solutions_fail(copy441):
+    for ph in LazyIndex.read(copy441 / "TensileLibrary_lazy_gfx906.dat").placeholders:
+        dat = copy441 / (ph + ".dat")
+        lib = msgpack.unpackb(dat.read_bytes(), raw=False, strict_map_key=False)["library"]
+        rewrite(dat, msgpack.packb({"solutions": [], "library": lib}))
+    rep = X.cross_reference(copy441, GFX906)
+    assert not rep.ok and rep.solutions == 0 and rep.placeholders == 88
+    assert X.LAZY_INDEX_EMPTY in {f.kind for f in rep.errors}
+
+
+@pytest.mark.debian
+@pytest.mark.parametrize("mutate", ["single", "no-rows", "row-without-predicate", "list"])
+def test_an_index_rocblas_cannot_read_fails(copy441, mutate):
+    doc = _lazy(copy441)
+    if mutate == "single":
+        doc["library"] = {"type": "Single", "index": 0}
+    elif mutate == "no-rows":
+        doc["library"]["rows"] = []
+    elif mutate == "row-without-predicate":
+        del doc["library"]["rows"][0]["predicate"]
+    else:
+        doc = [doc]
+    rewrite(copy441 / "TensileLibrary_lazy_gfx906.dat", msgpack.packb(doc))
+    rep = X.cross_reference(copy441, GFX906)
+    assert not rep.ok
+    assert X.LAZY_INDEX_UNREADABLE in {f.kind for f in rep.errors}, [f.to_json() for f in rep.errors]
+
+
+@pytest.mark.debian
+def test_verify_fails_a_gfx906_index_with_zero_solutions(copy441):
+    from tests.test_verify import run, statuses
+
+    doc = _lazy(copy441)
+    _empty_problem_maps(doc)
+    rewrite(copy441 / "TensileLibrary_lazy_gfx906.dat", msgpack.packb(doc))
+    code, out = run("verify", "--tree", str(copy441.parent.parent.parent), "--target", "gfx906:sramecc+:xnack-")
+    assert code == 6 and out["error"]["exit"] == 6
+    assert statuses(out)[("gfx906:sramecc+:xnack-", "tensile")] == "fail"

@@ -1,18 +1,23 @@
 """``rocmrevive inspect PATH...``: the GPU code objects inside files and folders."""
 from __future__ import annotations
 
+import os
+import sys
 from collections import Counter
 
 import click
 
 from rocmrevive.cli.ui import Outcome
 
+DETAILED_MAX = 12  # up to this many files: one line per code object; more: one line per file
+
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--deep", is_flag=True,
               help="Also decompress every compressed bundle (MD5 check), read every metadata "
-                   "note (kernel counts, amdhsa.target cross-check) and the kernel descriptors.")
+                   "note (kernel counts, amdhsa.target cross-check) and the kernel descriptors, "
+                   "and walk every Tensile .dat to its end.")
 @click.option("--problems-only", is_flag=True, help="Show only files with problems.")
 @click.pass_obj
 def inspect(ui, paths, deep, problems_only):
@@ -20,11 +25,14 @@ def inspect(ui, paths, deep, problems_only):
 
     Files are classified by their magic, never their extension: raw AMDGPU ELF, clang
     offload bundles, compressed bundles (CCOB v1-v3, zlib/zstd), host libraries with a
-    .hip_fatbin section, Tensile .dat indexes, TheRock's .kpack kernel archives (header and
-    TOC; exact targets from the code objects when the archive is not compressed). PATHS are read as given (not under --root).
+    .hip_fatbin section, files of several bundles back to back (a dumped .hip_fatbin),
+    Tensile .dat indexes, TheRock's .kpack kernel archives (header and TOC; exact targets from
+    the code objects when the archive is not compressed). PATHS are read as given (not under
+    --root); FIFOs and devices are never opened. Nothing is cut: ids and paths are printed
+    whole, in pipes too.
     Exit 0: all read; 6: some file is damaged; 3: no code object found.
     """
-    from rocmrevive.codeobj.inspect import iter_files, inspect_file
+    from rocmrevive.codeobj.inspect import inspect_file, iter_files
 
     def work() -> Outcome:
         files = list(iter_files(paths))
@@ -42,15 +50,16 @@ def inspect(ui, paths, deep, problems_only):
         code, message = "OK", None
         if summary["files_with_problems"]:
             code = "VERIFY_FAILED"
-            message = (f"{summary['files_with_problems']} of {summary['files']} files have problems "
-                       f"(see the table, or --json)")
+            first = next(r for r in reports if r.problems)
+            message = (f"{summary['files_with_problems']} of {summary['files']} files have problems, "
+                       f"first {first.path}: {first.problems[0]}")
         elif not summary["code_objects"]:
             code = "NOTHING_SUPPORTED"
             message = f"no GPU code object in {', '.join(paths)}"
         shown = [r for r in reports if r.problems] if problems_only else reports
         return Outcome(
             data={"deep": deep, "summary": summary, "files": [r.to_json() for r in shown]},
-            render=lambda con: _render(con, shown, summary),
+            render=lambda con: _write(con, render_text(shown, summary)),
             code=code, message=message)
 
     ui.run("inspect", work)
@@ -80,38 +89,61 @@ def _summary(reports) -> dict:
     }
 
 
-def _render(con, reports, summary) -> None:
-    from rich.table import Table
-
-    detailed = len(reports) <= 12
-    if detailed:
+def render_text(reports, summary) -> str:
+    """The report as plain lines. Nothing is ever cut: the short columns (kind, targets) come
+    first, padded, and the path last and whole, so a narrow terminal wraps it and a pipe keeps
+    it on one line; problems follow on their own indented lines."""
+    out: list[str] = []
+    if len(reports) <= DETAILED_MAX:
         for r in reports:
-            t = Table(title=f"{r.path}  [{r.kind}, {r.size:,} bytes]", title_justify="left",
-                      show_edge=False)
-            for col in ("target", "co", "e_flags", "offset", "size", "kernels", "entry / container"):
-                t.add_column(col)
-            for e in r.entries:
-                t.add_row(str(e.target), str(e.co_version or "-"),
-                          f"0x{e.e_flags:x}" if e.e_flags is not None else "-",
-                          f"0x{e.offset:x}", f"{e.size:,}",
-                          "-" if e.kernels is None else str(e.kernels),
-                          e.entry_id or e.container)
-            if r.entries:
-                con.print(t)
-            else:
-                con.print(f"{r.path}  [{r.kind}]" + (f": {r.note}" if r.note else ""))
-            for p in r.problems:
-                con.print(f"  problem: {p}", markup=False)
+            head = f"{r.path}  [{r.kind}, {r.size:,} bytes]"
+            out.append(head + (f": {r.note}" if r.note and not r.entries else ""))
+            rows = [(str(e.target), f"v{e.co_version}" if e.co_version else "-",
+                     f"0x{e.e_flags:x}" if e.e_flags is not None else "-", f"0x{e.offset:x}",
+                     f"{e.size:,}", "-" if e.kernels is None else f"{e.kernels} kernels",
+                     e.entry_id or e.container) for e in r.entries]
+            out.extend(_columns(rows, indent="  "))
+            out.extend(f"  problem: {p}" for p in r.problems)
     else:
-        t = Table(show_edge=False)
-        for col in ("file", "kind", "targets", "problems"):
-            t.add_column(col)
+        rows, problems = [], {}
         for r in reports:
-            if r.kind in ("tensile-dat",) and not r.problems:
+            if r.kind == "tensile-dat" and not r.problems:
                 continue
-            t.add_row(r.path, r.kind, " ".join(r.targets) or "-", "; ".join(r.problems) or "")
-        con.print(t)
+            rows.append((r.kind, " ".join(r.targets) or "-", r.path))
+            problems[len(rows) - 1] = r.problems
+        lines = _columns([("kind", "targets", "file")] + rows, cap=40)
+        out.append(lines[0])
+        for i, line in enumerate(lines[1:]):
+            out.append(line)
+            out.extend(f"    problem: {p}" for p in problems.get(i, ()))
     tg = ", ".join(f"{k} ({v})" for k, v in summary["targets"].items()) or "none"
-    con.print(f"{summary['files']} files, {summary['code_objects']} code objects; "
-              f"targets: {tg}; problems: {summary['problems']} in {summary['files_with_problems']} files",
-              markup=False)
+    files = summary["files"]
+    out.append(f"{files} file{'s' * (files != 1)}, {summary['code_objects']} code object"
+               f"{'s' * (summary['code_objects'] != 1)}; targets: {tg}; problems: {summary['problems']} "
+               f"in {summary['files_with_problems']} file{'s' * (summary['files_with_problems'] != 1)}")
+    return "\n".join(out) + "\n"
+
+
+def _columns(rows, *, indent: str = "", cap: int | None = None) -> list[str]:
+    """Left-aligned columns; the last one is never padded. A cell wider than ``cap`` keeps all
+    its text (its row just runs past the column)."""
+    if not rows:
+        return []
+    n = len(rows[0])
+    widths = [max(len(r[i]) for r in rows) for i in range(n - 1)]
+    if cap:
+        widths = [min(w, cap) for w in widths]
+    return [indent + "  ".join([c.ljust(w) for c, w in zip(r, widths)] + [r[-1]]) for r in rows]
+
+
+def _write(con, text: str) -> None:
+    """Write the report in one go (rich's per-cell layout cost more than the scan), quietly
+    stopping when the reader of a pipe has gone (``inspect DIR | head``)."""
+    try:
+        con.file.write(text)
+        con.file.flush()
+    except BrokenPipeError:
+        # the reader is gone: nothing more can be said; keep later flushes from failing too
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)

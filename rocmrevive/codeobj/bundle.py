@@ -23,15 +23,26 @@ CCOB_MAGIC = b"CCOB"
 METHOD_ZLIB, METHOD_ZSTD = 0, 1
 METHOD_NAMES = {METHOD_ZLIB: "zlib", METHOD_ZSTD: "zstd"}
 
-# Caps against hostile headers: a real bundle has a few dozen entries and ids of < 100 bytes;
-# the largest real CCOB seen (rccl 7.2.4) decompresses to 1.2 GB.
+# Caps against hostile headers: a real bundle has a few dozen entries and ids of < 100 bytes.
 MAX_ENTRIES = 4096
 MAX_TRIPLE = 4096
-MAX_UNCOMPRESSED = 16 << 30
+# Sizes measured on Debian's packages (docs/formats.md "Size caps"): the largest device code
+# object is 31 MiB and the largest uncompressed bundle 1.12 GiB (librccl 7.2.4, one RDC bundle of
+# 38 targets). The caps leave room for 16x bigger code objects and a bundle of twice that many
+# targets; a CCOB past them is refused from its header, before anything is decompressed.
+MAX_CODE_OBJECT = 512 << 20
+MAX_UNCOMPRESSED = 2 << 30
+# Uncompressed bytes produced per step: memory stays bounded by one step (plus the one code
+# object a caller asks to keep), whatever a header claims.
+STEP = 1 << 20
 
 
 class BundleError(ValueError):
     """A bundle or CCOB that cannot be read; the message is one human line."""
+
+
+class BundleTruncated(BundleError):
+    """The bytes given end inside the bundle's entry table (a longer head may hold it)."""
 
 
 @dataclass(frozen=True)
@@ -59,7 +70,7 @@ def parse_bundle(data: bytes | memoryview, *, limit: int | None = None) -> list[
     if bytes(data[:24]) != BUNDLE_MAGIC:
         raise BundleError("no __CLANG_OFFLOAD_BUNDLE__ magic")
     if len(data) < 32:
-        raise BundleError("bundle header truncated")
+        raise BundleTruncated("bundle header truncated")
     (count,) = struct.unpack_from("<Q", data, 24)
     if count == 0 or count > MAX_ENTRIES:
         raise BundleError(f"bundle claims {count} entries")
@@ -67,16 +78,21 @@ def parse_bundle(data: bytes | memoryview, *, limit: int | None = None) -> list[
     out = []
     for i in range(count):
         if pos + 24 > len(data):
-            raise BundleError(f"bundle entry table truncated at entry {i}")
+            raise BundleTruncated(f"bundle entry table truncated at entry {i}")
         off, esize, tlen = struct.unpack_from("<QQQ", data, pos)
         pos += 24
-        if tlen == 0 or tlen > MAX_TRIPLE or pos + tlen > len(data):
+        if tlen == 0 or tlen > MAX_TRIPLE:
             raise BundleError(f"bundle entry {i} has a bad id length {tlen}")
+        if pos + tlen > len(data):
+            raise BundleTruncated(f"bundle entry table truncated at entry {i}")
         triple = bytes(data[pos:pos + tlen]).decode("ascii", "replace")
         pos += tlen
         if off == 0 or off + esize > size:
             raise BundleError(f"bundle entry {triple} points past the end "
                               f"(offset {off} + size {esize} > {size})")
+        if esize > MAX_CODE_OBJECT:
+            raise BundleError(f"bundle entry {triple} claims {esize:,} bytes, more than the "
+                              f"{MAX_CODE_OBJECT >> 20} MiB a code object may have")
         out.append(BundleEntry(triple, off, esize))
     return out
 
@@ -128,13 +144,18 @@ def parse_ccob_header(data: bytes | memoryview) -> CcobHeader:
     if hdr.total_size is not None and hdr.total_size < hdr.header_size:
         raise BundleError(f"CCOB total size {hdr.total_size} is smaller than its header")
     if hdr.uncompressed_size > MAX_UNCOMPRESSED:
-        raise BundleError(f"CCOB claims {hdr.uncompressed_size} uncompressed bytes")
+        raise BundleError(f"CCOB claims {hdr.uncompressed_size:,} uncompressed bytes, more than the "
+                          f"{MAX_UNCOMPRESSED >> 30} GiB a real bundle may have (a compression bomb?)")
     return hdr
 
 
 def ccob_hash(uncompressed: bytes) -> int:
     """MD5(uncompressed).low(): the first 8 digest bytes as a little-endian u64 ([OB.cpp])."""
-    return struct.unpack_from("<Q", hashlib.md5(uncompressed).digest(), 0)[0]
+    return _md5_low(hashlib.md5(uncompressed))
+
+
+def _md5_low(md5) -> int:
+    return struct.unpack_from("<Q", md5.digest(), 0)[0]
 
 
 class _ViewReader:
@@ -150,61 +171,189 @@ class _ViewReader:
         return out
 
 
-def _iter_decompressed(payload: memoryview, method: int, step: int = 1 << 20):
-    """Yield the decompressed bytes in pieces of at most ``step`` bytes, so that a bomb never
-    gets to allocate more than one piece beyond what the caller asked for."""
-    if method == METHOD_ZLIB:
+def zstd_frame_size(view) -> int:
+    """The length of the zstd frame at ``view[0]``, walked from its block headers without
+    decompressing anything (RFC 8878 §3.1.1). Needed for CCOB v1, which has no size field."""
+    n = len(view)
+    if n < 6 or bytes(view[:4]) != b"\x28\xb5\x2f\xfd":
+        raise BundleError("CCOB zstd payload does not start with a zstd frame")
+    fhd = view[4]
+    single_segment = fhd >> 5 & 1
+    fcs_len = (0, 2, 4, 8)[fhd >> 6] or (1 if single_segment else 0)
+    pos = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[fhd & 3] + fcs_len
+    while True:
+        if pos + 3 > n:
+            raise BundleError("CCOB zstd frame is truncated")
+        bh = view[pos] | view[pos + 1] << 8 | view[pos + 2] << 16
+        last, btype, bsize = bh & 1, bh >> 1 & 3, bh >> 3
+        if btype == 3:
+            raise BundleError("CCOB zstd frame has a reserved block type")
+        pos += 3 + (1 if btype == 1 else bsize)  # an RLE block stores one byte
+        if pos > n:
+            raise BundleError("CCOB zstd frame is truncated")
+        if last:
+            return pos + (4 if fhd >> 2 & 1 else 0)
+
+
+class CcobStream:
+    """The uncompressed bundle of a CCOB, piece by piece (at most ``STEP`` bytes each), with the
+    size and the MD5 checked as it goes, so that memory stays bounded whatever a header claims.
+
+        stream = CcobStream(view, hdr)       # view starts at the CCOB magic
+        for piece in stream: ...             # BundleError on a bad size, hash or payload
+        stream.extent                        # the CCOB's compressed length
+
+    ``extent`` is TotalFileSize for v2/v3 and known at once; for v1 it is measured (zstd: from
+    the frame's block headers; zlib: where the stream ends, so only after the last piece).
+    """
+
+    def __init__(self, view, hdr: CcobHeader, *, check_hash: bool = True):
+        self.view, self.hdr, self.check_hash = memoryview(view), hdr, check_hash
+        self.produced = 0
+        self.extent: int | None = hdr.total_size
+        if self.extent is None and hdr.method == METHOD_ZSTD:
+            self.extent = hdr.header_size + zstd_frame_size(self.view[hdr.header_size:])
+        if self.extent is not None and self.extent > len(self.view):
+            raise BundleError(f"CCOB says it is {self.extent:,} bytes but only "
+                              f"{len(self.view):,} are there")
+
+    def __iter__(self):
+        hdr = self.hdr
+        md5 = hashlib.md5() if self.check_hash else None
+        end = self.extent if self.extent is not None else len(self.view)
+        payload = self.view[hdr.header_size:end]
+        try:
+            pieces = (self._zlib(payload) if hdr.method == METHOD_ZLIB else self._zstd(payload))
+            for piece in pieces:
+                self.produced += len(piece)
+                if self.produced > hdr.uncompressed_size:
+                    raise BundleError(f"CCOB decompresses to more than its stated "
+                                      f"{hdr.uncompressed_size:,} bytes")
+                if md5 is not None:
+                    md5.update(piece)
+                yield piece
+        except BundleError:
+            raise
+        except Exception as exc:  # zlib.error, zstd.ZstdError
+            raise BundleError(f"CCOB payload does not decompress ({hdr.method_name}): {exc}") from None
+        if self.produced != hdr.uncompressed_size:
+            raise BundleError(f"CCOB decompresses to {self.produced:,} bytes, header says "
+                              f"{hdr.uncompressed_size:,}")
+        if md5 is not None and _md5_low(md5) != hdr.hash:
+            raise BundleError("CCOB hash does not match its contents (MD5 check failed)")
+
+    def _zlib(self, payload):
         dec = zlib.decompressobj()
-        for i in range(0, len(payload), step):
-            pending = bytes(payload[i:i + step])
-            while pending:
-                piece = dec.decompress(pending, step)
+        fed = 0
+        for i in range(0, len(payload), STEP):
+            pending = bytes(payload[i:i + STEP])
+            fed += len(pending)
+            while pending and not dec.eof:
+                piece = dec.decompress(pending, STEP)
                 pending = dec.unconsumed_tail
                 if piece:
                     yield piece
-        tail = dec.flush()
-        if tail:
-            yield tail
-        return
-    import zstandard
+            if dec.eof:
+                break
+        if not dec.eof:
+            raise BundleError("CCOB zlib stream is truncated")
+        if self.extent is None:  # v1: the stream's end is the CCOB's end
+            self.extent = self.hdr.header_size + fed - len(dec.unused_data)
 
-    reader = zstandard.ZstdDecompressor().stream_reader(_ViewReader(payload), read_across_frames=True)
-    while True:
-        piece = reader.read(step)
-        if not piece:
-            return
-        yield piece
+    def _zstd(self, payload):
+        import zstandard
+
+        reader = zstandard.ZstdDecompressor().stream_reader(_ViewReader(payload),
+                                                            read_across_frames=True)
+        while True:
+            piece = reader.read(STEP)
+            if not piece:
+                return
+            yield piece
 
 
-def decompress_ccob(data: bytes | memoryview, hdr: CcobHeader, *, head: int | None = None,
-                    check_hash: bool = True) -> bytes:
-    """Decompress a CCOB's payload (bounded by its TotalFileSize where it has one).
-
-    ``head``: stop after this many uncompressed bytes (enough for the entry table and the
-    ELF headers); no hash check then. Otherwise the size and hash are checked.
-    """
-    end = hdr.total_size if hdr.total_size is not None else len(data)
-    if end > len(data):
-        raise BundleError(f"CCOB says it is {end} bytes but only {len(data)} are there")
-    payload = memoryview(data)[hdr.header_size:end]
-    want = hdr.uncompressed_size if head is None else min(head, hdr.uncompressed_size)
+def ccob_head(view, hdr: CcobHeader, size: int) -> bytes:
+    """The first ``size`` uncompressed bytes of a CCOB (enough for the entry table and ELF
+    headers); no size or hash check, as the rest is not read."""
     out = bytearray()
+    want = min(size, hdr.uncompressed_size)
+    stream = CcobStream(view, hdr, check_hash=False)
+    it = iter(stream)
     try:
-        for piece in _iter_decompressed(payload, hdr.method):
+        for piece in it:
             out += piece
-            if len(out) >= want and head is not None:
-                return bytes(out[:want])
-            if len(out) > want:
-                raise BundleError(f"CCOB decompresses to more than its stated {want} bytes")
-    except BundleError:
-        raise
-    except Exception as exc:  # zlib.error, zstd.ZstdError
-        raise BundleError(f"CCOB payload does not decompress ({hdr.method_name}): {exc}") from None
-    if head is not None:
-        return bytes(out)
-    if len(out) != hdr.uncompressed_size:
-        raise BundleError(f"CCOB decompresses to {len(out)} bytes, header says {hdr.uncompressed_size}")
-    result = bytes(out)
-    if check_hash and ccob_hash(result) != hdr.hash:
-        raise BundleError("CCOB hash does not match its contents (MD5 check failed)")
-    return result
+            if len(out) >= want:
+                break
+    finally:
+        it.close()
+    return bytes(out[:want])
+
+
+class _Cursor:
+    """Sequential reads over an iterator of byte pieces."""
+
+    def __init__(self, pieces):
+        self.pieces, self.buf, self.pos = iter(pieces), b"", 0
+
+    def _fill(self) -> bool:
+        if not self.buf:
+            self.buf = next(self.pieces, b"")
+        return bool(self.buf)
+
+    def read(self, n: int) -> bytearray:
+        out = bytearray(n)  # allocated once: a code object is never held twice
+        got = 0
+        while got < n and self._fill():
+            k = min(n - got, len(self.buf))
+            out[got:got + k] = self.buf[:k]
+            self.buf, got = self.buf[k:], got + k
+        del out[got:]
+        self.pos += got
+        return out
+
+    def skip(self, n: int) -> None:
+        while n > 0 and self._fill():
+            k = min(n, len(self.buf))
+            self.buf, n, self.pos = self.buf[k:], n - k, self.pos + k
+
+    def unread(self, data: bytes) -> None:
+        self.buf, self.pos = bytes(data) + self.buf, self.pos - len(data)
+
+    def drain(self) -> None:
+        self.buf = b""
+        for _ in self.pieces:
+            pass
+
+
+def iter_ccob_entries(stream: CcobStream, *, keep: int | None = None):
+    """Decompress a CCOB once and yield ``(entry, bytes)`` for each device entry of its bundle,
+    in file order: the whole code object, or its first ``keep`` bytes. Size and MD5 are checked
+    at the end (a BundleError then comes after the entries); memory holds one code object.
+
+        stream = CcobStream(view, hdr)
+        for entry, elf in iter_ccob_entries(stream): ...
+        stream.extent                               # known now, for v1 too
+    """
+    hdr = stream.hdr
+    cur = _Cursor(stream)
+    head = bytearray()
+    while True:  # the entry table: in the first piece for every real bundle
+        piece = cur.read(STEP)
+        head += piece
+        try:
+            entries = parse_bundle(head, limit=hdr.uncompressed_size)
+            break
+        except BundleTruncated:
+            if not piece or len(head) >= 16 * STEP:
+                raise
+    cur.unread(head)
+    del head
+    for e in sorted((e for e in entries if not e.is_host and e.size), key=lambda e: e.offset):
+        if e.offset < cur.pos:
+            raise BundleError(f"bundle entry {e.entry_id} overlaps the entry before it")
+        cur.skip(e.offset - cur.pos)
+        want = e.size if keep is None else min(keep, e.size)
+        data = cur.read(want)
+        if len(data) == want:
+            yield e, data
+    cur.drain()  # the rest: size and MD5 checks

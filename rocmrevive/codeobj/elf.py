@@ -9,7 +9,6 @@ note and the ``*.kd`` kernel descriptors.
 """
 from __future__ import annotations
 
-import io
 import struct
 from dataclasses import dataclass, field
 
@@ -61,6 +60,9 @@ class ElfHeader:
     e_shentsize: int
     e_shnum: int
     e_shstrndx: int
+    e_phoff: int = 0
+    e_phentsize: int = 0
+    e_phnum: int = 0
 
     @property
     def is_amdgpu(self) -> bool:
@@ -113,10 +115,47 @@ def parse_header(data: bytes) -> ElfHeader | None:
     """Parse an ELF64 little-endian header from the first 64 bytes; None if it is not one."""
     if len(data) < 64 or data[:4] != ELF_MAGIC:
         return None
-    ident, e_type, e_machine, _ver, _entry, _phoff, shoff, flags, _ehsize, _phes, _phnum, \
+    ident, e_type, e_machine, _ver, _entry, phoff, shoff, flags, _ehsize, phentsize, phnum, \
         shentsize, shnum, shstrndx = _HDR.unpack_from(data, 0)
     return ElfHeader(ident[4], ident[5], ident[7], ident[8], e_type, e_machine, flags,
-                     shoff, shentsize, shnum, shstrndx)
+                     shoff, shentsize, shnum, shstrndx, phoff, phentsize, phnum)
+
+
+# e_machine values of the hosts a GPU library is built for (ELF.h), to say what a file is.
+MACHINE_NAMES = {3: "i386", 8: "MIPS", 20: "PowerPC", 21: "PowerPC64", 22: "s390x", 40: "ARM",
+                 43: "SPARC V9", 62: "x86-64", 183: "AArch64", 224: "AMDGPU", 243: "RISC-V",
+                 258: "LoongArch"}
+
+
+def machine_words(e_machine: int) -> str:
+    """``62`` -> ``an x86-64 ELF``; an unknown value keeps its number."""
+    name = MACHINE_NAMES.get(e_machine)
+    if name is None:
+        return f"an ELF for machine {e_machine}"
+    return f"{'an' if name[0] in 'AEIOUx' else 'a'} {name} ELF"
+
+
+_SHDR = struct.Struct("<IIQQQQIIQQ")  # Elf64_Shdr
+SHT_NOBITS = 8
+
+
+def truncation_problem(hdr: ElfHeader, data) -> str | None:
+    """Why an ELF whose header parsed is cut short (its program or section headers, or a
+    section's bytes, lie past the end of ``data``); None when everything is there. Reads the
+    section headers only: cheap enough for a whole-folder scan."""
+    size = len(data)
+    tables = (("program headers", hdr.e_phoff, hdr.e_phnum * hdr.e_phentsize),
+              ("section headers", hdr.e_shoff, hdr.e_shnum * hdr.e_shentsize))
+    for what, off, length in tables:
+        if off and length and off + length > size:
+            return f"truncated: its {what} end at byte {off + length:,}, the file has {size:,}"
+    if not hdr.e_shoff or hdr.e_shentsize != _SHDR.size:
+        return None
+    for i in range(hdr.e_shnum):
+        _name, sh_type, _fl, _addr, off, length, *_ = _SHDR.unpack_from(data, hdr.e_shoff + i * _SHDR.size)
+        if sh_type != SHT_NOBITS and length and off + length > size:
+            return f"truncated: section {i} ends at byte {off + length:,}, the file has {size:,}"
+    return None
 
 
 def header_problem(hdr: ElfHeader | None, data: bytes) -> str | None:
@@ -128,7 +167,7 @@ def header_problem(hdr: ElfHeader | None, data: bytes) -> str | None:
     if hdr.ei_class != 2 or hdr.ei_data != 1:
         return f"ELF class {hdr.ei_class}/data {hdr.ei_data}: not a 64-bit little-endian object"
     if not hdr.is_amdgpu:
-        return f"ELF for machine {hdr.e_machine}, not AMDGPU (224)"
+        return f"{machine_words(hdr.e_machine)}, not an AMDGPU code object"
     if hdr.processor is None:
         return f"unknown AMDGPU processor (EF_AMDGPU_MACH 0x{hdr.mach:03x})"
     return None
@@ -156,14 +195,37 @@ class AmdgpuElf:
         return self.header.e_flags
 
 
-def read_amdgpu_elf(data: bytes) -> AmdgpuElf:
+class _BufferStream:
+    """A seekable read-only file over bytes or a bytearray, without copying it (``io.BytesIO``
+    copies a bytearray, and a code object may be hundreds of MiB)."""
+
+    def __init__(self, data):
+        self.view, self.pos = memoryview(data), 0
+
+    def seek(self, off: int, whence: int = 0) -> int:
+        base = (0, self.pos, len(self.view))[whence]
+        self.pos = max(0, base + off)
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def read(self, n: int = -1) -> bytes:
+        end = len(self.view) if n is None or n < 0 else min(len(self.view), self.pos + n)
+        out = bytes(self.view[self.pos:end]) if end > self.pos else b""
+        self.pos = max(self.pos, end)
+        return out
+
+
+def read_amdgpu_elf(data: bytes | bytearray) -> AmdgpuElf:
     """Read an AMDGPU ELF fully: target from e_flags, every metadata note, kernel descriptors.
 
     Raises ValueError when the bytes are not an AMDGPU ELF. Disagreements between e_flags and
-    a note's ``amdhsa.target`` and notes that cannot be decoded are listed in ``problems``.
+    a note's ``amdhsa.target`` and notes that cannot be decoded are listed in ``problems``;
+    hostile bytes never raise anything else.
     """
-    hdr = parse_header(data[:64])
-    why = header_problem(hdr, data[:64])
+    hdr = parse_header(bytes(data[:64]))
+    why = header_problem(hdr, bytes(data[:64]))
     if why:
         raise ValueError(why)
     assert hdr is not None
@@ -178,7 +240,7 @@ def read_amdgpu_elf(data: bytes) -> AmdgpuElf:
     from elftools.elf.elffile import ELFFile
 
     try:
-        elf = ELFFile(io.BytesIO(data))
+        elf = ELFFile(_BufferStream(data))
         for sec in elf.iter_sections():
             if sec["sh_type"] == "SHT_NOTE":
                 _read_notes(obj, sec, data)
@@ -187,6 +249,9 @@ def read_amdgpu_elf(data: bytes) -> AmdgpuElf:
                 _read_kd_symbols(obj, data, sec, strtab)
     except (ELFError, struct.error, ValueError, IndexError) as exc:
         obj.problems.append(f"cannot read sections: {exc}")
+        return obj
+    except Exception as exc:  # pyelftools on hostile offsets: OverflowError, KeyError, ...
+        obj.problems.append(f"cannot read sections: {type(exc).__name__}: {exc}")
         return obj
     _cross_check(obj)
     return obj

@@ -4,20 +4,26 @@ magic (never its extension) and lists every device code object inside.
     report = inspect_file("librocblas.so.4.4")
     sorted({str(e.target) for e in report.entries})   # ['gfx1010', ..., 'gfx906', ...]
 
-Two depths: the default reads headers only (ELF e_flags, bundle entry tables, the head of a
-compressed bundle); ``deep=True`` also decompresses every CCOB and checks its MD5, reads every
-metadata note (kernel counts, ``amdhsa.target`` cross-check) and the kernel descriptors.
+Two depths: the default reads headers only (ELF e_flags and section headers, so a cut file
+is flagged; bundle entry tables; the head of a compressed bundle); ``deep=True`` also
+decompresses every CCOB and checks its MD5, reads every metadata note (kernel counts,
+``amdhsa.target`` cross-check) and the kernel descriptors, and walks every Tensile ``.dat`` to
+its end. Compressed bundles are streamed: memory holds at most one code object
+(``bundle.MAX_CODE_OBJECT``) whatever a header claims. FIFOs and devices are never opened.
 """
 from __future__ import annotations
 
+import errno
 import mmap
 import os
+import stat
 from dataclasses import dataclass, field
 
 from typing import Iterator
 
 from rocmrevive.codeobj import bundle as B
-from rocmrevive.codeobj.elf import ELF_MAGIC, header_problem, parse_header, read_amdgpu_elf
+from rocmrevive.codeobj.elf import (ELF_MAGIC, header_problem, parse_header, machine_words,
+                                    read_amdgpu_elf, truncation_problem)
 from rocmrevive.codeobj.targetid import Coverage, TargetId
 
 TENSILE_DAT_MAGIC = b"\x82\xa9solutions"
@@ -90,16 +96,50 @@ def classify(head: bytes) -> str:
         return "offload-bundle"
     if head[:4] == B.CCOB_MAGIC:
         return "ccob"
-    if head[:11] == TENSILE_DAT_MAGIC:
+    if _is_tensile_head(head):
         return "tensile-dat"
     return "not-code-object"
+
+
+def _is_tensile_head(head: bytes) -> bool:
+    """A msgpack map whose first key is ``solutions`` or ``library``: a Tensile library (the
+    lazy master index included) whichever order its writer put the two keys in."""
+    if not head:
+        return False
+    first = head[0]
+    pos = 1 if 0x80 <= first <= 0x8F else 3 if first == 0xDE else 5 if first == 0xDF else 0
+    if not pos or len(head) <= pos:
+        return False
+    for key in (b"solutions", b"library"):
+        if head[pos:pos + 1 + len(key)] == bytes([0xA0 | len(key)]) + key:
+            return True
+    return False
+
+
+def open_regular(path: str | os.PathLike):
+    """Open a file for reading, never a FIFO, socket or device: opened non-blocking (a FIFO
+    cannot hang us), then ``fstat``-checked. An explicitly named link is followed. Raises
+    OSError (``strerror`` says what the file is)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            what = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                    else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                    else "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file")
+            raise OSError(errno.EINVAL, f"{what}, not a regular file (never opened for reading)", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def inspect_file(path: str | os.PathLike, *, deep: bool = False) -> FileReport:
     """Classify ``path`` and list its device code objects; never raises for bad content."""
     p = str(path)
     try:
-        with open(p, "rb") as f:
+        with open_regular(p) as f:
             size = os.fstat(f.fileno()).st_size
             if size == 0:
                 return FileReport(p, "empty", 0, problems=["empty file"])
@@ -124,18 +164,38 @@ def _inspect_bytes(path: str, data, deep: bool) -> FileReport:
             rep.entries.append(_elf_entry(rep, data, 0, size, None, "elf", deep))
         elif kind == "host-elf":
             _inspect_host_elf(rep, data, deep)
-        elif kind == "offload-bundle":
-            _walk_bundle(rep, data, 0, deep, "bundle@0x0")
-        elif kind == "ccob":
-            hdr = B.parse_ccob_header(data)
-            _walk_ccob(rep, data, 0, hdr, deep)
-        elif kind == "not-code-object" and data[:4] == ELF_MAGIC:
-            rep.problems.append(header_problem(None, bytes(data[:64])) or "bad ELF")
+        elif kind in ("offload-bundle", "ccob"):
+            # a file may hold several containers back to back (a dumped .hip_fatbin)
+            _walk_containers(rep, data, 0, size, deep, "the file")
+        elif kind == "tensile-dat" and deep:
+            # a whole-folder scan reads headers only; walking 300 MB of .dat is --deep's job
+            why = msgpack_problem(data)
+            if why:
+                rep.problems.append(why)
     except B.BundleError as exc:
         rep.problems.append(str(exc))
     except Exception as exc:  # hostile bytes must never become a traceback
         rep.problems.append(f"cannot read {kind} structure: {type(exc).__name__}: {exc}")
     return rep
+
+
+def msgpack_problem(data) -> str | None:
+    """Why ``data`` is not exactly one complete msgpack object (truncated, damaged, or with
+    bytes after it); None when it is. Walked without building anything."""
+    import msgpack
+
+    u = msgpack.Unpacker(max_buffer_size=max(len(data), 1))
+    u.feed(data)
+    try:
+        u.skip()
+    except msgpack.OutOfData:
+        return f"truncated: the msgpack data ends early ({len(data):,} bytes are there)"
+    except Exception as exc:  # msgpack raises several types on bad input
+        return f"damaged msgpack data: {type(exc).__name__}: {exc}"
+    end = u.tell()
+    if end != len(data):
+        return f"{len(data) - end:,} bytes after the end of the msgpack data (at 0x{end:x})"
+    return None
 
 
 def _elf_entry(rep: FileReport, data, offset: int, size: int, entry_id: str | None,
@@ -153,8 +213,13 @@ def _elf_entry(rep: FileReport, data, offset: int, size: int, entry_id: str | No
     co = CodeObject(target, offset, size, entry_id, hdr.co_version, hdr.e_flags, None, container)
     if entry_id:
         _check_entry_id(rep, entry_id, target, hdr.co_version)
+    if offset + size <= len(data):  # a streamed entry head (64 bytes) cannot be checked
+        cut = truncation_problem(hdr, memoryview(data)[offset:offset + size])
+        if cut:
+            rep.problems.append(f"{entry_id}: {cut}" if entry_id else cut)
     if deep:
-        obj = read_amdgpu_elf(bytes(data[offset:offset + size]))
+        whole = offset == 0 and size == len(data)  # a streamed code object: do not copy it
+        obj = read_amdgpu_elf(data if whole else bytes(data[offset:offset + size]))
         co.kernels = len(obj.kernel_names)
         where = f"{entry_id}: " if entry_id else ""
         rep.problems.extend(where + p for p in obj.problems)
@@ -211,67 +276,29 @@ def _ccob_label(base: int, hdr: B.CcobHeader) -> str:
     return f"ccob-v{hdr.version}-{hdr.method_name}@0x{base:x}"
 
 
-def _ccob_payload(view, hdr: B.CcobHeader) -> tuple[bytes, int]:
-    """The whole uncompressed bundle of a CCOB (size and MD5 checked) and its compressed extent:
-    TotalFileSize for v2/v3, the end of the compressed stream for v1."""
-    if hdr.total_size is None:
-        return _decompress_v1(view, hdr)
-    return B.decompress_ccob(view, hdr, check_hash=True), hdr.total_size
-
-
 def _walk_ccob(rep: FileReport, data, base: int, hdr: B.CcobHeader, deep: bool) -> int:
-    """List the entries of the CCOB at ``data[base:]``; returns its compressed extent. Headers
-    only (the decompressed head) unless ``deep`` or v1, which has no size to skip by."""
+    """List the entries of the CCOB at ``data[base:]``; returns its compressed extent.
+
+    v2/v3 without ``deep``: the decompressed head only (the entry table and ELF headers).
+    Otherwise one streamed pass (``deep``; v1, which has no size to skip by): every entry is
+    read as it comes out, and the size and MD5 are checked at the end."""
     view = memoryview(data)[base:]
-    if deep or hdr.total_size is None:
-        payload, extent = _ccob_payload(view, hdr)
-        _walk_bundle(rep, payload, 0, deep, _ccob_label(base, hdr))
-        return extent
-    if hdr.total_size > len(view):
-        raise B.BundleError(f"CCOB at 0x{base:x} says it is {hdr.total_size} bytes, "
-                            f"only {len(view)} are there")
-    head = B.decompress_ccob(view, hdr, head=CCOB_HEAD)
-    _walk_bundle(rep, head, 0, False, _ccob_label(base, hdr), limit=hdr.uncompressed_size)
-    return hdr.total_size
-
-
-def _decompress_v1(view, hdr: B.CcobHeader) -> tuple[bytes, int]:
-    """CCOB v1 has no total size: decompress until the stream ends; return (bytes, extent)."""
-    import zlib
-
-    payload = bytes(view[hdr.header_size:])
-    if hdr.method == B.METHOD_ZLIB:
-        dec = zlib.decompressobj()
-        try:
-            out = dec.decompress(payload, hdr.uncompressed_size + 1)
-        except zlib.error as exc:
-            raise B.BundleError(f"CCOB v1 payload does not decompress (zlib): {exc}") from None
-        if not dec.eof:
-            raise B.BundleError("CCOB v1 zlib stream does not end where its size says")
-        unused = len(dec.unused_data) + len(dec.unconsumed_tail)
-    else:
-        import zstandard
-
-        dec = zstandard.ZstdDecompressor().decompressobj()
-        out = b""
-        pos = 0
-        step = 1 << 20
-        while pos < len(payload) and not dec.eof:
-            try:
-                out += dec.decompress(payload[pos:pos + step])
-            except zstandard.ZstdError as exc:
-                raise B.BundleError(f"CCOB v1 payload does not decompress (zstd): {exc}") from None
-            pos += step
-            if len(out) > hdr.uncompressed_size:
-                raise B.BundleError("CCOB v1 decompresses to more than its stated size")
-        if not dec.eof:
-            raise B.BundleError("CCOB v1 zstd stream is truncated")
-        unused = len(dec.unused_data) + (len(payload) - min(pos, len(payload)))
-    if len(out) != hdr.uncompressed_size:
-        raise B.BundleError(f"CCOB decompresses to {len(out)} bytes, header says {hdr.uncompressed_size}")
-    if B.ccob_hash(out) != hdr.hash:
-        raise B.BundleError("CCOB hash does not match its contents (MD5 check failed)")
-    return out, len(view) - unused
+    label = _ccob_label(base, hdr)
+    if not deep and hdr.total_size is not None:
+        if hdr.total_size > len(view):
+            raise B.BundleError(f"CCOB at 0x{base:x} says it is {hdr.total_size:,} bytes, "
+                                f"only {len(view):,} are there")
+        head = B.ccob_head(view, hdr, CCOB_HEAD)
+        _walk_bundle(rep, head, 0, False, label, limit=hdr.uncompressed_size)
+        return hdr.total_size
+    stream = B.CcobStream(view, hdr)
+    for e, elf in B.iter_ccob_entries(stream, keep=None if deep else 64):
+        co = _elf_entry(rep, elf, 0, e.size, e.entry_id, label, deep)
+        if co is not None:
+            co.offset = e.offset
+            rep.entries.append(co)
+    assert stream.extent is not None
+    return stream.extent
 
 
 def _find_section(data, name: bytes):
@@ -300,25 +327,74 @@ def _find_section(data, name: bytes):
     return None
 
 
-def _walk_fatbin(data, off: int, size: int, *, on_bundle, on_ccob) -> int | None:
-    """Walk the bundles of a ``.hip_fatbin`` section by structure ([HIPU]: each starts at a
-    4096-aligned offset; zero padding between them). ``on_bundle(file_pos, bytes_left)`` and
-    ``on_ccob(file_pos, header)`` return each container's extent. Returns the file offset of
-    bytes that are neither, or None when the whole section was walked."""
+@dataclass(frozen=True)
+class Container:
+    """One bundle or CCOB found by ``iter_containers``: where, how far it may reach, and (for
+    a CCOB) its header."""
+    offset: int
+    limit: int                   # bytes from ``offset`` to the end of the region walked
+    ccob: B.CcobHeader | None    # None for a plain bundle
+    extent: int                  # its length
+
+    @property
+    def label(self) -> str:
+        return f"bundle@0x{self.offset:x}" if self.ccob is None else _ccob_label(self.offset, self.ccob)
+
+
+def iter_containers(data, off: int, size: int, where: str = ".hip_fatbin") -> Iterator[Container]:
+    """Every bundle and CCOB in ``data[off:off + size]`` by structure: a ``.hip_fatbin``
+    section, or a file of containers back to back (a dumped section, or bundles joined with
+    ``cat``). Each starts right after the one before or at the next 4096-byte boundary
+    ([HIPU] HIPCodeObjectAlign); zero bytes pad between them. Raises BundleError at bytes that
+    are neither (after yielding what came before)."""
     pos = 0
     while pos < size:
-        head = bytes(data[off + pos:off + min(pos + 32, size)])  # never past the section
+        head = bytes(data[off + pos:off + min(pos + 32, size)])  # never past the region
         if head[:24] == B.BUNDLE_MAGIC:
-            extent = on_bundle(off + pos, size - pos)
+            view = memoryview(data)[off + pos:off + size]
+            extent = B.bundle_extent(B.parse_bundle(view))
+            yield Container(off + pos, size - pos, None, extent)
         elif head[:4] == B.CCOB_MAGIC:
-            extent = on_ccob(off + pos, B.parse_ccob_header(head))
+            hdr = B.parse_ccob_header(head)
+            extent = _ccob_extent(memoryview(data)[off + pos:off + size], hdr)
+            yield Container(off + pos, size - pos, hdr, extent)
         elif not any(head):
-            extent = 1  # padding between bundles
+            extent = 1  # padding between containers
         else:
-            return off + pos
+            raise B.BundleError(f"unrecognised bytes in {where} at 0x{off + pos:x}")
         pos += max(extent, 1)
-        pos = (pos + FATBIN_ALIGN - 1) // FATBIN_ALIGN * FATBIN_ALIGN
-    return None
+        nxt = bytes(data[off + pos:off + min(pos + 4, size)])
+        if nxt not in (B.BUNDLE_MAGIC[:4], B.CCOB_MAGIC):
+            aligned = min((pos + FATBIN_ALIGN - 1) // FATBIN_ALIGN * FATBIN_ALIGN, size)
+            gap = bytes(data[off + pos:off + aligned])
+            if any(gap):
+                stray = pos + next(i for i, b in enumerate(gap) if b)
+                raise B.BundleError(f"unrecognised bytes in {where} at 0x{off + stray:x}")
+            pos = aligned
+
+
+def _ccob_extent(view, hdr: B.CcobHeader) -> int:
+    """A CCOB's compressed length: TotalFileSize; for v1 the end of its zstd frame, or (zlib)
+    where its stream ends, found by streaming it once (bounded memory)."""
+    stream = B.CcobStream(view, hdr, check_hash=False)
+    if stream.extent is None:
+        for _ in stream:
+            pass
+    assert stream.extent is not None
+    return stream.extent
+
+
+def _walk_containers(rep: FileReport, data, off: int, size: int, deep: bool, where: str) -> None:
+    """List the entries of every container in a region; a damaged container is a problem and
+    the walk goes on with the next one (its extent is known from its header)."""
+    for c in iter_containers(data, off, size, where):
+        try:
+            if c.ccob is None:
+                _walk_bundle(rep, data, c.offset, deep, c.label, limit=c.limit)
+            else:
+                _walk_ccob(rep, data, c.offset, c.ccob, deep)
+        except B.BundleError as exc:
+            rep.problems.append(f"{c.label}: {exc}")
 
 
 def _inspect_host_elf(rep: FileReport, data, deep: bool) -> None:
@@ -330,15 +406,10 @@ def _inspect_host_elf(rep: FileReport, data, deep: bool) -> None:
     sec = _find_section(data, b".hip_fatbin")
     if sec is None:
         rep.kind = "host-elf-no-device-code"
-        rep.note = f"ELF for machine {hdr.e_machine} with no .hip_fatbin section"
+        rep.note = f"{machine_words(hdr.e_machine)} with no .hip_fatbin section (no GPU code)"
         return
     off, size = sec
-    stray = _walk_fatbin(
-        data, off, size,
-        on_bundle=lambda pos, left: _walk_bundle(rep, data, pos, deep, f"bundle@0x{pos:x}", limit=left),
-        on_ccob=lambda pos, hdr: _walk_ccob(rep, data, pos, hdr, deep))
-    if stray is not None:
-        rep.problems.append(f"unrecognised bytes in .hip_fatbin at 0x{stray:x}")
+    _walk_containers(rep, data, off, size, deep, ".hip_fatbin")
     if not rep.entries and not rep.problems:
         rep.kind = "host-elf-no-device-code"
         rep.note = ".hip_fatbin holds no device code"
@@ -399,43 +470,54 @@ def inspect_paths(paths, *, deep: bool = False, progress=None) -> list[FileRepor
 
 
 def iter_elf_payloads(path: str | os.PathLike) -> Iterator[tuple[CodeObject, bytes]]:
-    """Each device code object in ``path`` with its ELF bytes (compressed bundles decompressed).
+    """Each device code object in ``path`` with its ELF bytes, one at a time (compressed
+    bundles are streamed: memory holds one code object, whatever the headers claim).
 
-    Raises ``BundleError`` when a container cannot be read.
+    Raises ``BundleError`` when a container cannot be read, possibly after some entries (a
+    CCOB's size and MD5 are known only at its end).
     """
-    with open(path, "rb") as f:
-        data = f.read()
-    kind = classify(data[:64])
+    with open_regular(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return
+        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        yield from _elf_payloads(str(path), data)
+    finally:
+        try:
+            data.close()
+        except BufferError:
+            pass
+
+
+def _elf_payloads(path: str, data) -> Iterator[tuple[CodeObject, bytes]]:
+    kind = classify(bytes(data[:64]))
+    rep = FileReport(path, kind, len(data))
     if kind == "amdgpu-elf":
-        rep = FileReport(str(path), kind, len(data))
         co = _elf_entry(rep, data, 0, len(data), None, "elf", False)
         if co is not None:
-            yield co, data
+            yield co, bytes(data)
         return
-    rep = FileReport(str(path), kind, len(data))
-    blobs: list[tuple[bytes, int, str]] = []  # (container bytes, base, label)
 
-    def add_bundle(pos: int, left: int) -> int:
-        blobs.append((data, pos, f"bundle@0x{pos:x}"))
-        return B.bundle_extent(B.parse_bundle(memoryview(data)[pos:], limit=left))
-
-    def add_ccob(pos: int, hdr: B.CcobHeader) -> int:
-        payload, extent = _ccob_payload(memoryview(data)[pos:], hdr)
-        blobs.append((payload, 0, _ccob_label(pos, hdr)))
-        return extent
-
-    if kind == "offload-bundle":
-        add_bundle(0, len(data))
-    elif kind == "ccob":
-        add_ccob(0, B.parse_ccob_header(data))
+    if kind in ("offload-bundle", "ccob"):
+        containers = iter_containers(data, 0, len(data), "the file")
     elif kind == "host-elf":
         sec = _find_section(data, b".hip_fatbin")
-        if sec is not None:
-            _walk_fatbin(data, *sec, on_bundle=add_bundle, on_ccob=add_ccob)
-    for blob, base, label in blobs:
-        for e in B.parse_bundle(memoryview(blob)[base:]):
-            if e.is_host or e.size == 0:
-                continue
-            co = _elf_entry(rep, blob, base + e.offset, e.size, e.entry_id, label, False)
+        containers = iter_containers(data, *sec) if sec is not None else iter(())
+    else:
+        return
+    for c in containers:
+        if c.ccob is None:
+            for e in B.parse_bundle(memoryview(data)[c.offset:c.offset + c.limit]):
+                if e.is_host or e.size == 0:
+                    continue
+                at = c.offset + e.offset
+                co = _elf_entry(rep, data, at, e.size, e.entry_id, c.label, False)
+                if co is not None:
+                    yield co, bytes(data[at:at + e.size])
+            continue
+        for e, elf in B.iter_ccob_entries(B.CcobStream(memoryview(data)[c.offset:], c.ccob)):
+            co = _elf_entry(rep, elf, 0, e.size, e.entry_id, c.label, False)
             if co is not None:
-                yield co, bytes(blob[base + e.offset: base + e.offset + e.size])
+                co.offset = e.offset
+                yield co, elf

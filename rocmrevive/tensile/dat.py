@@ -14,6 +14,7 @@ No file names of code objects are stored: ``code_object_name`` derives them the 
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,9 +79,21 @@ def _unpacker(data: bytes) -> msgpack.Unpacker:
     return u
 
 
+# The largest .dat in Debian's rocBLAS 4.4.1 and 5 is 12.7 MB (an ExperimentalGrid placeholder);
+# a file 20 times that is not a Tensile library rocBLAS would parse.
+MAX_DAT = 256 << 20
+
+
 def _read_bytes(path: Path) -> bytes:
+    from rocmrevive.codeobj.inspect import open_regular  # never a FIFO or a device
+
     try:
-        return path.read_bytes()
+        with open_regular(path) as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_DAT:
+                raise TensileFormatError(f"{path} is {size:,} bytes, more than the {MAX_DAT >> 20} MiB "
+                                         "a Tensile library may have")
+            return f.read(MAX_DAT + 1)
     except FileNotFoundError:
         raise
     except OSError as exc:
@@ -161,6 +174,8 @@ class LazyIndex:
     processors: list[str]
     placeholders: list[str]
     solutions: int = 0  # solutions stored in the index itself (0 in a lazy index)
+    # why it is not the shape rocBLAS reads as a master library (None when it is)
+    structure_problem: str | None = None
 
     @classmethod
     def read(cls, path: Path, data: bytes | None = None) -> "LazyIndex":
@@ -182,7 +197,25 @@ class LazyIndex:
         processors: list[str] = []
         _walk(library, placeholders, processors)
         return cls(path=path, arch=arch_of_lazy_index(path.name), processors=processors,
-                   placeholders=list(dict.fromkeys(placeholders)), solutions=n_solutions)
+                   placeholders=list(dict.fromkeys(placeholders)), solutions=n_solutions,
+                   structure_problem=_master_structure_problem(library))
+
+
+def _master_structure_problem(library: dict) -> str | None:
+    """What a master (lazy) index lacks of the shape rocBLAS's MasterSolutionLibrary reads: a
+    ``Hardware`` node whose rows each pair a predicate map with a typed library node."""
+    if library.get("type") != "Hardware":
+        return f"its library node is {library.get('type')!r}, not 'Hardware'"
+    rows = library.get("rows")
+    if not isinstance(rows, list) or not rows:
+        return "its Hardware node has no rows"
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict) or not isinstance(row.get("predicate"), dict):
+            return f"Hardware row {i} has no predicate map"
+        sub = row.get("library")
+        if not isinstance(sub, dict) or not isinstance(sub.get("type"), str):
+            return f"Hardware row {i} has no typed library node"
+    return None
 
 
 def _walk(node: Any, placeholders: list[str], processors: list[str]) -> None:

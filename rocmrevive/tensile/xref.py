@@ -26,6 +26,7 @@ from rocmrevive.tensile.dat import (HELPER_PREFIX, LazyIndex, Solution, TensileF
 LAZY_INDEX_MISSING = "lazy-index-missing"
 LAZY_INDEX_UNREADABLE = "lazy-index-unreadable"
 LAZY_INDEX_OTHER_PROCESSOR = "lazy-index-other-processor"
+LAZY_INDEX_EMPTY = "lazy-index-empty"
 PLACEHOLDER_MISSING = "placeholder-missing"
 PLACEHOLDER_UNREADABLE = "placeholder-unreadable"
 CODE_OBJECT_MISSING = "code-object-missing"
@@ -164,6 +165,12 @@ def cross_reference(library: Path, device: TargetId) -> XrefReport:
         _check_helper(rep, names, reader)
         rep.seconds = time.perf_counter() - t0
         return rep
+    if index.structure_problem:
+        rep.findings.append(Finding(LAZY_INDEX_UNREADABLE, lazy_name,
+                                    f"not a master library rocBLAS can read: {index.structure_problem}"))
+        _check_helper(rep, names, reader)
+        rep.seconds = time.perf_counter() - t0
+        return rep
     if index.processors and proc not in index.processors:
         rep.findings.append(Finding(
             LAZY_INDEX_OTHER_PROCESSOR, lazy_name,
@@ -171,6 +178,15 @@ def cross_reference(library: Path, device: TargetId) -> XrefReport:
             "rocBLAS finds no solution for this GPU"))
     rep.placeholders = len(index.placeholders)
     needs, dat_seen = _solutions_by_code_object(rep, index, names)
+    if not index.placeholders:
+        rep.findings.append(Finding(LAZY_INDEX_EMPTY, lazy_name,
+                                    "the index names no placeholder library: rocBLAS finds no "
+                                    f"Tensile kernel for {proc} (every GEMM fails)"))
+    elif not needs and not any(f.kind in (PLACEHOLDER_MISSING, PLACEHOLDER_UNREADABLE)
+                               for f in rep.findings):
+        rep.findings.append(Finding(LAZY_INDEX_EMPTY, lazy_name,
+                                    f"its {len(index.placeholders)} placeholder(s) hold no solution, so "
+                                    f"no code object is reached: rocBLAS finds no Tensile kernel for {proc}"))
     for co_name, sols in needs.items():
         _check_kernels(rep, reader, names, co_name, sols)
     _check_helper(rep, names, reader)
@@ -379,15 +395,20 @@ def read_code_object_file(path: Path) -> CodeObjectFile:
     read directly; bundles and CCOB go through ``codeobj.inspect.iter_elf_payloads``."""
     from rocmrevive.codeobj.elf import ELF_MAGIC, read_amdgpu_elf
 
+    from rocmrevive.codeobj.bundle import MAX_CODE_OBJECT
+    from rocmrevive.codeobj.inspect import open_regular
+
     name = path.name
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:  # never a FIFO or a device
             head = fh.read(4)
+            data = None
             if head == ELF_MAGIC:
+                if os.fstat(fh.fileno()).st_size > MAX_CODE_OBJECT:
+                    return CodeObjectFile(name, "elf", problem=f"more than the {MAX_CODE_OBJECT >> 20} MiB "
+                                                                "a code object may have")
                 fh.seek(0)
                 data = fh.read()
-            else:
-                data = None
     except OSError as exc:
         return CodeObjectFile(name, "unknown", problem=f"cannot read: {exc.strerror or exc}")
     if data is not None:
@@ -410,7 +431,7 @@ def read_code_object_file(path: Path) -> CodeObjectFile:
                 co.entries.append(_entry(read_amdgpu_elf(payload)))
             except ValueError as exc:
                 bad.append(str(exc))
-    except (ValueError, OSError, EOFError) as exc:
+    except Exception as exc:  # BundleError, OSError; hostile bytes never become a traceback
         co.problem = f"cannot unpack: {exc}"
         return co
     if not co.entries:
