@@ -66,10 +66,11 @@ def inspect(ui, paths, deep, problems_only):
 
 
 def _is_kpack(path) -> bool:
+    from rocmrevive.codeobj.inspect import open_regular
     from rocmrevive.codeobj.kpack import is_kpack
 
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             return is_kpack(f.read(4))
     except OSError:
         return False

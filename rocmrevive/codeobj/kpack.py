@@ -84,8 +84,10 @@ def read_kpack(path: str | os.PathLike) -> KpackReport:
 
     p = str(path)
     rep = KpackReport(p)
+    from rocmrevive.codeobj.inspect import open_regular  # never a FIFO or a device
+
     try:
-        with open(p, "rb") as f:
+        with open_regular(p) as f:
             size = os.fstat(f.fileno()).st_size
             head = f.read(HEADER.size)
             if len(head) < HEADER.size or not is_kpack(head):
