@@ -41,6 +41,7 @@ bench:
 	$(PYTHON) bench/bench_apply.py
 	$(PYTHON) bench/bench_extract.py
 	$(PYTHON) bench/bench_install.py
+	$(PYTHON) bench/bench_programs.py
 
 # ansible-test sanity on the collection (downloads its own pip bootstrap: not part of CI).
 ansible-sanity:

@@ -220,11 +220,18 @@ def candidate_files(root: Root, site_packages: list[str]) -> list[tuple[str, Pro
 
 
 def _needs(real: Path) -> list[str]:
-    from rocmrevive.hostlib.elfdyn import DynamicError, read_dynamic
+    """The ROCm libraries among DT_NEEDED (only the .dynamic section and its strings are read)."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.dynamic import DynamicSection
+    from elftools.elf.elffile import ELFFile
 
+    needed: list[str] = []
     try:
-        needed = read_dynamic(real).needed
-    except (DynamicError, OSError, ValueError):
+        with open(real, "rb") as f:
+            sec = ELFFile(f).get_section_by_name(".dynamic")
+            if isinstance(sec, DynamicSection):
+                needed = [t.needed for t in sec.iter_tags("DT_NEEDED")]
+    except (ELFError, OSError, ValueError, KeyError):
         return []
     rocm = ("libamdhip64", "librocblas", "libhipblas", "librocsolver", "libhipblaslt", "librccl",
             "libMIOpen", "librocsparse", "libhipsparse", "librocfft", "libhipfft", "librocrand",
