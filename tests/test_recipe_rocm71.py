@@ -49,7 +49,7 @@ def test_recipe_names_the_tag_the_targets_and_the_install(machine, tmp_path):
     assert doc["prefix"] == "/opt/rocmrevive/rocblas/5.1.0-gfx906"
     assert doc["output_library"] == "/opt/rocmrevive/rocblas/5.1.0-gfx906/lib/rocblas/library"
     assert doc["install"] == f"sudo rocmrevive install --tree {F.LIB} --from /opt/rocmrevive/rocblas/5.1.0-gfx906"
-    assert any("ROCm 7.1.1 ships rocBLAS 5.1.0 (release page)" in n for n in doc["notes"])
+    assert any("ROCm 7.1.1 ships rocBLAS 5.1 (release page: rocBLAS 5.1.0)" in n for n in doc["notes"])
     s = doc["script"]
     for needle in ('ROCBLAS_REF="${ROCBLAS_REF:-rocm-7.1.1}"', "GPU_TARGETS=gfx906", '-DGPU_TARGETS="$GPU_TARGETS"',
                    "-DTensile_LAZY_LIBRARY_LOADING=ON", "ROCM_PATH=/opt/rocm-7.1.1", "cmake --install",
@@ -68,7 +68,8 @@ def test_recipe_for_an_older_rocm_in_the_line(machine):
     doc = jrun(machine, "recipe", "--rocm-version", "7.0.1", rc=0)
     # the tree says rocBLAS 5.1: the build follows the tree, not a release with another rocBLAS
     assert doc["tag"] == "rocm-7.1.1"
-    assert any("ROCm 7.0.1 shipped rocBLAS 5.0.0" in n for n in doc["notes"])
+    assert any("ROCm 7.0.1 shipped rocBLAS 5.0" in n for n in doc["notes"])
+    assert any("its last release with a tag is ROCm 7.1.1" in n for n in doc["notes"])
 
 
 def test_content_verified_from_is_installed_journaled_and_rolled_back(machine, tmp_path, debian_pkgs):
@@ -161,3 +162,15 @@ def test_fixture_is_what_it_says(machine, debian_pkgs):
     assert (lib / "TensileLibrary_lazy_gfx942.dat").stat().st_ino == \
         (F.library52(debian_pkgs) / "TensileLibrary_lazy_gfx942.dat").stat().st_ino
     assert Path(machine / "opt/rocm").readlink() == Path("rocm-7.1.1")
+
+
+def test_a_tarball_of_the_build_prefix_is_verified_the_same_way(machine, tmp_path, debian_pkgs):
+    import subprocess
+
+    prefix = F.good_prefix(tmp_path / "p", debian_pkgs)
+    tarball = tmp_path / "rocblas-5.1.0-gfx906.tar.zst"
+    subprocess.run(["tar", "--zstd", "-cf", str(tarball), "-C", str(prefix), "."], check=True)
+    doc = jrun(machine, "install", "--check", "--from", str(tarball), "--cache", str(tmp_path / "c"), rc=20)
+    (copy,) = doc["copies"]
+    assert copy["status"] == "planned" and copy["summary"]["create"] == 156
+    assert copy["artifact"]["kind"] == "tar.zst" and copy["artifact"]["library"] == "lib/rocblas/library"

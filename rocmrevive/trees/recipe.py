@@ -9,7 +9,8 @@ detected targets, as a script, ending with the ``rocmrevive install --from`` tha
 Facts the script relies on (rocBLAS's own release pages and CMakeLists):
 
 * rocBLAS is tagged ``rocm-<ROCm version>`` in ROCm/rocBLAS; the release pages name the rocBLAS
-  of each (``rocm-7.0.1``: rocBLAS 5.0.0; ``rocm-7.1.1``: rocBLAS 5.1.0; ``rocm-7.2.4``: 5.2);
+  of some (``rocm-7.0.1``: rocBLAS 5.0.0; ``rocm-7.1.1``: rocBLAS 5.1.0; ``rocm-7.2.4``: 5.2), the
+  ROCm release notes the minor of each line (``trees.rocblas.ROCBLAS_OF_ROCM``);
 * its CMake takes the targets in ``GPU_TARGETS`` (``AMDGPU_TARGETS`` is the deprecated spelling and
   is passed too), builds Tensile's kernels for exactly those (``Tensile_ARCHITECTURE`` follows
   ``GPU_TARGETS``), and the options ``Tensile_LAZY_LIBRARY_LOADING`` (the per-arch
@@ -38,15 +39,11 @@ PREFIX_BASE = "/opt/rocmrevive/rocblas"
 THEROCK_WHEELS = "https://rocm.nightlies.amd.com/whl-multi-arch/"
 THEROCK_TARBALLS = "https://rocm.nightlies.amd.com/tarball-multi-arch/"
 
-# ROCm release -> rocBLAS release, "release page" when ROCm/rocBLAS's release page for the tag says
-# so, "line" when it follows from the release line (rocBLAS X.Y ships with every ROCm 7.(Y) patch).
-ROCBLAS_OF_ROCM: dict[str, tuple[str, str]] = {
-    "7.0.0": ("5.0.0", "line"), "7.0.1": ("5.0.0", "release page"), "7.0.2": ("5.0.0", "line"),
-    "7.1.0": ("5.1.0", "line"), "7.1.1": ("5.1.0", "release page"),
-    "7.2.0": ("5.2.0", "line"), "7.2.4": ("5.2.0", "release page"),
-}
-# rocBLAS major.minor -> the newest ROCm release whose tag builds it
-NEWEST_ROCM_FOR: dict[str, str] = {"5.0": "7.0.2", "5.1": "7.1.1", "5.2": "7.2.4"}
+# What ROCm/rocBLAS's release page for the tag ``rocm-X.Y.Z`` names (the release line's rocBLAS
+# minor for the others comes from ``trees.rocblas.ROCBLAS_OF_ROCM``).
+RELEASE_PAGES: dict[str, str] = {"7.0.1": "5.0.0", "7.1.1": "5.1.0", "7.2.4": "5.2"}
+# The newest patch release of each line, whose tag builds the line's rocBLAS.
+LAST_PATCH: dict[str, str] = {"6.4": "6.4.3", "7.0": "7.0.2", "7.1": "7.1.1", "7.2": "7.2.4"}
 
 
 @dataclass
@@ -81,26 +78,30 @@ def _mm(version: str | None) -> str | None:
 
 def rocm_tag(rocblas_version: str | None, rocm_version: str | None) -> tuple[str, list[str]]:
     """The ROCm release whose ``rocm-X.Y.Z`` tag builds this rocBLAS, and notes on how it was chosen."""
+    from rocmrevive.trees.rocblas import ROCBLAS_OF_ROCM
+
     notes: list[str] = []
     mm = _mm(rocblas_version)
     rv = rocm_version if rocm_version and re.match(r"^\d+\.\d+\.\d+$", rocm_version) else None
-    if rv and rv in ROCBLAS_OF_ROCM:
-        want, how = ROCBLAS_OF_ROCM[rv]
-        if mm and _mm(want) != mm:
+    if rv:
+        want = ROCBLAS_OF_ROCM.get(_mm(rv) or "")
+        if want and mm in (None, want):
+            how = (f"release page: rocBLAS {RELEASE_PAGES[rv]}" if rv in RELEASE_PAGES
+                   else f"the ROCm {_mm(rv)} line's rocBLAS")
+            return rv, [f"ROCm {rv} ships rocBLAS {want} ({how})"]
+        if want:
             notes.append(f"the tree says rocBLAS {rocblas_version} but ROCm {rv} shipped rocBLAS {want}: the build "
                          f"follows the tree's rocBLAS")
-        else:
-            notes.append(f"ROCm {rv} ships rocBLAS {want} ({how})")
-            return rv, notes
-    if rv and mm is None:
-        return rv, notes + [f"rocBLAS version unknown: building the tag of ROCm {rv}"]
-    if mm in NEWEST_ROCM_FOR:
-        rel = NEWEST_ROCM_FOR[mm]
-        notes.append(f"rocBLAS {mm} was last released with ROCm {rel}: tag rocm-{rel}"
-                     + (f" (the tree's ROCm {rocm_version} is not in rocmrevive's table)" if rocm_version else ""))
+        elif mm is None:
+            return rv, [f"ROCm {rv} is not in rocmrevive's table and the rocBLAS version is unknown: "
+                        f"the tag rocm-{rv} is assumed"]
+    line = next((r for r, b in ROCBLAS_OF_ROCM.items() if b == mm), None)
+    if line and line in LAST_PATCH:
+        rel = LAST_PATCH[line]
+        notes.append(f"rocBLAS {mm} is the ROCm {line} line's; its last release with a tag is ROCm {rel}")
         return rel, notes
     if rv:
-        return rv, notes + [f"ROCm {rv} is not in rocmrevive's table; the tag rocm-{rv} is assumed"]
+        return rv, notes + [f"rocBLAS {mm} is not in rocmrevive's table; the tag rocm-{rv} is assumed"]
     raise RevError("NOTHING_SUPPORTED",
                    f"neither the rocBLAS version ({rocblas_version or 'unknown'}) nor the ROCm version of the tree "
                    f"is known, so no tag can be chosen; pass --rocm-version X.Y.Z")
