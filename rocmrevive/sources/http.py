@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from rocmrevive.errors import RevError
-from rocmrevive.hashing import sha256_file
+from rocmrevive.fs import Dir, open_regular, write_all
 
 TRANSIENT_STATUS = {408, 425, 429, 500, 502, 503, 504}
 CHUNK = 1 << 20
@@ -56,8 +56,18 @@ def _retry_after(resp) -> float | None:
     return None
 
 
-def _hash_file(path: Path, h) -> int:
-    return sha256_file(path, h=h)[1]
+def _hash_fd(fd: int, h) -> int:
+    """Hash what ``fd`` holds from its start (a partial file being resumed); returns its size."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    buf = bytearray(BUFFER)
+    view = memoryview(buf)
+    n = 0
+    while True:
+        k = os.readv(fd, [buf])
+        if not k:
+            return n
+        h.update(view[:k])
+        n += k
 
 
 
@@ -133,48 +143,57 @@ class Downloader:
                  deadline: float | None = None) -> str:
         """Fill ``part`` with the file at ``url`` (resuming what is there) and check it. Returns the
         sha256. On a checksum or size error the partial file is deleted and VERIFY_FAILED raised;
-        on network trouble it is kept so a later call resumes."""
-        if url.startswith("file://"):
-            return _copy_file_url(url, part, size=size, sha256=sha256, progress=progress)
-        part.parent.mkdir(parents=True, exist_ok=True)
+        on network trouble it is kept so a later call resumes. ``part`` is written only through a
+        descriptor of its folder (rocmrevive.fs: no link followed, never a FIFO)."""
+        part = Path(part)
+        with Dir.open(part.parent, create=True, what="download folder") as d:
+            if url.startswith("file://"):
+                return _copy_file_url(url, d, part.name, size=size, sha256=sha256, progress=progress)
+            return self._download(url, d, part.name, size=size, sha256=sha256, progress=progress,
+                                  deadline=deadline)
+
+    def _download(self, url: str, d: Dir, name: str, *, size: int, sha256: str, progress, deadline) -> str:
         failures = 0
         restarted = False
         while True:
-            have = part.stat().st_size if part.exists() else 0
-            if have > size:
-                part.unlink()
-                have = 0
-            h = hashlib.sha256()
-            if have:
-                if _hash_file(part, h) != have:  # pragma: no cover - file changed under us
-                    part.unlink()
-                    continue
-            start = have
+            fd = d.open_rw(name)
             try:
-                if have < size:
-                    have, h = self._fetch_into(url, part, have, size, h, progress, deadline)
-            except _TRANSIENT_ERRORS() as exc:
-                now = part.stat().st_size if part.exists() else 0
-                reason = _describe(exc)
-                self.log.append(f"{url}: {reason} at byte {now}")
-                if now > start:
-                    failures = 0  # progress was made: keep going
-                if failures >= self.retries:
-                    raise RevError("NETWORK", f"{url}: {reason} after {failures + 1} attempts without progress "
-                                              f"({now} of {size} bytes kept for resuming); retry later or use "
-                                              f"another mirror") from None
-                if deadline is not None and time.monotonic() > deadline:
-                    raise RevError("NETWORK", f"{url}: {reason}; gave up at the deadline ({now} of {size} bytes "
-                                              f"kept for resuming)") from None
-                self._wait(failures, getattr(exc, "retry_after", None))
-                failures += 1
-                continue
+                have = os.fstat(fd).st_size
+                if have > size:
+                    os.ftruncate(fd, 0)
+                    have = 0
+                h = hashlib.sha256()
+                if have and _hash_fd(fd, h) != have:  # pragma: no cover - file changed under us
+                    os.ftruncate(fd, 0)
+                    continue
+                start = have
+                try:
+                    if have < size:
+                        have, h = self._fetch_into(url, d, name, fd, have, size, h, progress, deadline)
+                except _TRANSIENT_ERRORS() as exc:
+                    now = os.fstat(fd).st_size
+                    reason = _describe(exc)
+                    self.log.append(f"{url}: {reason} at byte {now}")
+                    if now > start:
+                        failures = 0  # progress was made: keep going
+                    if failures >= self.retries:
+                        raise RevError("NETWORK", f"{url}: {reason} after {failures + 1} attempts without "
+                                                  f"progress ({now} of {size} bytes kept for resuming); retry "
+                                                  f"later or use another mirror") from None
+                    if deadline is not None and time.monotonic() > deadline:
+                        raise RevError("NETWORK", f"{url}: {reason}; gave up at the deadline ({now} of {size} "
+                                                  f"bytes kept for resuming)") from None
+                    self._wait(failures, getattr(exc, "retry_after", None))
+                    failures += 1
+                    continue
+            finally:
+                os.close(fd)
             digest = h.hexdigest()
             if have != size:  # pragma: no cover - guarded in _fetch_into
-                part.unlink(missing_ok=True)
+                d.unlink(name, missing_ok=True)
                 raise RevError("VERIFY_FAILED", f"{url}: got {have} bytes, pinned size is {size}")
             if digest != sha256:
-                part.unlink(missing_ok=True)
+                d.unlink(name, missing_ok=True)
                 if start and not restarted:  # a resumed file may have glued two versions: try once afresh
                     restarted = True
                     self.log.append(f"{url}: sha256 mismatch after resuming at byte {start}; starting over")
@@ -183,58 +202,45 @@ class Downloader:
                                                 f"the file was deleted (wrong mirror, or the package changed)")
             return digest
 
-    def _fetch_into(self, url: str, part: Path, have: int, size: int, h, progress, deadline) -> int:
+    def _fetch_into(self, url: str, d: Dir, name: str, fd: int, have: int, size: int, h, progress,
+                    deadline) -> tuple[int, object]:
         headers = {"Range": f"bytes={have}-"} if have else {}
         with self.session.get(url, headers=headers, stream=True, timeout=self.timeout) as r:
             if r.status_code == 416 and have:
-                part.unlink(missing_ok=True)  # our partial file is not a prefix of theirs
+                os.ftruncate(fd, 0)  # our partial file is not a prefix of theirs
                 raise _Transient("HTTP 416 for a resume; starting over", 0)
             if r.status_code in TRANSIENT_STATUS:
                 raise _Transient(f"HTTP {r.status_code}", _retry_after(r))
             _raise_for_status(r, url)
-            mode = "ab"
             total = None
             if have and r.status_code == 206:
                 cr = r.headers.get("Content-Range", "")
                 if not cr.startswith(f"bytes {have}-"):
-                    part.unlink(missing_ok=True)
+                    os.ftruncate(fd, 0)
                     raise _Transient(f"unexpected Content-Range {cr!r}; starting over", 0)
                 tail = cr.rsplit("/", 1)[-1]
                 total = int(tail) if tail.isdigit() else None
             elif have:  # the server ignored Range: start over
-                mode, have, h = "wb", 0, hashlib.sha256()
+                os.ftruncate(fd, 0)
+                have, h = 0, hashlib.sha256()
             clen = r.headers.get("Content-Length")
             if total is None and clen is not None and clen.isdigit():
                 total = have + int(clen)
             if total is not None and total != size:
-                part.unlink(missing_ok=True)
+                d.unlink(name, missing_ok=True)
                 raise RevError("VERIFY_FAILED", f"{url}: the server's file is {total} bytes, the pinned size is "
                                                 f"{size}; refused (wrong mirror, or the package changed)")
-            with open(part, mode, opener=_nofollow) as out:
-                sink = _Sink(out, h)
-                try:
-                    while True:
-                        # raw reads: a cut connection still hands over what arrived (iter_content
-                        # would drop the last partial chunk); Accept-Encoding is identity
-                        chunk = r.raw.read(CHUNK, decode_content=False)
-                        if not chunk:
-                            break
-                        if have + len(chunk) > size:
-                            raise _TooBig()
-                        sink.put(chunk)
-                        have += len(chunk)
-                        if progress is not None:
-                            progress(have, size)
-                        if deadline is not None and time.monotonic() > deadline:
-                            raise _Transient("deadline passed")
-                except _TooBig:
-                    sink.close()
-                    out.close()
-                    part.unlink(missing_ok=True)
-                    raise RevError("VERIFY_FAILED", f"{url}: more bytes than the pinned size {size}; "
-                                                    f"refused and deleted") from None
-                finally:
-                    sink.close()  # everything received is on disk before a retry resumes from it
+            os.lseek(fd, have, os.SEEK_SET)
+            sink = _Sink(fd, h)
+            try:
+                have = _receive(r, sink, have, size, progress, deadline)
+            except _TooBig:
+                sink.close()
+                d.unlink(name, missing_ok=True)
+                raise RevError("VERIFY_FAILED", f"{url}: more bytes than the pinned size {size}; "
+                                                f"refused and deleted") from None
+            finally:
+                sink.close()  # everything received is on disk before a retry resumes from it
             if have < size:
                 raise _Transient(f"connection closed at byte {have} of {size}")
             return have, h
@@ -244,13 +250,70 @@ class _TooBig(Exception):
     pass
 
 
-class _Sink:
-    """Writes and hashes received chunks on a worker thread (file writes and hashlib release the
-    GIL), so receiving the next chunk overlaps them."""
+def _reader(r):
+    """The fastest ``readinto`` on the body: http.client's response under urllib3 (reads straight
+    from the socket into our buffer; Accept-Encoding is identity, so these are the file's bytes).
+    A cut connection hands over what arrived, then reads 0."""
+    fp = getattr(r.raw, "_fp", None)
+    if fp is not None and hasattr(fp, "readinto"):
+        return fp.readinto
 
-    def __init__(self, out, h):
-        self.out, self.h = out, h
-        self.q: queue.Queue = queue.Queue(maxsize=8)
+    def readinto(view):  # pragma: no cover - another urllib3 layout
+        chunk = r.raw.read(len(view), decode_content=False)
+        view[:len(chunk)] = chunk
+        return len(chunk)
+    return readinto
+
+
+def _receive(r, sink: "_Sink", have: int, size: int, progress, deadline) -> int:
+    """Receive the body into the sink's buffers, each filled to BUFFER bytes (or the end) before
+    it is handed to the sink's thread: few Python steps per megabyte, and the socket is read
+    while the previous buffer is hashed and written."""
+    readinto = _reader(r)
+    while True:
+        buf = sink.free()
+        view = memoryview(buf)
+        n = 0
+        eof = late = False
+        while n < len(view):
+            k = readinto(view[n:])
+            if not k:
+                eof = True
+                break
+            n += k
+            if deadline is not None and time.monotonic() > deadline:
+                late = True
+                break
+        if n:
+            if have + n > size:
+                raise _TooBig()
+            sink.put(buf, n)
+            have += n
+            if progress is not None:
+                progress(have, size)
+        else:
+            sink.give_back(buf)
+        if late:
+            raise _Transient("deadline passed")
+        if eof:
+            return have
+
+
+BUFFER = 4 << 20
+BUFFERS = 3
+
+
+class _Sink:
+    """Hashes and writes received buffers on a worker thread (hashlib and os.write release the
+    GIL), so receiving the next buffer overlaps them. A few fixed buffers are reused: no
+    allocation per chunk, and at most BUFFERS * BUFFER bytes are in flight."""
+
+    def __init__(self, fd: int, h):
+        self.fd, self.h = fd, h
+        self.q: queue.Queue = queue.Queue()
+        self.pool: queue.Queue = queue.Queue()
+        for _ in range(BUFFERS):
+            self.pool.put(bytearray(BUFFER))
         self.err: BaseException | None = None
         self.closed = False
         self.t = threading.Thread(target=self._run, daemon=True)
@@ -258,20 +321,32 @@ class _Sink:
 
     def _run(self) -> None:
         while True:
-            chunk = self.q.get()
-            if chunk is None:
+            item = self.q.get()
+            if item is None:
                 return
+            buf, n = item
             if self.err is None:
                 try:
-                    self.out.write(chunk)
-                    self.h.update(chunk)
+                    view = memoryview(buf)[:n]
+                    self.h.update(view)
+                    write_all(self.fd, view)
                 except BaseException as exc:  # reported to the receiving thread
                     self.err = exc
+            self.pool.put(buf)
 
-    def put(self, chunk: bytes) -> None:
+    def free(self) -> bytearray:
+        buf = self.pool.get()
         if self.err is not None:
             raise self.err
-        self.q.put(chunk)
+        return buf
+
+    def give_back(self, buf: bytearray) -> None:
+        self.pool.put(buf)
+
+    def put(self, buf: bytearray, n: int) -> None:
+        if self.err is not None:
+            raise self.err
+        self.q.put((buf, n))
 
     def close(self) -> None:
         if self.closed:
@@ -280,15 +355,23 @@ class _Sink:
         self.q.put(None)
         self.t.join()
         if self.err is not None:
-            raise self.err
+            raise _write_error(self.err)
+
+
+def _write_error(exc: BaseException) -> BaseException:
+    if isinstance(exc, OSError):
+        return RevError("PERMISSION", f"cannot write the download: {exc.strerror or exc}")
+    return exc
 
 
 def _TRANSIENT_ERRORS() -> tuple:
+    import http.client
+
     import requests
     import urllib3
 
     return (_Transient, requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
-            urllib3.exceptions.HTTPError, ConnectionError, TimeoutError)
+            urllib3.exceptions.HTTPError, http.client.IncompleteRead, ConnectionError, TimeoutError)
 
 
 def _describe(exc: BaseException) -> str:
@@ -322,11 +405,6 @@ def _raise_for_status(r, url: str) -> None:
     raise RevError("NETWORK", f"{url}: HTTP {r.status_code} {r.reason or ''}".rstrip())
 
 
-def _nofollow(path, flags):
-    """Partial downloads are opened without following a link (rocmrevive.fs: never write through one)."""
-    return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-
-
 def _file_path(url: str) -> Path:
     return Path(urllib.parse.unquote(urllib.parse.urlparse(url).path))
 
@@ -343,31 +421,43 @@ def _file_url_bytes(url: str, max_size: int) -> bytes:
         raise RevError("NETWORK", f"{p}: {exc.strerror}") from None
 
 
-def _copy_file_url(url: str, part: Path, *, size: int, sha256: str, progress) -> str:
+def _copy_file_url(url: str, d: Dir, name: str, *, size: int, sha256: str, progress) -> str:
     src = _file_path(url)
     try:
-        st = src.stat()
+        inp = open_regular(src)
     except FileNotFoundError:
         raise RevError("NETWORK", f"{src}: not found") from None
-    if st.st_size != size:
-        raise RevError("VERIFY_FAILED", f"{src}: {st.st_size} bytes, the pinned size is {size}")
-    part.parent.mkdir(parents=True, exist_ok=True)
-    h = hashlib.sha256()
-    done = 0
-    with open(src, "rb", buffering=0) as inp, open(part, "wb", opener=_nofollow) as out:
-        buf = bytearray(CHUNK)
-        mv = memoryview(buf)
-        while True:
-            k = inp.readinto(mv)
-            if not k:
-                break
-            h.update(mv[:k])
-            out.write(mv[:k])
-            done += k
-            if progress is not None:
-                progress(done, size)
+    except OSError as exc:
+        raise RevError("NETWORK", f"{src}: {exc.strerror}") from None
+    try:
+        st = os.fstat(inp)
+        if st.st_size != size:
+            raise RevError("VERIFY_FAILED", f"{src}: {st.st_size} bytes, the pinned size is {size}")
+        fd = d.open_rw(name)
+        try:
+            os.ftruncate(fd, 0)
+            h = hashlib.sha256()
+            sink = _Sink(fd, h)
+            try:
+                done = 0
+                while True:
+                    buf = sink.free()
+                    k = os.readv(inp, [buf])
+                    if not k or done + k > size:
+                        sink.give_back(buf)
+                        break
+                    sink.put(buf, k)
+                    done += k
+                    if progress is not None:
+                        progress(done, size)
+            finally:
+                sink.close()
+        finally:
+            os.close(fd)
+    finally:
+        os.close(inp)
     digest = h.hexdigest()
     if digest != sha256 or done != size:
-        part.unlink(missing_ok=True)
+        d.unlink(name, missing_ok=True)
         raise RevError("VERIFY_FAILED", f"{src}: sha256 {digest} is not the pinned {sha256}")
     return digest

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""A download from a real HTTP server on 127.0.0.1 through rocmrevive's whole path, against
+``curl -s -o /dev/null`` of the same URL, in one run.
+
+Server: the tests' RepoServer (http.server, HTTP/1.1, Range, sendfile for big files) in its own
+process, so it never competes with the client for the GIL. File: Debian's real librocblas4
+6.4.4-4 (280 MB) from the test cache.
+
+rocmrevive side: ``fetch_source`` of the manifest's pinned source into an empty cache each round
+(the per-artifact lock, the partial file opened through rocmrevive.fs, size and sha256 checked as
+the bytes arrive, the move into ``sha256/``). Rounds alternate (curl first, then rocmrevive first)
+so a busy machine hurts both alike; the goal (issue 17) is the median ratio <= 1.25.
+
+    python bench/bench_download.py [--deb PATH] [--rounds 7] [--json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from rocmrevive.sources.fetch import fetch_source  # noqa: E402
+from rocmrevive.sources.http import Downloader  # noqa: E402
+from rocmrevive.sources.manifest import load_manifests  # noqa: E402
+
+DEFAULT_DEB = Path(os.environ.get("ROCMREVIVE_TEST_CACHE", "/var/tmp/rocmrevive-test-cache")) / \
+    "debs/librocblas4_6.4.4-4_amd64.deb"
+
+SERVER = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from tests.fixtures.aptrepo import RepoServer
+with RepoServer(Path(sys.argv[2])) as srv:
+    print(srv.port, flush=True)
+    sys.stdin.read()
+"""
+
+
+def _curl(url: str) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(["curl", "-s", "-f", "-o", "/dev/null", url], check=True)
+    return time.perf_counter() - t0
+
+
+def _ours(src, base: str, cache: Path) -> float:
+    t0 = time.perf_counter()
+    r = fetch_source(src, cache, mirror=base, downloader=Downloader())
+    dt = time.perf_counter() - t0
+    assert r.origin == "download" and r.sha256 == src.sha256, r
+    return dt
+
+
+def bench(deb: Path, rounds: int) -> dict:
+    m = {x.id: x for x in load_manifests(REPO / "manifests")}["rocblas-4.4-gfx906"]
+    src = m.source("debian-librocblas4")
+    if deb.stat().st_size != src.size:
+        raise SystemExit(f"{deb} is not the manifest's {src.filename}")
+    with open(deb, "rb") as f:  # warm the page cache once, for both
+        while f.read(1 << 24):
+            pass
+    curl, ours = [], []
+    with tempfile.TemporaryDirectory(prefix="bench-dl-", dir="/var/tmp") as tmp:
+        tmp = Path(tmp)
+        target = tmp / "srv" / "debian" / src.filename
+        target.parent.mkdir(parents=True)
+        os.link(deb, target) if os.stat(deb).st_dev == os.stat(tmp).st_dev else shutil.copyfile(deb, target)
+        proc = subprocess.Popen([sys.executable, "-c", SERVER, str(REPO), str(tmp / "srv")],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            port = int(proc.stdout.readline())
+            base = f"http://127.0.0.1:{port}/debian"
+            url = f"{base}/{src.filename}"
+            _curl(url)  # one warm-up each, not counted
+            _ours(src, base, tmp / "cache-warm")
+            for i in range(rounds):
+                cache = tmp / f"cache-{i}"
+                if i % 2 == 0:
+                    curl.append(_curl(url))
+                    ours.append(_ours(src, base, cache))
+                else:
+                    ours.append(_ours(src, base, cache))
+                    curl.append(_curl(url))
+                shutil.rmtree(cache)
+        finally:
+            proc.stdin.close()
+            proc.wait(timeout=10)
+    ratios = [o / c for o, c in zip(ours, curl)]
+    return {"file": src.filename, "bytes": src.size, "rounds": rounds, "cpus": os.cpu_count(),
+            "curl_s": curl, "rocmrevive_s": ours, "ratios": ratios,
+            "ratio_median": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
+            "ratio_of_medians": statistics.median(ours) / statistics.median(curl)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--deb", type=Path, default=DEFAULT_DEB)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    if not args.deb.is_file():
+        print(f"{args.deb} is missing: run tests/fixtures/fetch_debian.sh first", file=sys.stderr)
+        return 2
+    if not shutil.which("curl"):
+        print("curl is missing: apt-get install curl", file=sys.stderr)
+        return 2
+    load0 = os.getloadavg()[0]
+    res = bench(args.deb, args.rounds)
+    res["load_avg"] = [load0, os.getloadavg()[0]]
+    if args.json:
+        print(json.dumps(res, indent=2))
+        return 0
+    mb = res["bytes"] / 1e6
+
+    def row(name, xs):
+        med = statistics.median(xs)
+        print(f"  {name:34s} median {med:6.3f} s ({mb / med:5.0f} MB/s)  all: {', '.join(f'{x:.3f}' for x in xs)}")
+
+    print(f"download {res['file']} ({mb:.0f} MB) from 127.0.0.1, {res['rounds']} alternating rounds, "
+          f"{res['cpus']} CPUs, load {load0:.1f}->{res['load_avg'][1]:.1f}")
+    row("curl -s -o /dev/null", res["curl_s"])
+    row("rocmrevive fetch_source (verified)", res["rocmrevive_s"])
+    print(f"  ratio rocmrevive/curl per round: median {res['ratio_median']:.2f} (min {res['ratio_min']:.2f}, "
+          f"max {res['ratio_max']:.2f}); ratio of medians {res['ratio_of_medians']:.2f}  (goal <= 1.25)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
