@@ -153,3 +153,23 @@ def test_cupy_runs_on_the_6900xt_but_not_on_the_mi50(mixed_machine):
     assert all(c["target"].startswith("gfx906") for c in bad)
     # the fix keeps the other card: both targets
     assert "HCC_AMDGPU_TARGET=gfx906,gfx1030" in bad[0]["remedy"]
+
+
+JAX_SHA256 = "56ea9cb8b20b2155307da1c7f81941d6811954d8ce3431ffe8d56aa251b725de"
+
+
+def test_jax_rocm7_plugin_carries_gfx906_and_is_not_flagged(tmp_path):
+    """The real jax-rocm7-plugin 0.12.0 wheel: _linalg, _prng and _solver embed 27 targets, gfx906
+    among them, so on the MI50 it runs (the verdict follows the code, not the package)."""
+    whl = cached_wheel("jax-rocm7-plugin", "0.12.0", JAX_SHA256, python_version="3.12")
+    root = build("dual-mi50", tmp_path / "m")
+    unpack_wheel(whl, root / "usr/lib/python3/dist-packages")
+    code, doc = run(root, "audit")
+    assert code == 0
+    jax = {p["path"].rsplit("/", 1)[-1]: p for p in doc["programs"] if p["program"] == "jax-rocm"}
+    assert set(jax) == {"_linalg.so", "_prng.so", "_solver.so"}
+    for p in jax.values():
+        assert "gfx906" in p["processors"] and len(p["processors"]) == 27
+        assert p["runs_on_all"] is True
+        assert p["cells"]["gfx906:sramecc+:xnack-"]["status"] == "embedded"
+    assert not [c for c in doc["programs_cannot_run"] if c["program"] == "jax-rocm"]
