@@ -54,6 +54,9 @@ def machine(tmp_path_factory, cyllama_wheel, gfx906_hip_lib) -> Path:
     bin_dir = root / "home/alice/llama.cpp/build/bin"
     bin_dir.mkdir(parents=True)
     shutil.copy(gfx906_hip_lib, bin_dir / "libggml-hip.so")
+    deb = root / "usr/lib/x86_64-linux-gnu/ggml/backends0"   # where Debian's libggml0-backend-hip puts it
+    deb.mkdir(parents=True)
+    shutil.copy(gfx906_hip_lib, deb / "libggml-hip.so")
     return root
 
 
@@ -81,6 +84,8 @@ def test_a_build_with_gfx906_runs_and_is_not_flagged(machine):
     _code, doc = run(machine, "audit")
     ours = next(p for p in doc["programs"] if p["path"] == "/home/alice/llama.cpp/build/bin/libggml-hip.so")
     assert ours["program"] == "llama.cpp" and ours["runs_on_all"] is True
+    debian = next(p for p in doc["programs"] if p["path"] == "/usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-hip.so")
+    assert debian["program"] == "llama.cpp" and debian["runs_on_all"] is True
     assert ours["cells"]["gfx906:sramecc+:xnack-"]["status"] == "embedded"
     assert all(c["path"] != ours["path"] for c in doc["programs_cannot_run"])
 

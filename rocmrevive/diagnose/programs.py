@@ -51,7 +51,8 @@ LLAMA_CPP = ProgramKind(
     "llama.cpp", "llama.cpp",
     "rebuild llama.cpp for the cards: cmake -S llama.cpp -B build -DGGML_HIP=ON "
     "-DAMDGPU_TARGETS=\"{targets}\" -DGPU_TARGETS=\"{targets}\" -DCMAKE_BUILD_TYPE=Release && "
-    "cmake --build build -j (then run build/bin/llama-*; `rocmrevive audit` re-reads it)")
+    "cmake --build build -j (then run build/bin/llama-*; `rocmrevive audit` re-reads it); on Debian, the "
+    "libggml0-backend-hip package (0.27.0-1 lists gfx803 to gfx1102, gfx906 among them) is such a build")
 LLAMA_CPP_PYTHON = ProgramKind(
     "llama-cpp-python", "llama-cpp-python (llama.cpp)",
     "reinstall it built for the cards: CMAKE_ARGS=\"-DGGML_HIP=ON -DAMDGPU_TARGETS={targets} "
@@ -112,6 +113,7 @@ PLACE_GLOBS: tuple[tuple[str, ProgramKind | None], ...] = (
     ("/root/*/build/bin/llama-*", LLAMA_CPP), ("/root/*/build/bin/lib*.so*", None),
     ("/home/*/*/build/bin/llama-*", LLAMA_CPP), ("/home/*/*/build/bin/lib*.so*", None),
     ("/home/*/*/*/build/bin/llama-*", LLAMA_CPP), ("/home/*/*/*/build/bin/lib*.so*", None),
+    ("/usr/lib/*/ggml/*/libggml-hip*.so*", LLAMA_CPP),      # Debian's libggml0-backend-hip
     ("/usr/lib/ollama/libggml-hip*.so*", LLAMA_CPP), ("/usr/lib/ollama/*/libggml-hip*.so*", LLAMA_CPP),
     ("/usr/local/lib/ollama/libggml-hip*.so*", LLAMA_CPP),
     ("/usr/local/lib/ollama/*/libggml-hip*.so*", LLAMA_CPP),
