@@ -45,8 +45,11 @@ def status(ui, trees, state_dir):
         code, message = "OK", None
         if pending:
             code = "INTERRUPTED"
-            message = (f"transaction {pending[-1]['txid']} was interrupted; run `rocmrevive recover` to finish "
-                       "or undo it")
+            t = pending[-1]
+            message = (f"the journal {t['journal']} of transaction {t['txid']} is damaged: {t['damage']}; rocmrevive "
+                       f"will not undo or complete it: check the files by hand, then move the journal aside"
+                       if t.get("damage") else
+                       f"transaction {t['txid']} was interrupted; run `rocmrevive recover` to finish or undo it")
         elif damaged:
             code = "DRIFT"
             t = damaged[-1]

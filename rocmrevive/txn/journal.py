@@ -242,7 +242,7 @@ class TxRecord:
                 tx.rolled_back = r
                 tx.state = "rolled_back"
         if tx.begin is None:
-            tx.problems.insert(0, "no readable begin record (empty or damaged): what it changed is unknown")
+            tx.problems.append("no readable begin record (empty or damaged): what it changed is unknown")
         else:
             tx.problems += _path_problems(tx)
         if tx.problems:

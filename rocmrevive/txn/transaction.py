@@ -971,6 +971,15 @@ def _recover_one(root, st: StateDir, tx: TxRecord, *, force: bool, dry_run: bool
     jpath = st.mp(tx.path)
     _refuse_damaged(st, tx)  # a journal is created with its begin, so none is legitimately empty
     if tx.phase == "apply" and _all_in_place(root, tx):
+        intents = {it["path"] for it in tx.file_intents}
+        lost = [f["path"] for f in tx.planned if f["path"] not in intents]
+        if lost:  # intents are fsynced before any rename: every file in place without one means lost records
+            raise RevError("INTERRUPTED", f"the journal {jpath} of transaction {tx.txid} has no intent for "
+                                          f"{len(lost)} of its {len(tx.planned)} planned file(s), which are all in "
+                                          f"their new state ({_few(lost)}): records were lost, and completing it "
+                                          f"would make a later rollback undo only part of it; check the files by "
+                                          f"hand, then move the journal out of {st.mp(st.tx_dir)}",
+                           details={"journal": jpath, "unrecorded": lost})
         acts = [{"path": f["path"], "op": f["op"], "before": None, "after": f.get("sha256")} for f in tx.planned]
         if dry_run:
             return TxResult(tx.txid, False, acts, jpath, tx.tree, "dry-run")
@@ -1039,7 +1048,7 @@ def _list_transactions(root, st: StateDir, verify: bool) -> list[dict]:
                "ops": dict(Counter(f["op"] for f in files)), "mkdirs": b.get("mkdirs", []),
                "changes": [{k: f.get(k) for k in ("path", "op", "sha256", "size", "source")} for f in files],
                "journal": st.mp(tx.path), "tree_exists": bool(tx.tree) and root.path(tx.tree).is_dir(),
-               "integrity": None}
+               "integrity": None, "damage": tx.describe_damage() if tx.damaged else None}
         if tx.state == "committed" and verify:
             intact, drifted, missing = [], [], []
             superseded = [f["path"] for f in files if owner.get(f["path"]) != tx.txid]
