@@ -66,8 +66,12 @@ def _refuse(what: str, path, why: str) -> RevError:
 
 
 def _oserror(what: str, path, exc: OSError) -> RevError:
-    code = "PERMISSION"
-    return RevError(code, f"cannot open the {what} {path}: {exc.strerror or exc}")
+    if exc.errno == errno.EROFS:
+        return RevError("PERMISSION", f"the {what} {path} is on a read-only file system; give one on a writable "
+                                      f"file system")
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return RevError("PERMISSION", f"no space left for the {what} {path}; free some space or give another folder")
+    return RevError("PERMISSION", f"cannot open the {what} {path}: {exc.strerror or exc}")
 
 
 class Dir:
@@ -318,6 +322,9 @@ class Dir:
             finally:
                 os.close(fd)
             self.replace(tmp, name)
+        except OSError as exc:
+            self.unlink(tmp, missing_ok=True)
+            raise _write_error(self, name, exc) from None
         except BaseException:
             self.unlink(tmp, missing_ok=True)
             raise
@@ -341,6 +348,9 @@ class Dir:
             finally:
                 os.close(fd)
             self.replace(tmp, name)
+        except OSError as exc:
+            self.unlink(tmp, missing_ok=True)
+            raise _write_error(self, name, exc) from None
         except BaseException:
             self.unlink(tmp, missing_ok=True)
             raise

@@ -337,6 +337,12 @@ def _plan_copy(root, copy, cp: CopyPlan, devices, manifests, cache_dir: Path, *,
         by_name = {n: p for n, p in _extracted(fetched, manifest, source, cache_dir, log, work).items()
                    if tensile(n)}
         try:
+            nested = sorted(n for n in by_name if "/" in n)
+            if nested:  # rocBLAS reads one flat library folder
+                raise RevError("VERIFY_FAILED", f"{fetched.basename}: {len(nested)} selected member(s) lie in a "
+                                                f"subfolder of {source.member_prefix} (first: {ascii(nested[0])}); "
+                                                f"rocBLAS reads one flat library folder: the manifest's member_prefix "
+                                                f"must be that folder; nothing was changed")
             _check_staged_targets(by_name, devices)
             staged_result = _verify(_overlay(real_lib, by_name, work), devices, host_library=host_lib,
                                     rocm_version=copy.rocm_version, show=lambda p: str(p))

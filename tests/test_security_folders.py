@@ -369,3 +369,50 @@ def test_hook_refuses_an_executable_the_user_controls(arena, tmp_path, how):
     msg = one_line_error(rc, doc, err, "PERMISSION")
     assert str(bindir / "rocmrevive") in msg
     assert os.listdir(root / "etc/apt/apt.conf.d") == []
+
+
+# 12. documented exit codes, never exit 1 ----------------------------------------------------------
+@pytest.mark.parametrize("layout", ["subfolder", "dot-prefix"])
+def test_members_outside_the_flat_library_folder_are_refused(source, tmp_path, layout):
+    deb, _ = source
+    extra = {}
+    if layout == "subfolder":
+        d = tmp_path / "pkg"
+        subprocess.run(["dpkg-deb", "-R", str(deb), str(d)], check=True)
+        f = next((d / PREFIX).glob("*_gfx906.co"))
+        (d / PREFIX / "sub").mkdir()
+        shutil.copy(f, d / PREFIX / "sub" / f.name)
+        deb = tmp_path / "sub.deb"
+        subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(d), str(deb)], check=True, capture_output=True)
+    else:
+        extra["member_prefix"] = "./"
+    mf = write_manifest(tmp_path / "mf", deb, manifest_id=MANIFEST_ID, **extra)
+    root = machine(tmp_path / "m")
+    before = lib_files(root)
+    rc, doc, err = run_cli(["--root", str(root), "install", "--yes", "--manifests", str(mf), "--from", str(deb),
+                            "--cache", str(tmp_path / "cache")])
+    msg = one_line_error(rc, doc, err, "VERIFY_FAILED")
+    assert "flat library folder" in msg and lib_files(root) == before
+
+
+@pytest.mark.parametrize("how", ["read-only", "full"])
+def test_a_read_only_or_full_cache_is_a_permission_error(source, tmp_path, how):
+    deb, mf = source
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    if how == "read-only":
+        cmd = ["mount", "--bind", "-o", "ro", str(cache), str(cache)]
+    else:
+        cmd = ["mount", "-t", "tmpfs", "-o", "size=8k,mode=0755", "tmpfs", str(cache)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    try:
+        root = machine(tmp_path / "m")
+        before = lib_files(root)
+        rc, doc, err = run_cli(["--root", str(root), "install", "--yes", "--manifests", str(mf), "--from", str(deb),
+                                "--cache", str(cache)])
+        msg = one_line_error(rc, doc, err, "PERMISSION")
+        assert ("read-only" in msg or "space" in msg), msg
+        assert lib_files(root) == before
+    finally:
+        subprocess.run(["umount", str(cache)], check=True)
