@@ -7,24 +7,27 @@ the reference tools, in one run, and print the ratios.
 Goal (issue 17): `inspect DIR` as a person runs it, the report included, within 2x of one
 `llvm-readelf -h` process over the folder's 970 ELF files (llvm-readelf stops at the first file
 that is not an ELF, so it gets the ELF files only: the faster and fairer reference). The report
-is written to a pipe (the text path is the same on a terminal, where only a progress bar on
-stderr is added). `--json` and `--deep` are timed too, and `strings FILE | grep gfx` per file
+goes to a pseudo-terminal 160 columns wide (as a person runs it; colours on) and, separately,
+to a pipe. `--json` and `--deep` are timed too, and `strings FILE | grep gfx` per file
 (what users do today).
 
 Each timing is the best of N runs with a warm page cache, start-up included, as wall-clock and
-as CPU time (user + system of the child, from getrusage: steadier on a busy machine).
+as CPU time (user + system of the child, from wait4: steadier on a busy machine).
 `--before CHECKOUT` also times another checkout of rocmrevive (e.g. `git archive main | tar -x`)
 in the same run, so that before/after is one measurement.
 """
 from __future__ import annotations
 
+import fcntl
 import glob
 import json
 import os
-import resource
+import pty
 import shutil
+import struct
 import subprocess
 import sys
+import termios
 import time
 
 DEFAULT = ("/var/tmp/rocmrevive-test-cache/unpacked/librocblas4_6.4.4-4_amd64/"
@@ -32,24 +35,40 @@ DEFAULT = ("/var/tmp/rocmrevive-test-cache/unpacked/librocblas4_6.4.4-4_amd64/"
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def best(cmd, runs=5, env=None) -> tuple[float, float]:
-    """(best wall-clock seconds, best CPU seconds) of ``cmd``, its output to a pipe."""
+def best(cmd, runs=5, env=None, tty=False) -> tuple[float, float]:
+    """(best wall-clock seconds, best CPU seconds) of ``cmd``, its output to a pipe, or with
+    ``tty`` to a pseudo-terminal 160 columns wide (as a person runs it)."""
     walls, cpus = [], []
+    # cwd "/": `python -m` puts the working folder before PYTHONPATH, which would make every
+    # checkout run the code of the folder the bench was started from
     for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-        for _chunk in iter(lambda: p.stdout.read(1 << 16), b""):
-            pass
-        p.wait()
+        if tty:
+            master, slave = pty.openpty()
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 160, 0, 0))
+            p = subprocess.Popen(cmd, stdout=slave, stderr=subprocess.DEVNULL, env=env, cwd="/")
+            os.close(slave)
+            while True:
+                try:
+                    if not os.read(master, 1 << 16):
+                        break
+                except OSError:  # EIO: the child closed the terminal
+                    break
+            os.close(master)
+        else:
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd="/")
+            for _chunk in iter(lambda: p.stdout.read(1 << 16), b""):
+                pass
+        _pid, status, usage = os.wait4(p.pid, 0)  # the child's own rusage, exactly
+        p.returncode = os.waitstatus_to_exitcode(status)
         walls.append(time.perf_counter() - t)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        cpus.append(usage.ru_utime + usage.ru_stime)
     return min(walls), min(cpus)
 
 
 def rocmrevive(checkout: str) -> tuple[list[str], dict]:
-    env = {**os.environ, "PYTHONPATH": checkout, "NO_COLOR": "1"}
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}  # colours on, as people run it
+    env["PYTHONPATH"] = checkout
     return [sys.executable, "-m", "rocmrevive.cli.main"], env
 
 
@@ -86,9 +105,11 @@ def main() -> int:
     ratios = []
     for label, checkout in checkouts:
         exe, env = rocmrevive(checkout)
-        table = best(exe + ["inspect", lib], runs, env)
+        table = best(exe + ["inspect", lib], runs, env, tty=True)
+        piped = best(exe + ["inspect", lib], runs, env)
         js = best(exe + ["--json", "inspect", lib], runs, env)
-        rows.append((f"inspect DIR, the report ({label})", table))
+        rows.append((f"inspect DIR on a terminal ({label})", table))
+        rows.append((f"inspect DIR > pipe ({label})", piped))
         rows.append((f"inspect --json DIR ({label})", js))
         ratios.append((label, table, js))
     exe, env = rocmrevive(REPO)
@@ -99,7 +120,7 @@ def main() -> int:
     for label, table, js in ratios:
         print(f"ratio inspect DIR / llvm-readelf ({label:6})  wall {table[0] / ref[0]:5.2f}x   "
               f"cpu {table[1] / ref[1]:5.2f}x   (goal <= 2x)")
-        print(f"ratio report / --json ({label:6})             wall {table[0] / js[0]:5.2f}x   "
+        print(f"ratio terminal report / --json ({label:6})    wall {table[0] / js[0]:5.2f}x   "
               f"cpu {table[1] / js[1]:5.2f}x   (the report's own cost)")
     if "--skip-strings" not in argv:
         script = 'for f in "$@"; do strings "$f" | grep gfx >/dev/null; done'

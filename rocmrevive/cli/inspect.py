@@ -1,8 +1,10 @@
 """``rocmrevive inspect PATH...``: the GPU code objects inside files and folders."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import time
 from collections import Counter
 
 import click
@@ -37,7 +39,7 @@ def inspect(ui, paths, deep, problems_only):
     def work() -> Outcome:
         files = list(iter_files(paths))
         reports = []
-        with ui.progress("inspecting", len(files), unit="files") as advance:
+        with _late_progress(ui, len(files)) as advance:
             for f in files:
                 rep = inspect_file(f, deep=deep)
                 if rep.kind == "not-code-object" and _is_kpack(f):
@@ -57,9 +59,12 @@ def inspect(ui, paths, deep, problems_only):
             code = "NOTHING_SUPPORTED"
             message = f"no GPU code object in {', '.join(paths)}"
         shown = [r for r in reports if r.problems] if problems_only else reports
+        if not ui.as_json and ui.quiet < 2:
+            # Plain text straight to stdout, before ui.run's one line on stderr (as a render
+            # would be): building a rich console costs more CPU than scanning the folder.
+            _write(sys.stdout, render_text(shown, summary))
         return Outcome(
             data={"deep": deep, "summary": summary, "files": [r.to_json() for r in shown]},
-            render=lambda con: _write(con, render_text(shown, summary)),
             code=code, message=message)
 
     ui.run("inspect", work)
@@ -137,12 +142,31 @@ def _columns(rows, *, indent: str = "", cap: int | None = None) -> list[str]:
     return [indent + "  ".join([c.ljust(w) for c, w in zip(r, widths)] + [r[-1]]) for r in rows]
 
 
-def _write(con, text: str) -> None:
+@contextlib.contextmanager
+def _late_progress(ui, total: int, after: float = 0.5):
+    """``ui.progress``, drawn only once the scan has taken ``after`` seconds: a folder read in
+    a blink needs no bar (and starting one costs more than reading it)."""
+    start, done = time.monotonic(), [0]
+    with contextlib.ExitStack() as stack:
+        bar = [None]
+
+        def advance(n: int = 1) -> None:
+            done[0] += n
+            if bar[0] is None and time.monotonic() - start > after:
+                bar[0] = stack.enter_context(ui.progress("inspecting", total, unit="files"))
+                bar[0](done[0])
+            elif bar[0] is not None:
+                bar[0](n)
+
+        yield advance
+
+
+def _write(out, text: str) -> None:
     """Write the report in one go (rich's per-cell layout cost more than the scan), quietly
     stopping when the reader of a pipe has gone (``inspect DIR | head``)."""
     try:
-        con.file.write(text)
-        con.file.flush()
+        out.write(text)
+        out.flush()
     except BrokenPipeError:
         # the reader is gone: nothing more can be said; keep later flushes from failing too
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -13,7 +13,6 @@ are (and against fixed caps) before anything is allocated.
 """
 from __future__ import annotations
 
-import hashlib
 import struct
 import zlib
 from dataclasses import dataclass
@@ -151,6 +150,8 @@ def parse_ccob_header(data: bytes | memoryview) -> CcobHeader:
 
 def ccob_hash(uncompressed: bytes) -> int:
     """MD5(uncompressed).low(): the first 8 digest bytes as a little-endian u64 ([OB.cpp])."""
+    import hashlib  # imported when used: OpenSSL's start-up is a visible part of a folder scan
+
     return _md5_low(hashlib.md5(uncompressed))
 
 
@@ -219,6 +220,8 @@ class CcobStream:
 
     def __iter__(self):
         hdr = self.hdr
+        import hashlib
+
         md5 = hashlib.md5() if self.check_hash else None
         end = self.extent if self.extent is not None else len(self.view)
         payload = self.view[hdr.header_size:end]

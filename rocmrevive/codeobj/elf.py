@@ -139,20 +139,20 @@ _SHDR = struct.Struct("<IIQQQQIIQQ")  # Elf64_Shdr
 SHT_NOBITS = 8
 
 
-def truncation_problem(hdr: ElfHeader, data) -> str | None:
-    """Why an ELF whose header parsed is cut short (its program or section headers, or a
-    section's bytes, lie past the end of ``data``); None when everything is there. Reads the
-    section headers only: cheap enough for a whole-folder scan."""
-    size = len(data)
+def truncation_problem(hdr: ElfHeader, size: int, section_headers=None) -> str | None:
+    """Why an ELF of ``size`` bytes whose header parsed is cut short (its program or section
+    headers, or a section's bytes, lie past the end); None when everything is there.
+    ``section_headers`` are the bytes at ``e_shoff`` (the table), when the caller has them.
+    Reads the section headers only: cheap enough for a whole-folder scan."""
     tables = (("program headers", hdr.e_phoff, hdr.e_phnum * hdr.e_phentsize),
               ("section headers", hdr.e_shoff, hdr.e_shnum * hdr.e_shentsize))
     for what, off, length in tables:
         if off and length and off + length > size:
             return f"truncated: its {what} end at byte {off + length:,}, the file has {size:,}"
-    if not hdr.e_shoff or hdr.e_shentsize != _SHDR.size:
+    if section_headers is None or not hdr.e_shoff or hdr.e_shentsize != _SHDR.size:
         return None
-    for i in range(hdr.e_shnum):
-        _name, sh_type, _fl, _addr, off, length, *_ = _SHDR.unpack_from(data, hdr.e_shoff + i * _SHDR.size)
+    for i in range(min(hdr.e_shnum, len(section_headers) // _SHDR.size)):
+        _name, sh_type, _fl, _addr, off, length, *_ = _SHDR.unpack_from(section_headers, i * _SHDR.size)
         if sh_type != SHT_NOBITS and length and off + length > size:
             return f"truncated: section {i} ends at byte {off + length:,}, the file has {size:,}"
     return None

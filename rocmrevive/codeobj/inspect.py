@@ -135,15 +135,27 @@ def open_regular(path: str | os.PathLike):
         raise
 
 
+def _section_table(hdr, read) -> bytes | None:
+    """The section header table through ``read(n, offset)`` (None when absent or odd-sized)."""
+    if not hdr.e_shoff or hdr.e_shentsize != 64 or not 0 < hdr.e_shnum <= 4096:
+        return None
+    return read(hdr.e_shnum * 64, hdr.e_shoff)
+
+
 def inspect_file(path: str | os.PathLike, *, deep: bool = False) -> FileReport:
     """Classify ``path`` and list its device code objects; never raises for bad content."""
     p = str(path)
     try:
         with open_regular(p) as f:
-            size = os.fstat(f.fileno()).st_size
+            fd = f.fileno()
+            size = os.fstat(fd).st_size
             if size == 0:
                 return FileReport(p, "empty", 0, problems=["empty file"])
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            head = os.pread(fd, 64, 0)
+            kind = classify(head)
+            if not deep and kind in ("amdgpu-elf", "tensile-dat", "not-code-object"):
+                return _inspect_head(p, fd, size, head, kind)  # most of a library folder
+            mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
             try:
                 return _inspect_bytes(p, mm, deep)
             finally:
@@ -155,13 +167,32 @@ def inspect_file(path: str | os.PathLike, *, deep: bool = False) -> FileReport:
         return FileReport(p, "unreadable", problems=[f"cannot read: {exc.strerror or exc}"])
 
 
+def _inspect_head(path: str, fd: int, size: int, head: bytes, kind: str) -> FileReport:
+    """The header-only report of a raw code object, a .dat or a foreign file, from two
+    ``pread`` calls (the ELF header and the section header table): no mapping."""
+    rep = FileReport(path, kind, size)
+    if kind != "amdgpu-elf":
+        return rep
+    co = _elf_entry(rep, head, 0, size, None, "elf", False)
+    if co is not None:
+        rep.entries.append(co)
+        hdr = parse_header(head)
+        assert hdr is not None
+        cut = truncation_problem(hdr, size, _section_table(hdr, lambda n, at: os.pread(fd, n, at)))
+        if cut:
+            rep.problems.append(cut)
+    return rep
+
+
 def _inspect_bytes(path: str, data, deep: bool) -> FileReport:
     size = len(data)
     kind = classify(bytes(data[:64]))
     rep = FileReport(path, kind, size)
     try:
         if kind == "amdgpu-elf":
-            rep.entries.append(_elf_entry(rep, data, 0, size, None, "elf", deep))
+            co = _elf_entry(rep, data, 0, size, None, "elf", deep)
+            if co is not None:
+                rep.entries.append(co)
         elif kind == "host-elf":
             _inspect_host_elf(rep, data, deep)
         elif kind in ("offload-bundle", "ccob"):
@@ -214,7 +245,8 @@ def _elf_entry(rep: FileReport, data, offset: int, size: int, entry_id: str | No
     if entry_id:
         _check_entry_id(rep, entry_id, target, hdr.co_version)
     if offset + size <= len(data):  # a streamed entry head (64 bytes) cannot be checked
-        cut = truncation_problem(hdr, memoryview(data)[offset:offset + size])
+        table = _section_table(hdr, lambda n, at: bytes(data[offset + at:offset + at + n]))
+        cut = truncation_problem(hdr, size, table)
         if cut:
             rep.problems.append(f"{entry_id}: {cut}" if entry_id else cut)
     if deep:
