@@ -17,7 +17,10 @@ from rocmrevive.cli.ui import Outcome
 @click.option("--check", is_flag=True, help="Plan, fetch and verify, change nothing; exit 20 if changes would be made.")
 @click.option("--diff", "show_diff", is_flag=True, help="List the file-level changes.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
-@click.option("--from", "from_path", metavar="PATH", help="Use this local .deb, tarball or folder (air-gapped hosts, fleets).")
+@click.option("--from", "from_path", metavar="PATH",
+              help="Use this local .deb, tarball or folder (air-gapped hosts, fleets). For a rocBLAS no manifest "
+                   "source matches (a `rocmrevive recipe` build), it is accepted only when it proves itself by "
+                   "content, and journaled as 'verified by content, unpinned'.")
 @click.option("--mirror", metavar="URL", help="Debian mirror to fetch from (default: the host's apt configuration).")
 @click.option("--cache", metavar="DIR", help="Download cache (default /var/cache/rocmrevive under --root).")
 @click.option("--manifests", "manifests_dir", metavar="DIR", help="Manifest folder (default: the shipped ones).")
