@@ -1,16 +1,19 @@
 PYTHON ?= python3
 export PYTHONDONTWRITEBYTECODE = 1
 
-.PHONY: demo test lint exit-codes setup setup-torch fixtures bench ansible-sanity
+.PHONY: demo test lint exit-codes setup setup-torch fixtures fixtures-status bench ansible-sanity
 
 # Set up and run the main job on the embedded demo machine (no network needed).
 demo: setup
 	bash demo/run.sh
 
-# The whole test suite. Slow fixtures are made once and cached in /var/tmp/rocmrevive-test-cache:
-# Debian's real ROCm packages, and a CPU build of llama.cpp (about 5 minutes the first time).
+# The whole test suite. Slow fixtures are made once and cached in $ROCMREVIVE_TEST_CACHE (default
+# /var/tmp/rocmrevive-test-cache): Debian's real packages, compiled code objects, a CPU build of
+# llama.cpp and the Ansible venv (about 10 minutes the first time). Each is reused only while its
+# recorded inputs and content match (tests/fixtures/fixcache.py). Every skip reason is printed (-rs),
+# and a skip whose reason is not on tests/skip_policy.py's list fails the run.
 test: setup setup-torch fixtures lint
-	$(PYTHON) -m pytest -q -p no:cacheprovider
+	$(PYTHON) -m pytest -q -rs -p no:cacheprovider
 
 # ruff on the whole tree, mypy on the typed core packages (both come with the `test` extra).
 lint:
@@ -23,7 +26,14 @@ exit-codes:
 
 fixtures:
 	bash tests/fixtures/fetch_debian.sh
+	bash tests/fixtures/fetch_hostlib_debs.sh >/dev/null
+	$(PYTHON) tests/fixtures/codeobjects.py >/dev/null
 	sh tests/fixtures/build_llama.sh
+	bash tests/fixtures/ansible_env.sh >/dev/null
+
+# Which cached fixtures are usable, and why the others would be rebuilt.
+fixtures-status:
+	$(PYTHON) tests/fixtures/fixcache.py status
 
 setup:
 	bash scripts/setup-system.sh

@@ -10,33 +10,24 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("ROCMREVIVE_TEST_CACHE", "/var/tmp/rocmrevive-test-cache"))
 
-DEBIAN_PACKAGES = {
-    "librocblas4_6.4.4-4_amd64": "librocblas4=6.4.4-4",
-    "librocblas5_7.2.4-1~exp1_amd64": "librocblas5=7.2.4-1~exp1",
-    "librccl1_5.4.3-3+b1_amd64": "librccl1=5.4.3-3+b1",
-    "librccl1_7.2.4-1~exp3_amd64": "librccl1=7.2.4-1~exp3",
-}
 TRIPLET = "usr/lib/x86_64-linux-gnu"
 
 
 def _ensure_debian() -> tuple[dict[str, Path], dict[str, Path]]:
-    debs_dir, unpacked = CACHE / "debs", CACHE / "unpacked"
-    missing = [spec for base, spec in DEBIAN_PACKAGES.items() if not (debs_dir / f"{base}.deb").is_file()]
+    """The pinned "rocm" packages (tests/fixtures/debian-packages.txt), fetched when a cached
+    file does not match its pin, and unpacked once per package (tests/fixtures/fixcache.py)."""
+    from tests.fixtures import fixcache
+
+    rocm = fixcache.pins("rocm")
+    debs_dir = CACHE / "debs"
+    missing = [p.spec for p in rocm if not fixcache.deb_ok(debs_dir / p.deb, p)]
     if missing:
         subprocess.run(["bash", str(REPO / "tests/fixtures/fetch_debian.sh"), *missing], check=True)
     debs, dirs = {}, {}
-    for base in DEBIAN_PACKAGES:
-        deb = debs_dir / f"{base}.deb"
-        out = unpacked / base
-        if not (out / ".complete").exists():
-            tmp = unpacked / f".{base}.tmp"
-            subprocess.run(["rm", "-rf", str(tmp)], check=True)
-            tmp.mkdir(parents=True)
-            subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp)], check=True)
-            (tmp / ".complete").write_text("dpkg-deb -x\n")
-            subprocess.run(["rm", "-rf", str(out)], check=True)
-            tmp.rename(out)
-        debs[base], dirs[base] = deb, out
+    for p in rocm:
+        deb = debs_dir / p.deb
+        base = p.deb[:-4]
+        debs[base], dirs[base] = deb, fixcache.unpacked(deb)
     return debs, dirs
 
 
@@ -70,3 +61,45 @@ def codeobjects():
     from tests.fixtures.codeobjects import session_fixtures
 
     return session_fixtures()
+
+
+# ---------------------------------------------------------------------------------------------
+# the skip policy: every skip reason is shown (-rs) and a reason not on tests/skip_policy.py's
+# reviewed list fails the run, whether it runs through `make test` or a plain `pytest`
+
+_unexpected_skips: list[tuple[str, str]] = []
+
+
+def pytest_configure(config):
+    chars = config.option.reportchars or ""
+    if "s" not in chars and "a" not in chars and "A" not in chars:
+        config.option.reportchars = chars + "s"
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    text = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return text[len("Skipped: "):] if text.startswith("Skipped: ") else text
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and not hasattr(report, "wasxfail"):
+        from tests.skip_policy import allowed
+
+        reason = _skip_reason(report)
+        if not allowed(reason):
+            _unexpected_skips.append((report.nodeid, reason))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _unexpected_skips:
+        terminalreporter.section("skips not on the reviewed list (tests/skip_policy.py)", red=True)
+        for nodeid, reason in _unexpected_skips:
+            terminalreporter.line(f"{nodeid}: {reason}")
+        terminalreporter.line("A missing tool is installed (scripts/setup-system.sh), never skipped.")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session, exitstatus):
+    if _unexpected_skips and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

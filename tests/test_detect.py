@@ -129,19 +129,13 @@ def test_deep_option_reports_non_code_placeholders(machine):
     assert co["files"] == 18 and co["targets"] == [] and len(co["not_code_objects"]) == 18
 
 
-def test_bench_figure_eight_gpus_under_a_second(machine):
-    """The issue's bar: detect --json on an 8-GPU machine well under a second, start-up included."""
-    import time
-
+def test_detect_json_on_eight_gpus_from_a_new_process(machine):
+    """detect --json on an 8-GPU machine, start-up included (its time: bench/bench_detect.py)."""
     root = machine("mi50x8")
-    best = 9.9
-    for _ in range(3):
-        t0 = time.perf_counter()
-        p = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--json", "--root", str(root), "detect"],
-                           capture_output=True, text=True)
-        best = min(best, time.perf_counter() - t0)
-        assert p.returncode == 0 and len(json.loads(p.stdout)["gpus"]) == 8
-    assert best < 1.0, best
+    # speed is measured in bench/bench_detect.py (as a ratio), never asserted by the clock here
+    p = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--json", "--root", str(root), "detect"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and len(json.loads(p.stdout)["gpus"]) == 8
 
 
 def test_demo_machine_is_what_the_builder_writes(tmp_path):

@@ -10,8 +10,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from rocmrevive.hostlib.abi import check_library
 from rocmrevive.hostlib.elfdyn import DynamicError, read_dynamic
 from rocmrevive.hostlib.loader import DEFAULT_DIRS, ld_so_conf_dirs
 from rocmrevive.rootfs import Root
+from tests.fixtures import fixcache
 
 CACHE = Path(os.environ.get("ROCMREVIVE_TEST_CACHE", "/var/tmp/rocmrevive-test-cache"))
 HOST = Root("/")
@@ -176,19 +175,14 @@ cc -Wl,-z,now src/weak.c -o h/libweak.so
 
 
 def _build_c_libs() -> Path:
+    """The libraries BUILD makes, cached while BUILD and the compilers are the same (fixcache)."""
     key = hashlib.sha256(BUILD.encode()).hexdigest()[:16]
-    out = CACHE / "hostlib-c" / key
-    if (out / ".complete").exists():
-        return out
-    if not shutil.which("gcc") or not shutil.which("clang-15"):
-        pytest.skip("gcc and clang-15 are needed to build the test libraries")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=key + "."))
-    subprocess.run(["bash", "-c", BUILD], cwd=tmp, check=True, capture_output=True)
-    (tmp / ".complete").touch()
-    shutil.rmtree(out, ignore_errors=True)
-    os.rename(tmp, out)
-    return out
+    inputs = {"build": hashlib.sha256(BUILD.encode()).hexdigest(),
+              "gcc": fixcache.tool_version("gcc", "--version"), "clang": fixcache.tool_version("clang-15", "--version")}
+    return fixcache.build_entry(
+        CACHE / "hostlib-c" / key, inputs,
+        lambda tmp: subprocess.run(["bash", "-c", BUILD], cwd=tmp, check=True, capture_output=True),
+        hash_files=True)
 
 
 @pytest.fixture(scope="module")
@@ -398,15 +392,12 @@ def test_system_libraries_agree_with_the_loader(name):
         {s for n in v.details["needed"] for s in [n.get("soname")] if s}
 
 
-def test_speed_on_a_deep_closure():
+def test_a_deep_closure():
     lib = Path("/usr/lib/x86_64-linux-gnu/libcurl.so.4")
     if not lib.exists():
         pytest.skip("no libcurl here")
-    t0 = time.perf_counter()
-    v = check_library(HOST, lib, search_dirs=[])
-    took = time.perf_counter() - t0
+    v = check_library(HOST, lib, search_dirs=[])  # its speed is bench's, not a clock in a test
     assert len(v.details["needed"]) > 20
-    assert took < 2.0, f"{took:.2f}s for {len(v.details['needed'])} libraries"
 
 
 # ---------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CACHE, REPO
+from tests.fixtures import fixcache
 
 from rocmrevive.errors import RevError
 from rocmrevive.patches import (PatchMismatch, apply_hunks, apply_patch, find_dist, load_patches, parse_diff,
@@ -35,27 +36,22 @@ MEMBERS = ("vllm/utils.py", "vllm-{v}.dist-info/METADATA", "vllm-{v}.dist-info/R
 
 def vllm_release(version: str) -> Path:
     """The release's files, from its wheel (downloaded once, only the members kept)."""
-    out = CACHE / "vllm" / version
-    if (out / ".complete").exists():
-        return out
-    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
-        p = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
-                            "--python-version", "3.11", "--platform", "manylinux1_x86_64", f"vllm=={version}",
-                            "-d", tmp], capture_output=True, text=True)
-        wheels = list(Path(tmp).glob("vllm-*.whl"))
-        if p.returncode or not wheels:
-            pytest.skip(f"cannot download vllm {version}: {p.stderr.strip()[-300:]}")
-        stage = Path(tmp) / "files"
-        with zipfile.ZipFile(wheels[0]) as z:
-            for m in MEMBERS:
-                name = m.format(v=version)
-                (stage / name).parent.mkdir(parents=True, exist_ok=True)
-                (stage / name).write_bytes(z.read(name))
-        (stage / ".complete").write_text(f"{wheels[0].name}\n")
-        shutil.rmtree(out, ignore_errors=True)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(stage, out)
-    return out
+    def build(out: Path) -> None:
+        with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+            p = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:",
+                                "--python-version", "3.11", "--platform", "manylinux1_x86_64", f"vllm=={version}",
+                                "-d", tmp], capture_output=True, text=True)
+            wheels = list(Path(tmp).glob("vllm-*.whl"))
+            assert p.returncode == 0 and wheels, f"cannot download vllm {version}: {p.stderr.strip()[-300:]}"
+            with zipfile.ZipFile(wheels[0]) as z:
+                for m in MEMBERS:
+                    name = m.format(v=version)
+                    (out / name).parent.mkdir(parents=True, exist_ok=True)
+                    (out / name).write_bytes(z.read(name))
+
+    # reused while its record (the release, the members, their sha256) matches (fixcache)
+    return fixcache.build_entry(CACHE / "vllm" / version, {"release": f"vllm=={version}", "members": list(MEMBERS)},
+                                build, hash_files=True)
 
 
 def venv_with(root: Path, version: str) -> Path:

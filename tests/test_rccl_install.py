@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CACHE, REPO, TRIPLET
+from tests.fixtures import fixcache
 from tests.machines import machine  # noqa: F401  (pytest fixture)
 from tests.machines.build import build
 
@@ -62,31 +62,26 @@ def _fetch(args: list[str]) -> None:
 
 def hip57_root() -> Path:
     """roots/trixie-hip57: Debian trixie's C/C++ runtime and its ROCm 5.7 stack, unpacked where
-    trixie puts them, with the ld.so.conf libc-bin would write. Cached."""
-    root = CACHE / "roots" / "trixie-hip57"
-    if (root / ".complete").exists():
-        return root
+    trixie puts them, with the ld.so.conf libc-bin would write. Cached while its packages are the
+    same and its files all there (tests/fixtures/fixcache.py)."""
     missing = [s for s in TRIXIE_C + HIP57 if not _deb(s).is_file()]
     if missing:
         _fetch([f"trixie:{s}" for s in missing])
-    tmp = root.with_name("trixie-hip57.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "etc").mkdir(parents=True)
-    for s in TRIXIE_C + HIP57:
-        subprocess.run(["dpkg-deb", "-x", str(_deb(s)), str(tmp)], check=True)
-    (tmp / "etc/ld.so.conf").write_text("include /etc/ld.so.conf.d/*.conf\n")
-    (tmp / ".complete").touch()
-    shutil.rmtree(root, ignore_errors=True)
-    tmp.rename(root)
-    return root
+
+    def build(tmp: Path) -> None:
+        (tmp / "etc").mkdir(parents=True)
+        for s in TRIXIE_C + HIP57:
+            subprocess.run(["dpkg-deb", "-x", str(_deb(s)), str(tmp)], check=True)
+        (tmp / "etc/ld.so.conf").write_text("include /etc/ld.so.conf.d/*.conf\n")
+
+    return fixcache.build_entry(CACHE / "roots" / "trixie-hip57", {"packages": TRIXIE_C + HIP57}, build)
 
 
 def rocm643_root() -> Path:
-    """roots/trixie-rocm643 of the host-library tests: sid's ROCm 6.4.3 libraries in /opt/rocm-6.4.3/lib."""
-    root = CACHE / "roots" / "trixie-rocm643"
-    if not (root / ".complete").exists():
-        _fetch([])
-    return root
+    """roots/trixie-rocm643 of the host-library tests: sid's ROCm 6.4.3 libraries in /opt/rocm-6.4.3/lib
+    (the fetch script reuses it while its recorded inputs and files match)."""
+    _fetch([])
+    return CACHE / "roots" / "trixie-rocm643"
 
 
 def overlay(machine: Path, system: Path) -> Path:

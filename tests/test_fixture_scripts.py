@@ -1,0 +1,215 @@
+"""The fixture scripts themselves (tests/fixtures/*.sh and fixcache.py), run into an empty cache
+with Debian's real packages served by a local apt repository on 127.0.0.1 (a copy of the cached
+.debs), as a fresh machine would run them: the result is complete, a second run reuses it, and
+emptying one fixture folder or editing one fixture script rebuilds exactly that fixture.
+
+The scripts run from a copy of tests/fixtures (so a test can edit one) with a small pin set: a few
+of trixie's C libraries and of sid's ROCm libraries, enough for the root to be composed the way
+the full set is.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CACHE, REPO
+from tests.fixtures import fixcache
+from tests.fixtures.aptrepo import RepoServer, build_repo
+
+pytestmark = pytest.mark.debian
+
+FIXTURES = REPO / "tests" / "fixtures"
+TRIXIE = ["libgcc-s1=14.2.0-19", "libzstd1=1.5.7+dfsg-1", "libmd0=1.1.0-2+b1"]
+SID = ["libroctx64-4=6.4.1-1", "libfmt11=11.1.1+ds1-2", "libhsa-runtime64-1=6.4.3+dfsg-5"]
+ROCM = ["libfmt11=11.1.1+ds1-2"]
+
+
+def _pins() -> dict[str, fixcache.Pin]:
+    return {p.spec: p for p in fixcache.pins("hostlib")}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """(copy of tests/fixtures, pins file, server) with the small set served from 127.0.0.1."""
+    base = tmp_path_factory.mktemp("fixture-scripts")
+    pins = _pins()
+    # the real packages, from the cache (fetched from Debian's archive when it lacks them)
+    r = subprocess.run(["bash", str(FIXTURES / "fetch_debian.sh"), *TRIXIE, *SID], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = [f"rocm     {pins[s].suite} {s} {pins[s].size} {pins[s].sha256}" for s in ROCM]
+    lines += [f"hostlib  {pins[s].suite} {s} {pins[s].size} {pins[s].sha256}" for s in TRIXIE + SID]
+    (base / "pins.txt").write_text("# a small set for tests/test_fixture_scripts.py\n" + "\n".join(lines) + "\n")
+    repo = base / "repo"
+    build_repo(repo, "trixie", [CACHE / "debs" / pins[s].deb for s in TRIXIE])
+    build_repo(repo, "sid", [CACHE / "debs" / pins[s].deb for s in SID])
+    build_repo(repo, "experimental", [])
+    with RepoServer(repo) as srv:
+        yield base, srv
+
+
+class Run:
+    """The copied fixture scripts with one empty cache, against the local repository."""
+
+    def __init__(self, base: Path, srv: RepoServer, name: str):
+        self.dir = base / name
+        self.fx = self.dir / "fixtures"
+        shutil.copytree(FIXTURES, self.fx, ignore=shutil.ignore_patterns("__pycache__"))
+        self.cache = self.dir / "cache"
+        self.srv = srv
+        self.env = {**os.environ, "ROCMREVIVE_TEST_CACHE": str(self.cache),
+                    "ROCMREVIVE_DEBIAN_PINS": str(base / "pins.txt"),
+                    "ROCMREVIVE_DEBIAN_MIRROR": srv.url + "/"}
+
+    def popen(self, script: str, *args: str) -> subprocess.Popen:
+        return subprocess.Popen(["bash", str(self.fx / script), *args], env=self.env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def run(self, script: str, *args: str) -> str:
+        p = self.popen(script, *args)
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-3000:]
+        return out
+
+    def builds(self) -> list[str]:
+        """The fixtures built so far, in order (the entry names of .fixture-builds.log)."""
+        log = self.cache / ".fixture-builds.log"
+        return [line.split()[1] for line in log.read_text().splitlines()] if log.exists() else []
+
+    def deb_gets(self) -> int:
+        return sum(1 for r in self.srv.requests if r[0] == "GET" and r[1].endswith(".deb"))
+
+    def fc(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["python3", str(self.fx / "fixcache.py"), *args], env=self.env,
+                              capture_output=True, text=True)
+
+
+def _root_is_complete(root: Path, cache: Path) -> None:
+    pins = _pins()
+    for spec in TRIXIE:  # every file of every trixie package, where trixie puts it
+        names = subprocess.run(["dpkg-deb", "-c", str(cache / "debs" / pins[spec].deb)], check=True,
+                               capture_output=True, text=True).stdout
+        for line in names.splitlines():
+            path = line.split()[5].split(" -> ")[0]
+            if not path.endswith("/"):
+                assert (root / path).exists() or (root / path).is_symlink(), (spec, path)
+    lib = root / "opt/rocm-6.4.3/lib"
+    for spec in SID:  # every library of every sid package, flattened into AMD's layout
+        unpacked = cache / "unpacked" / pins[spec].deb[:-4] / "usr/lib/x86_64-linux-gnu"
+        sonames = [p.name for p in unpacked.iterdir() if ".so" in p.name]
+        assert sonames, spec
+        for name in sonames:
+            assert (lib / name).exists() or (lib / name).is_symlink(), (spec, name)
+    assert (lib / "libroctx64.so.4").exists() and (lib / "libfmt.so.11").exists()
+    assert (root / "usr/lib/x86_64-linux-gnu/libzstd.so.1").exists()
+    assert (root / "etc/ld.so.conf.d/10-rocm.conf").read_text() == "/opt/rocm-6.4.3/lib\n"
+
+
+def test_scripts_build_a_complete_cache_from_nothing_and_reuse_it(world):
+    base, srv = world
+    r = Run(base, srv, "cold")
+    gets0 = r.deb_gets()
+    # two runs at once into the same empty cache (test runs share one): each fixture is built once
+    procs = [r.popen("fetch_hostlib_debs.sh"), r.popen("fetch_hostlib_debs.sh")]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [e[-2000:] for _, e in outs]
+    root = Path(outs[0][0].strip().splitlines()[-1])
+    assert root == r.cache / "roots/trixie-rocm643" == Path(outs[1][0].strip().splitlines()[-1])
+    pins = _pins()
+    assert r.deb_gets() - gets0 == len(TRIXIE + SID)  # each package downloaded once
+    for spec in TRIXIE + SID:
+        deb = r.cache / "debs" / pins[spec].deb
+        assert fixcache.sha256_file(deb) == pins[spec].sha256
+    built = r.builds()
+    assert sorted(built) == sorted([f"unpacked/{pins[s].deb[:-4]}" for s in SID] + ["roots/trixie-rocm643"])
+    _root_is_complete(root, r.cache)
+    record = json.loads((root / fixcache.RECORD).read_text())
+    assert record["inputs"]["script"] == fixcache.script_hash("fetch_hostlib_debs.sh")
+    assert len(record["inputs"]["packages"]) == len(TRIXIE + SID)
+
+    # the same run again reuses everything: nothing downloaded, nothing built
+    gets = r.deb_gets()
+    r.run("fetch_hostlib_debs.sh")
+    assert r.deb_gets() == gets and r.builds() == built
+    status = r.fc("status").stdout
+    assert "roots/trixie-rocm643: ok" in status and "unpacked/libfmt11_11.1.1+ds1-2_amd64: ok" in status
+
+
+def test_emptying_one_fixture_folder_rebuilds_exactly_that_one(world):
+    base, srv = world
+    r = Run(base, srv, "empty-one")
+    r.run("fetch_hostlib_debs.sh")
+    pins = _pins()
+    fmt = f"unpacked/{pins['libfmt11=11.1.1+ds1-2'].deb[:-4]}"
+    for name in (fmt, "roots/trixie-rocm643"):
+        before, gets = len(r.builds()), r.deb_gets()
+        folder = r.cache / name
+        shutil.rmtree(folder)
+        folder.mkdir()  # an empty folder, as a killed run or a cleanup may leave it
+        r.run("fetch_hostlib_debs.sh")
+        assert r.builds()[before:] == [name]
+        assert r.deb_gets() == gets  # the pinned .debs are reused, not downloaded again
+    _root_is_complete(r.cache / "roots/trixie-rocm643", r.cache)
+
+    # a file gone from inside a fixture is found too
+    before = len(r.builds())
+    next((r.cache / fmt / "usr/lib/x86_64-linux-gnu").glob("libfmt.so.11.*")).unlink()
+    r.run("fetch_hostlib_debs.sh")
+    assert r.builds()[before:] == [fmt]
+
+
+def test_a_deb_that_does_not_match_its_pin_is_fetched_again_and_only_it(world):
+    base, srv = world
+    r = Run(base, srv, "bad-deb")
+    r.run("fetch_hostlib_debs.sh")
+    pins = _pins()
+    deb = r.cache / "debs" / pins["libzstd1=1.5.7+dfsg-1"].deb
+    data = bytearray(deb.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # same size, other bytes
+    deb.write_bytes(bytes(data))
+    before, gets = len(r.builds()), r.deb_gets()
+    r.run("fetch_hostlib_debs.sh")
+    assert r.deb_gets() == gets + 1
+    assert fixcache.sha256_file(deb) == pins["libzstd1=1.5.7+dfsg-1"].sha256
+    assert r.builds()[before:] == []  # the root was built from the pinned bytes: still valid
+
+
+def test_editing_one_fixture_script_rebuilds_exactly_its_fixture(world):
+    base, srv = world
+    r = Run(base, srv, "edit-one")
+    r.run("fetch_hostlib_debs.sh")
+    # records for the fixtures too slow to build here (llama.cpp, the Ansible venv), made from
+    # what the current scripts would record; the decision the scripts take is fixcache's check
+    llama = json.loads(r.fc("inputs", "llama").stdout)
+    ansible = json.loads(r.fc("inputs", "ansible").stdout)
+    for folder, inputs in ((r.cache / "llama" / llama["version"], llama), (r.cache / "ansible-venv", ansible)):
+        folder.mkdir(parents=True)
+        (folder / "bin").mkdir()
+        (folder / "bin/tool").write_text("x\n")
+        assert r.fc("record", str(folder), json.dumps(inputs)).returncode == 0
+    assert r.fc("scripts-changed").returncode == 1  # nothing built by other scripts
+
+    def stale() -> list[str]:
+        rows = [line for line in r.fc("status").stdout.splitlines()
+                if not line.startswith("ok") and not line.split()[1].startswith(("debs/", "codeobjects/"))]
+        return [line.split()[1].rstrip(":") for line in rows]
+
+    assert stale() == []
+    for script, fixture in (("build_llama.sh", f"llama/{llama['version']}"), ("ansible_env.sh", "ansible-venv"),
+                            ("fetch_hostlib_debs.sh", "roots/trixie-rocm643")):
+        path = r.fx / script
+        original = path.read_text()
+        path.write_text(original + "# an edit\n")
+        assert stale() == [fixture], script
+        assert r.fc("scripts-changed").stdout.split() == [fixture]
+        if script == "fetch_hostlib_debs.sh":  # cheap enough to run: it rebuilds that one only
+            before, gets = len(r.builds()), r.deb_gets()
+            r.run(script)
+            assert r.builds()[before:] == [fixture] and r.deb_gets() == gets
+            assert stale() == []
+        path.write_text(original)
+        assert stale() == [] or script == "fetch_hostlib_debs.sh"
