@@ -76,7 +76,7 @@ class LibraryPlan:
     ``status``: absent (the tree has no such library) | satisfied (its device code serves every
     detected gfx906 GPU) | unsupported (no source for the tree's ROCm version, or that version is
     unknown) | refused (the source does not pass the ABI check here: ``lines``; or another reason)
-    | planned (--check) | installed | unchanged | skipped (not confirmed)."""
+    | planned (--check) | installed | unchanged | declined (answered no at the prompt)."""
 
     tree: str                          # machine path of the library folder (/opt/rocm-6.4.3/lib)
     soname: str                        # librocsparse.so.1
@@ -374,15 +374,15 @@ def _apply_copy_plan(root, plan, copy, cp: CopyPlan, devices, *, real_lib, host_
     cp.summary = plan.summary()
     cp.diff = plan.diff()
     if not check and confirm is not None and not confirm(cp):
-        cp.status, cp.reason = "skipped", "not confirmed"
+        cp.status, cp.reason = "declined", "declined at the prompt; nothing was changed"
         return
     res = apply_plan(root, plan, state_dir=state_dir, dry_run=check)
     cp.changes = res.actions
     if check:
         pending = [a for a in res.actions if a.get("op") not in ("unchanged",)]
         cp.status = "planned" if pending else "unchanged"
-        cp.reason = (f"would add {cp.summary['create']} and replace {cp.summary['replace']} files "
-                     f"({cp.summary['bytes']:,} bytes)") if pending else "files already in place"
+        cp.reason = (f"would add {cp.summary['create']} and replace {cp.summary['replace']} "
+                     f"{_files(cp.summary)} ({cp.summary['bytes']:,} bytes)") if pending else "files already in place"
         return
     cp.txid, cp.journal, cp.changed = res.txid, res.journal_path, res.changed
     after = _verify(real_lib, devices, host_library=host_lib, rocm_version=copy.rocm_version,
@@ -394,7 +394,7 @@ def _apply_copy_plan(root, plan, copy, cp: CopyPlan, devices, *, real_lib, host_
         raise RevError("VERIFY_FAILED", f"{copy.path} failed verification after the install and was "
                                         f"rolled back: {_first_failures(after)}")
     cp.status = "installed" if res.changed else "unchanged"
-    cp.reason = (f"added {cp.summary['create']}, replaced {cp.summary['replace']} files "
+    cp.reason = (f"added {cp.summary['create']}, replaced {cp.summary['replace']} {_files(cp.summary)} "
                  f"(transaction {res.txid})") if res.changed else "files already in place"
 
 
@@ -443,14 +443,14 @@ def _plan_unpinned(root, copy, cp: CopyPlan, devices, manifest, cache_dir: Path,
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _files(summary: dict) -> str:
+    return "file" if summary.get("create", 0) + summary.get("replace", 0) == 1 else "files"
+
+
 def _extracted(fetched, manifest, source, cache_dir: Path, log: Log, work: Path) -> dict[str, Path]:
     """The manifest's members of a verified artifact, extracted once per (artifact, manifest)
     into the cache and re-hashed on every reuse: a second tree, a re-install after an upgrade
     or a fleet node with a shared cache skips the decompression (most of an install's time)."""
-    import json
-
-    from rocmrevive.fs import printable_name
-    from rocmrevive.hashing import sha256_file
     from rocmrevive.sources.cache import Cache
 
     select = manifest.select  # every component: the Tensile and library paths share one extraction
@@ -459,6 +459,17 @@ def _extracted(fetched, manifest, source, cache_dir: Path, log: Log, work: Path)
         # nothing another user can write is reused (docs/security.md): extract privately
         return _extract_now(fetched, select, source, manifest, work, log)
     key = _extracted_key(fetched.sha256, manifest)
+    # one extraction per (artifact, manifest) at a time: a concurrent install waits, then reuses it
+    with Cache(cache_dir).lock(f"extract-{key}"):
+        return _extracted_locked(fetched, manifest, source, select, cache_dir, key, log)
+
+
+def _extracted_locked(fetched, manifest, source, select, cache_dir: Path, key: str, log: Log) -> dict[str, Path]:
+    import json
+
+    from rocmrevive.fs import printable_name
+    from rocmrevive.hashing import sha256_file
+
     parent = cache_dir / "extracted"
     done = parent / key
     index = done / "index.json"
@@ -802,7 +813,7 @@ def _graft(root, lp: LibraryPlan, manifest, comp, source, fetched, current, devi
                                   "abi": verdict.summary, "divert": lp.divert})
     lp.summary, lp.diff = plan.summary(), plan.diff()
     if not check and confirm is not None and not confirm(lp):
-        lp.status, lp.reason = "skipped", "not confirmed"
+        lp.status, lp.reason = "declined", "declined at the prompt; nothing was changed"
         return
     res = apply_plan(root, plan, state_dir=state_dir, dry_run=check)
     lp.changes = res.actions

@@ -192,18 +192,26 @@ def test_real_package_round_trip(tmp_path, rocblas441, debian_debs, debian_pkgs)
 
 @pytest.mark.parametrize("step", ["begin:1", "stage:3", "intent:1", "rename:4", "dirsync:1", "done:1", "commit:1"])
 def test_killed_install_is_finished_or_undone_by_the_next_command(demo, step):
-    """kill -9 inside `install`, then run another command (detect): it completes or undoes the
-    transaction first, and the tree is wholly old or wholly new."""
+    """kill -9 inside `install`, then run a read-only command (detect): it reports the open
+    transaction (exit 9) and leaves it alone; `recover` completes or undoes it, and the tree is
+    wholly old or wholly new."""
     root, deb, args = demo
     before = tree_hash(root / "opt")
     env = {**os.environ, "ROCMREVIVE_TEST_KILL_AT": step}
     r = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), "install", *args],
                        capture_output=True, text=True, env=env)
     assert r.returncode == -9, r.stderr
+    killed = tree_hash(root)
     r = rr(root, "--json", "detect")
-    assert r.returncode == 0, r.stderr
     # killed after the commit record there is nothing left to recover
-    assert ("recovered interrupted transaction" in r.stderr) == (step != "commit:1"), r.stderr
+    pending = step != "commit:1"
+    assert r.returncode == (9 if pending else 0), r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["changed"] is False and bool(doc.get("pending")) == pending
+    assert doc["gpus"], "detect still reports the machine"
+    assert tree_hash(root) == killed                       # detect finished or undid nothing
+    r = rr(root, "--json", "recover", check_rc=0)
+    assert bool(json.loads(r.stdout)["recovered"]) == pending
     lib = root / "opt/rocm-6.4.3/lib/rocblas/library"
     gfx906 = sorted(p.name for p in lib.iterdir() if "gfx906" in p.name)
     assert gfx906 == [] or len(gfx906) == 9, gfx906

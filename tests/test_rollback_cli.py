@@ -86,7 +86,7 @@ def test_drift_stops_the_rollback_and_force_keeps_the_changed_bytes(m):
     rc, doc, _ = run(m, "rollback")
     assert rc == 8 and doc["error"]["code"] == "DRIFT" and doc["changed"] is False
     msg = doc["error"]["message"]
-    assert "2 file(s) changed since transaction" in msg and created.name in msg and "TensileManifest.txt" in msg
+    assert "2 files changed since transaction" in msg and created.name in msg and "TensileManifest.txt" in msg
     assert "--force" in msg and len(doc["error"]["details"]["drift"]) == 2
     assert m.hash() == h_drifted, "a refused rollback changed the tree"
 

@@ -15,7 +15,16 @@ from rocmrevive.cli.ui import UI, Outcome
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
-def render_doctor(doc: dict):
+def _n(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def render_doctor(doc: dict, root=None):
+    from rocmrevive.cli.ui import runnable
+    from rocmrevive.rootfs import Root
+
+    root = root or Root("/")
+
     def render(console) -> None:
         from rich.text import Text
 
@@ -23,8 +32,9 @@ def render_doctor(doc: dict):
             console.print(Text.assemble(*parts))
 
         s = doc["summary"]
-        say(f"{s['amd_gpus']} AMD GPU(s), {s['gfx906_gpus']} gfx906; "
-            f"{s['rocm_installs']} ROCm install(s), {s['rocblas_copies']} rocBLAS copies")
+        say(f"{_n(s['amd_gpus'], 'AMD GPU', 'AMD GPUs')}, {s['gfx906_gpus']} gfx906; "
+            f"{_n(s['rocm_installs'], 'ROCm install', 'ROCm installs')}, "
+            f"{_n(s['rocblas_copies'], 'rocBLAS copy', 'rocBLAS copies')}")
         for g in doc["gpus"]:
             say(f"  GPU{g['index']} {g['bdf']} {g['target'] or '?'} {g['model']}")
         if not doc["findings"]:
@@ -34,9 +44,10 @@ def render_doctor(doc: dict):
             if f["cause"]:
                 say(f"         cause: {f['cause']}")
             if f["fix_kind"] != "none":
-                say(f"         fix:   {f['fix']}")
+                say(f"         fix:   {runnable(f['fix'], root)}")
         c = doc["counts"]
-        say(f"{c['error']} error(s), {c['warning']} warning(s), {c['info']} note(s)")
+        say(f"{_n(c['error'], 'error', 'errors')}, {_n(c['warning'], 'warning', 'warnings')}, "
+            f"{_n(c['info'], 'note', 'notes')}")
     return render
 
 
@@ -79,6 +90,6 @@ def doctor(ui: UI, pythons, trees, rocminfo_file, deep, no_search, user, vulkan_
             code, msg = "NOTHING_SUPPORTED", "no gfx906 GPU on this machine; nothing for rocmrevive to do"
         else:
             code, msg = "OK", None
-        return Outcome(data=doc, render=render_doctor(doc), code=code, message=msg)
+        return Outcome(data=doc, render=render_doctor(doc, ui.root), code=code, message=msg)
 
     ui.run("doctor", work)

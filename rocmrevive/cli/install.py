@@ -45,34 +45,61 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache,
     (needed libraries, symbol versions, symbols, device code); --check shows, per library,
     graft or not and why.
     """
+    from rocmrevive.errors import RevError
     from rocmrevive.installer import install as run_install
 
-    interactive = sys.stdin.isatty() and not (yes or ui.as_json or check)
+    interactive = sys.stdin.isatty() and not (yes or check)
 
     def confirm(cp) -> bool:
         s = cp.summary or {}
         what = cp.library if hasattr(cp, "library") else f"{cp.path} ({cp.name} graft)"
-        ui.err.print(f"{what}: add {s.get('create', 0)}, replace {s.get('replace', 0)} files "
-                     f"({s.get('bytes', 0):,} bytes) from {cp.artifact['filename'] if cp.artifact else '?'}",
-                     markup=False)
-        return click.confirm("apply?", default=True, err=True)
+        ui.bars.close()
+        ui.err.print(f"{what}: add {s.get('create', 0)}, replace {s.get('replace', 0)} "
+                     f"{_plural(s.get('create', 0) + s.get('replace', 0), 'file')} "
+                     f"({_mb(s.get('bytes', 0))}) from {_artifact_name(cp.artifact)}", markup=False)
+        return ui.confirm("apply?", default=True)
+
+    def progress(done, total=None):
+        ui.bars.update("downloading", done, total, unit="bytes")
 
     def work() -> Outcome:
+        if not (yes or check or sys.stdin.isatty()):
+            # like apt-get without -y and without a terminal: never take silence for a yes
+            raise RevError("USAGE", "install asks before changing a tree and there is no terminal to ask on; "
+                                    "pass --yes to apply (or --check to only plan); nothing was changed")
         ui.recover_first(state_dir, dry_run=check)
-        with ui.progress("downloading", None) as advance:
-            def progress(done, total=None):
-                advance(done)
-
-            rep = run_install(ui.root, trees=trees, targets=targets, cache=cache, mirror=mirror,
-                              from_path=from_path, manifests_dir=manifests_dir, cross_version=cross_version,
-                              check=check, state_dir=state_dir, pythons=pythons,
-                              log=lambda m: ui.log(m), progress=None,
-                              confirm=confirm if interactive else None, libraries=libraries)
+        rep = run_install(ui.root, trees=trees, targets=targets, cache=cache, mirror=mirror,
+                          from_path=from_path, manifests_dir=manifests_dir, cross_version=cross_version,
+                          check=check, state_dir=state_dir, pythons=pythons,
+                          log=lambda m: ui.log(m), progress=progress,
+                          confirm=confirm if interactive else None, libraries=libraries)
+        ui.bars.close()
         code, message = _exit(rep)
         return Outcome(data=rep.to_json(), changed=rep.changed and not check, code=code, message=message,
                        render=lambda con: _render(con, rep, show_diff), warnings=list(rep.warnings))
 
     ui.run("install", work)
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else (word[:-1] + "ies" if word.endswith("y") else word + "s")
+
+
+def _mb(n: int) -> str:
+    from rocmrevive.hardware.p2p import format_bytes
+
+    return format_bytes(n) if n >= 1024 else f"{n:,} bytes"
+
+
+def _artifact_name(artifact: dict | None) -> str:
+    """What the user would look for: the --from file or folder they gave, else the package's
+    file name (not its pool path)."""
+    if not artifact:
+        return "?"
+    given = (artifact.get("provenance") or {}).get("from")
+    if artifact.get("origin") in ("local", "local-tree") and given:
+        return given
+    return (artifact.get("filename") or "?").rsplit("/", 1)[-1]
 
 
 def _exit(rep):

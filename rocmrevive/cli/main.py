@@ -120,8 +120,41 @@ def _module_exists(target: str) -> bool:
     return os.path.exists(os.path.join(os.path.dirname(__file__), rel))
 
 
+_ARGV: list[str] = []
+
+
+def _wants_json(argv=None) -> bool:
+    """``--json`` anywhere before a ``--`` (global or after the subcommand)."""
+    args = list(argv if argv is not None else (_ARGV or sys.argv[1:]))
+    if "--" in args:
+        args = args[:args.index("--")]
+    return "--json" in args
+
+
+def _version(ctx, _param, value):
+    if not value or ctx.resilient_parsing:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        v = version("rocmrevive")
+    except PackageNotFoundError:  # pragma: no cover - running from a checkout without metadata
+        from rocmrevive import __version__ as v
+    if _wants_json():
+        import json
+
+        from rocmrevive.cli.ui import SCHEMA_VERSION
+
+        click.echo(json.dumps({"schema_version": SCHEMA_VERSION, "command": "version", "changed": False,
+                               "version": v, "warnings": [], "error": None}, indent=2))
+    else:
+        click.echo(f"rocmrevive, version {v}")
+    ctx.exit(0)
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="rocmrevive")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
+              help="Show the version and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout (logs go to stderr).")
 @click.option("--root", "root", default="/", show_default=True, metavar="DIR",
               envvar="ROCMREVIVE_ROOT", type=click.Path(file_okay=False),
@@ -144,20 +177,63 @@ def cli(ctx, as_json, root, quiet, verbose, no_progress):
 
 
 @cli.command("exit-codes")
-def exit_codes():
+@click.option("--json", "as_json", is_flag=True, default=None, help="Print one JSON document on stdout.")
+@click.pass_obj
+def exit_codes(ui, as_json):
     """Print the table of exit codes."""
+    from rocmrevive.cli.ui import Outcome
     from rocmrevive.errors import EXIT_CODES
 
-    for code, (num, meaning) in sorted(EXIT_CODES.items(), key=lambda kv: kv[1][0]):
-        click.echo(f"{num:>3}  {code:<18} {meaning}")
+    if as_json:
+        ui.as_json = True
+    rows = sorted(EXIT_CODES.items(), key=lambda kv: kv[1][0])
+
+    def render(con):
+        for code, (num, meaning) in rows:
+            con.print(f"{num:>3}  {code:<18} {meaning}", markup=False, highlight=False)
+
+    ui.run("exit-codes", lambda: Outcome(
+        data={"exit_codes": [{"code": c, "exit": n, "meaning": m} for c, (n, m) in rows]}, render=render))
+
+
+def _usage_error(exc: click.ClickException, argv) -> None:
+    """click's own errors (bad option, missing argument, a --root that is not a folder): under
+    --json one JSON document on stdout, else click's message; exit 2 (USAGE) either way."""
+    from rocmrevive.cli.ui import error_document, pipe_closed_quietly
+
+    code = "USAGE"
+    if _wants_json(argv):
+        import json
+
+        ctx = getattr(exc, "ctx", None)
+        command = None
+        if ctx is not None and ctx.command_path:
+            command = " ".join(ctx.command_path.split()[1:]) or None
+        root = next((a.split("=", 1)[1] for a in argv if a.startswith("--root=")), None)
+        if root is None and "--root" in argv[:-1]:
+            root = argv[argv.index("--root") + 1]
+        with pipe_closed_quietly():
+            click.echo(json.dumps(error_document(command, root or os.environ.get("ROCMREVIVE_ROOT", "/"), code,
+                                                 exc.format_message()), indent=2))
+    else:
+        exc.show()
+    sys.exit(2)
 
 
 def main(argv=None):
+    from rocmrevive.cli.ui import pipe_closed_quietly
+
+    global _ARGV
+    _ARGV = list(sys.argv[1:] if argv is None else argv)
     try:
-        cli.main(args=argv, prog_name="rocmrevive", standalone_mode=True)
-    except KeyboardInterrupt:  # pragma: no cover - interactive only
-        click.echo("interrupted", err=True)
+        with pipe_closed_quietly():
+            rv = cli.main(args=_ARGV, prog_name="rocmrevive", standalone_mode=False)
+    except click.ClickException as exc:
+        _usage_error(exc, _ARGV)
+    except (KeyboardInterrupt, click.exceptions.Abort):  # outside a command's work: nothing was open
+        click.echo("rocmrevive: interrupted; nothing was changed", err=True)
         sys.exit(130)
+    sys.exit(rv if isinstance(rv, int) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

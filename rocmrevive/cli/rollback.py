@@ -72,7 +72,8 @@ def rollback(ui, txid, force, dry_run, state_dir):
                 con.print(f"transaction {res.txid} was already rolled back; nothing to do")
                 return
             head = "would roll back" if dry_run else "rolled back"
-            con.print(f"{head} transaction {res.txid} on {res.tree}: {_verbs(res.actions, dry_run)}")
+            con.print(f"{head} transaction {res.txid} on {res.tree or '(tree unknown)'}: "
+                      f"{_verbs(res.actions, dry_run)}")
             _render_actions(con, res.actions, ui.verbose)
 
         return Outcome(data=data, render=render, changed=res.changed and not dry_run,
@@ -105,9 +106,11 @@ def recover(ui, force, dry_run, state_dir):
                 con.print("nothing to recover: no interrupted transaction")
             for r in results:
                 if r.state == "rolled_forward":
-                    con.print(f"transaction {r.txid} on {r.tree}: completed (every file was already in place)")
+                    con.print(f"transaction {r.txid} on {r.tree or '(tree unknown)'}: completed (every file was "
+                              "already in place)")
                 elif r.state == "dry-run":
-                    con.print(f"transaction {r.txid} on {r.tree}: would undo: {_verbs(r.actions, True)}")
+                    con.print(f"transaction {r.txid} on {r.tree or '(not started)'}: would undo: "
+                              f"{_verbs(r.actions, True)}")
                 else:
                     con.print(f"transaction {r.txid} on {r.tree or '(not started)'}: undone: {_verbs(r.actions, False)}")
                 _render_actions(con, r.actions, ui.verbose)

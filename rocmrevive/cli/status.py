@@ -56,7 +56,7 @@ def status(ui, trees, state_dir):
             what = {"missing": "its files are gone (was the tree upgraded or reinstalled? install again)",
                     "partial": f"{len(t['missing'])} of its files are gone (install again)",
                     "drifted": f"{len(t['drifted'])} of its files were changed by something else"}[t["integrity"]]
-            message = f"transaction {t['txid']} on {t['tree']}: {what}"
+            message = f"transaction {t['txid']} on {t['tree'] or '(tree unknown)'}: {what}"
 
         from rocmrevive.smoke.record import read_last
 

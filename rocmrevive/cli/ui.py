@@ -21,15 +21,15 @@ from rocmrevive.rootfs import Root
 
 SCHEMA_VERSION = 1
 
-# Commands that first finish or undo a transaction a killed run left behind (ISSUE: "the next
-# command of any kind finds it first"). Not: status and recover (they report/handle it), the
-# commands that never touch a machine, and those with a dry-run mode, which call
-# ``recover_first(dry_run=...)`` themselves (install), and rollback, which stops with
-# INTERRUPTED instead (undoing the interrupted one and then "the last one" would undo too much).
+# A transaction a killed run left behind is finished or undone only by `install`, `rollback`
+# (which refuses) and `recover`. Every other command that looks at the machine leaves it alone:
+# the read-only ones run, report it (output, JSON ``pending``) and exit 9 (INTERRUPTED); the
+# ones that would change something refuse before doing anything, also with exit 9.
 # `hook run` is excluded: it runs inside apt's hook while apt holds the dpkg lock.
-RECOVER_FIRST = {"detect", "doctor", "verify", "audit", "smoke", "fetch", "rccl", "patch", "hook install",
-                 "hook remove"}
-
+READ_ONLY_REPORT = {"detect", "doctor", "verify", "audit", "status", "rccl audit", "rccl env", "rccl recipe",
+                    "hook status", "patch list", "patch verify"}
+REFUSE_PENDING = {"smoke", "fetch", "rccl install", "patch apply", "patch rollback", "hook install",
+                  "hook remove"}
 
 @dataclass
 class Outcome:
@@ -44,6 +44,85 @@ class Outcome:
     warnings: list[str] = field(default_factory=list)
 
 
+class _Console:
+    """Factory for rich's Console whose tables never cut a cell: a table wider than the
+    terminal is printed as a list (one block per row, ``column: value`` lines) instead of
+    being squeezed with ellipses, so ids and paths stay whole and copyable."""
+
+    @staticmethod
+    def make(**kw):
+        from rich.console import Console
+        from rich.table import Table
+
+        class Console_(Console):
+            def print(self, *objects, **kwargs):  # noqa: A003 - rich's name
+                if len(objects) == 1 and isinstance(objects[0], Table) and not self._fits(objects[0]):
+                    return self._print_as_list(objects[0], **kwargs)
+                return super().print(*objects, **kwargs)
+
+            def _fits(self, table) -> bool:
+                from rich.measure import Measurement
+
+                return Measurement.get(self, self.options, table).maximum <= self.width
+
+            def _print_as_list(self, table, **kwargs):
+                from rich.text import Text
+
+                def plain(cell) -> str:
+                    if isinstance(cell, Text):
+                        return cell.plain
+                    if isinstance(cell, str):
+                        return Text.from_markup(cell).plain if kwargs.get("markup", True) else cell
+                    return str(cell)
+
+                if table.title:
+                    super().print(plain(table.title), markup=False, soft_wrap=True)
+                heads = [plain(c.header) or f"#{i}" for i, c in enumerate(table.columns)]
+                cells = [list(c._cells) for c in table.columns]
+                for r in range(table.row_count):
+                    row = [plain(col[r]) if r < len(col) else "" for col in cells]
+                    super().print(f"{heads[0]}: {row[0]}", markup=False, soft_wrap=True)
+                    for h, v in zip(heads[1:], row[1:]):
+                        if v:
+                            super().print(f"  {h}: {v}", markup=False, soft_wrap=True)
+                return None
+
+        return Console_(**kw)
+
+
+class _Bars:
+    """Progress bars fed with real counts (bytes, members, checks): ``update(desc, done, total)``
+    starts or advances the bar for ``desc``; ``close()`` removes it (before any prompt)."""
+
+    def __init__(self, ui: "UI"):
+        self.ui = ui
+        self._prog = None
+        self._tasks: dict[str, tuple[int, str]] = {}
+
+    def update(self, desc: str, done: int, total: int | None = None, unit: str = "bytes") -> None:
+        if not self.ui.show_progress:
+            return
+        if self._prog is None:
+            from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn,
+                                       TimeRemainingColumn, TransferSpeedColumn)
+
+            cols = [TextColumn("{task.description}"), BarColumn()]
+            cols += [DownloadColumn(), TransferSpeedColumn()] if unit == "bytes" else [MofNCompleteColumn()]
+            cols.append(TimeRemainingColumn())
+            self._prog = Progress(*cols, console=self.ui.err, transient=True)
+            self._prog.start()
+        if desc not in self._tasks:
+            self._tasks[desc] = (self._prog.add_task(desc, total=total), unit)
+        task, _ = self._tasks[desc]
+        self._prog.update(task, completed=done, total=total)
+
+    def close(self) -> None:
+        if self._prog is not None:
+            self._prog.stop()
+            self._prog = None
+            self._tasks = {}
+
+
 class UI:
     def __init__(self, *, as_json=False, root="/", quiet=0, verbose=0, no_progress=False):
         self.as_json = as_json
@@ -53,18 +132,18 @@ class UI:
         self.no_progress = no_progress
         self._console = None
         self._err_console = None
+        self.bars = _Bars(self)
 
     # consoles -------------------------------------------------------------------------
     @property
     def console(self):
         if self._console is None:
-            from rich.console import Console
-
             tty = sys.stdout.isatty()
-            self._console = Console(
+            # piped output is never width-limited: a report file keeps every name whole
+            self._console = _Console.make(
                 highlight=False,
                 no_color=bool(os.environ.get("NO_COLOR")) or not tty,
-                width=None if tty else 160,
+                width=None if tty else 100_000,
                 soft_wrap=not tty,
             )
         return self._console
@@ -106,10 +185,15 @@ class UI:
             task = prog.add_task(description, total=total)
             yield lambda n=1: prog.advance(task, n)
 
+    def confirm(self, question: str, default: bool = True) -> bool:
+        """Ask on the terminal (stderr), after closing any progress bar."""
+        self.bars.close()
+        return click.confirm(question, default=default, err=True)
+
     # interrupted transactions ---------------------------------------------------------
     def recover_first(self, state_dir: str | None = None, *, dry_run: bool = False) -> None:
-        """Before anything else: finish or undo a transaction a killed run left behind. A dry
-        run must not write, so there it stops with INTERRUPTED instead."""
+        """For install: finish or undo a transaction a killed run left behind. A dry run must
+        not write, so there it stops with INTERRUPTED instead."""
         from rocmrevive.errors import RevError
         from rocmrevive.txn.transaction import DEFAULT_STATE_DIR, find_pending, recover_pending
 
@@ -123,27 +207,86 @@ class UI:
         for res in recover_pending(self.root, state_dir=sd):
             self.log(f"recovered interrupted transaction {res.txid}: {res.state}")
 
+    def _state_dir(self) -> str:
+        from rocmrevive.txn.transaction import DEFAULT_STATE_DIR
+
+        ctx = click.get_current_context(silent=True)
+        sd = (ctx.params.get("state_dir") if ctx is not None else None) or DEFAULT_STATE_DIR
+        return sd
+
+    def pending(self) -> tuple[RevError | None, str | None]:
+        """(the INTERRUPTED error naming the pending transaction or None, a warning when the
+        journals could not be read). Reads only; never takes the lock."""
+        from rocmrevive.txn.transaction import require_no_pending
+
+        try:
+            require_no_pending(self.root, state_dir=self._state_dir())
+        except RevError as exc:
+            if exc.code == "INTERRUPTED":
+                return exc, None
+            return None, exc.message
+        except OSError as exc:  # e.g. a non-root user cannot read the journal folder
+            return None, (f"cannot read rocmrevive's journals to look for an interrupted transaction "
+                          f"({exc.strerror}: {exc.filename})")
+        return None, None
+
     # running a command ---------------------------------------------------------------
     def run(self, command: str, work: Callable[[], Outcome]) -> None:
+        pending, unreadable = None, None
         try:
-            if command in RECOVER_FIRST or command.split()[0] in RECOVER_FIRST:
-                ctx = click.get_current_context(silent=True)
-                params = ctx.params if ctx is not None else {}
-                self.recover_first(dry_run=bool(params.get("check") or params.get("dry_run")))
+            if command in REFUSE_PENDING:
+                pending, unreadable = self.pending()
+                if pending is not None:
+                    raise RevError("INTERRUPTED", pending.message.replace(" first", "") +
+                                   f"; `{command}` changed nothing", details=pending.details)
+            elif command in READ_ONLY_REPORT:
+                pending, unreadable = self.pending()
             out = work()
         except RevError as exc:
+            self.bars.close()
+            if pending is not None and exc.code != "INTERRUPTED":
+                self._emit_error(command, "INTERRUPTED", f"{pending.message}; also: {exc.message}",
+                                 {**exc.details, **pending.details})
             self._emit_error(command, exc.code, exc.message, exc.details)
-        except KeyboardInterrupt:
-            self._emit_error(command, "INTERRUPTED", "interrupted by the user; run `rocmrevive recover` if a transaction was open")
+        except (KeyboardInterrupt, click.exceptions.Abort) as exc:
+            self.bars.close()
+            self._interrupted(command, exc)
         except click.exceptions.Exit:
             raise
         except Exception as exc:  # a bug: one line, and the traceback with -v
+            self.bars.close()
             if self.verbose:
                 traceback.print_exc()
             self._emit_error(command, "INTERNAL",
                              f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback and report it)")
         else:
+            self.bars.close()
+            if unreadable:
+                out.warnings.append(unreadable)
+            if pending is not None:
+                out.data.setdefault("pending", pending.details.get("pending", []))
+                if out.code != "INTERRUPTED":
+                    if out.code != "OK" and out.message:
+                        out.warnings.append(out.message)
+                    out.code = "INTERRUPTED"
+                    out.message = f"{pending.message.replace(' it first', ' it')} (`{command}` changed nothing)"
             self._emit(command, out)
+
+    def _interrupted(self, command: str, exc: BaseException) -> None:
+        """Ctrl-C: exit 9 naming a transaction it left open, else 130 saying what happened."""
+        from rocmrevive.txn.transaction import find_pending
+
+        try:
+            open_tx = find_pending(self.root, state_dir=self._state_dir())
+        except (RevError, OSError):
+            open_tx = []
+        if open_tx:
+            self._emit_error(command, "INTERRUPTED", f"interrupted by the user; transaction {', '.join(open_tx)} "
+                                                     "is still open: run `rocmrevive recover` to finish or undo it")
+        undone = getattr(exc, "rocmrevive_undone", None)
+        what = (f"transaction {undone} was undone, the tree is unchanged" if undone else
+                "no transaction was open; nothing is left to recover")
+        self._emit_error(command, "CANCELLED", f"interrupted by the user; {what}")
 
     def document(self, command: str, out: Outcome) -> dict:
         doc = {"schema_version": SCHEMA_VERSION, "command": command, "root": str(self.root.base),
@@ -155,27 +298,69 @@ class UI:
         return doc
 
     def _emit(self, command: str, out: Outcome) -> None:
-        if self.as_json:
-            click.echo(json.dumps(self.document(command, out), indent=2, sort_keys=False, default=str))
-        else:
-            if out.render is not None and self.quiet < 2:
-                out.render(self.console)
-            for w in out.warnings:
-                self.log(f"warning: {w}")
-            if out.code != "OK" and out.message:
-                sys.stdout.flush()
-                self.err.print(f"rocmrevive {command}: {out.message}", markup=False)
+        with pipe_closed_quietly():
+            if self.as_json:
+                click.echo(json.dumps(self.document(command, out), indent=2, sort_keys=False, default=str))
+            else:
+                if out.render is not None and self.quiet < 2:
+                    out.render(self.console)
+                for w in out.warnings:
+                    self.log(f"warning: {w}")
+                if out.code != "OK" and out.message:
+                    sys.stdout.flush()
+                    self.err.print(f"rocmrevive {command}: {out.message}", markup=False)
+            sys.stdout.flush()
         sys.exit(exit_code(out.code))
 
     def _emit_error(self, command: str, code: str, message: str, details: dict | None = None) -> None:
-        if self.as_json:
-            doc = {"schema_version": SCHEMA_VERSION, "command": command, "root": str(self.root.base),
-                   "changed": False, "warnings": [],
-                   "error": {"code": code, "exit": exit_code(code), "message": message}}
-            if details:
-                doc["error"]["details"] = details
-            click.echo(json.dumps(doc, indent=2, default=str))
-        else:
+        with pipe_closed_quietly():
+            if self.as_json:
+                click.echo(json.dumps(error_document(command, str(self.root.base), code, message, details),
+                                      indent=2, default=str))
+            else:
+                sys.stdout.flush()
+                self.err.print(f"rocmrevive {command}: error: {message}", markup=False)
             sys.stdout.flush()
-            self.err.print(f"rocmrevive {command}: error: {message}", markup=False)
         sys.exit(exit_code(code))
+
+
+# rocmrevive's subcommands that change the machine (a fix line for them needs root)
+_WRITERS = ("install", "rollback", "recover", "rccl install", "patch apply", "patch rollback", "hook install",
+            "hook remove", "fetch")
+
+
+def runnable(fix: str, root: Root) -> str:
+    """A ``rocmrevive ...`` fix line as the user must type it: with ``sudo`` for a command that
+    writes (as the README writes them) and with ``--root DIR`` when this run looked at a folder."""
+    import re
+    import shlex
+
+    def one(m: re.Match) -> str:
+        sudo, rest = m.group(1) or "", m.group(2)
+        if not sudo and any(rest == w or rest.startswith(w + " ") for w in _WRITERS):
+            sudo = "sudo "
+        where = "" if root.is_host or "--root" in rest else f"--root {shlex.quote(str(root.base))} "
+        return f"{sudo}rocmrevive {where}{rest}"
+
+    return re.sub(r"(sudo )?\brocmrevive ((?:[a-z]+)(?: [^;,`()]*)?)", one, fix)
+
+
+def error_document(command: str | None, root: str, code: str, message: str, details: dict | None = None) -> dict:
+    """The one JSON document of a failed run (also for click's usage errors)."""
+    doc = {"schema_version": SCHEMA_VERSION, "command": command, "root": root, "changed": False,
+           "warnings": [], "error": {"code": code, "exit": exit_code(code), "message": message}}
+    if details:
+        doc["error"]["details"] = details
+    return doc
+
+
+@contextlib.contextmanager
+def pipe_closed_quietly():
+    """stdout closed by the reader (``| head``): stop writing, say nothing, exit 141 as a
+    program killed by SIGPIPE would (documented in rocmrevive/errors.py)."""
+    try:
+        yield
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(exit_code("PIPE_CLOSED"))

@@ -177,7 +177,10 @@ def _iommu(hw) -> list[Finding]:
     if io.mode in ("translated", "mixed"):
         return [Finding(
             "iommu-not-passthrough", "warning", "machine",
-            f"the IOMMU translates GPU DMA (groups: {io.to_json()['group_types']})",
+            "the IOMMU translates GPU DMA ("
+            + (", ".join(f"{n} {'group' if n == 1 else 'groups'} of type {t}"
+                         for t, n in sorted(io.to_json()["group_types"].items())) or "no group types known")
+            + ")",
             "RCCL warns 'Missing \"iommu=pt\" from kernel command line which can lead to system "
             "instablity or hang'; translated DMA also slows host-device and peer transfers",
             f"add `{want}` to GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub, run "

@@ -82,9 +82,12 @@ class Plan:
             seen.add(d)
 
     def summary(self) -> dict:
-        counts = {op: sum(1 for c in self.changes if c.op == op) for op in OPS}
-        return {"tree": self.tree, "files": len(self.changes), **counts,
-                "bytes": sum(c.size or 0 for c in self.changes if c.op != "delete"),
+        """Counts of what applying the plan changes: a replace by identical bytes is ``unchanged``."""
+        same = [c for c in self.changes if c.op == "replace" and c.before_sha256 == c.sha256]
+        moving = [c for c in self.changes if not (c.op == "replace" and c.before_sha256 == c.sha256)]
+        counts = {op: sum(1 for c in moving if c.op == op) for op in OPS}
+        return {"tree": self.tree, "files": len(self.changes), **counts, "unchanged": len(same),
+                "bytes": sum(c.size or 0 for c in moving if c.op != "delete"),
                 "sources": sorted({c.source for c in self.changes if c.source})}
 
     def diff(self) -> dict:

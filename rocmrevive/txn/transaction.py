@@ -403,15 +403,19 @@ def _check_space(root, st: StateDir, prep: _Prepared) -> None:
         free = v.f_bavail * v.f_frsize
         if nbytes > free:
             raise RevError("PERMISSION", f"not enough free space on the filesystem of {root.machine_path(folder)}: "
-                                         f"need {_mb(nbytes)}, {_mb(free)} free; nothing was changed; free some "
+                                         f"need {_mb(nbytes, free)}, {_mb(free, nbytes)} free; nothing was changed; free some "
                                          "space and retry")
         if v.f_files and inodes > v.f_favail:
             raise RevError("PERMISSION", f"no free inodes on the filesystem of {root.machine_path(folder)} "
                                          f"(need {inodes}, {v.f_favail} free); nothing was changed")
 
 
-def _mb(n: int) -> str:
-    return f"{n / 1e6:.1f} MB"
+def _mb(n: int, other: int | None = None) -> str:
+    """``n`` in MB with as many decimals as it takes to tell it from ``other`` (else bytes)."""
+    for digits in (1, 2, 3):
+        if other is None or f"{n / 1e6:.{digits}f}" != f"{other / 1e6:.{digits}f}":
+            return f"{n / 1e6:.{digits}f} MB"
+    return f"{n:,} bytes"
 
 
 def _refuse_pending(st: StateDir) -> None:
@@ -449,6 +453,12 @@ def apply_plan(root, plan: Plan, *, state_dir: str = DEFAULT_STATE_DIR, dry_run:
     """
     st = StateDir(root, state_dir)
     progress = progress or (lambda n: None)
+    if not dry_run:
+        # every check first, without the lock: a refused or no-op apply writes nothing, not even
+        # the lock file; the checks run again under the lock before anything is written
+        pre = apply_plan(root, plan, state_dir=state_dir, dry_run=True)
+        if not pre.changed:
+            return pre
     lock = contextlib.nullcontext() if dry_run else st.lock()
     with lock, _expected_errors(root, "; nothing was changed"):
         if dry_run:
@@ -586,17 +596,35 @@ class _Apply:
         """Undo what was done and return the error to raise."""
         err = _as_rev_error(exc, self.root)
         tx = TxRecord.from_records(txid, journal.path, journal.records)
+        why = err.message if err else ("interrupted by the user" if isinstance(exc, KeyboardInterrupt) else repr(exc))
         try:
-            _Undo(self.root, self.st, tx, journal, reason=f"apply failed: {err.message if err else exc!r}",
-                  best_effort_journal=True).run()
+            with _no_second_interrupt():  # a second Ctrl-C must not cut the undo short
+                _Undo(self.root, self.st, tx, journal, reason=f"apply failed: {why}", best_effort_journal=True).run()
         except BaseException as exc2:  # the tree may be mixed: only recover may continue
-            msg = err.message if err else repr(exc)
-            return RevError("INTERRUPTED", f"{msg}; undoing transaction {txid} failed too ({exc2}); "
-                                           "fix that and run `rocmrevive recover`")
+            what = f"{type(exc2).__name__}: {exc2}" if str(exc2) else type(exc2).__name__
+            return RevError("INTERRUPTED", f"{why}; undoing transaction {txid} failed too ({what}); "
+                                           "fix that and run `rocmrevive recover`", details={"pending": [txid]})
         if err is None:
+            exc.rocmrevive_undone = txid  # the CLI says which transaction the interrupt undid
             return exc
         return RevError(err.code, f"{err.message}; transaction {txid} was undone, the tree is unchanged",
                         details=err.details)
+
+
+@contextlib.contextmanager
+def _no_second_interrupt():
+    """Ignore SIGINT while undoing (main thread only; elsewhere signals never arrive anyway)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def _as_rev_error(exc: BaseException, root=None) -> RevError | None:
@@ -743,11 +771,13 @@ class _Undo:
                 item["forced"] = item["op"] != "keep"
             else:
                 by = f" (by transaction {self.later[path]}; roll that back first)" if path in self.later else ""
-                drift.append(f"{path} ({_describe(cur)}, expected {_describe(after)}){by}")
+                want = _describe({"type": "f", **after}) if after.get("exists") else "no file"
+                drift.append(f"{path} ({_describe(cur)}, expected {want}){by}")
             items.append(item)
         self._check_unrecorded()
         if drift:
-            raise RevError("DRIFT", f"{len(drift)} file(s) changed since transaction {self.tx.txid}: {_few(drift)}; "
+            raise RevError("DRIFT", f"{len(drift)} {'file' if len(drift) == 1 else 'files'} changed since "
+                                    f"transaction {self.tx.txid}: {_few(drift)}; "
                                     "nothing was changed; `--force` restores them anyway (their current bytes are "
                                     "kept in the backups folder)", details={"drift": drift})
         for item in items:
@@ -891,6 +921,10 @@ def rollback(root, txid: str | None = None, *, force: bool = False, state_dir: s
         rollback(root, "0003")    # a named one
     """
     st = StateDir(root, state_dir)
+    if not dry_run:
+        pre = _select(st.load_all(), txid, st)
+        if pre is None or pre.state == "rolled_back":  # nothing to do: answer without taking the lock
+            return rollback(root, txid, force=force, state_dir=state_dir, dry_run=True, progress=progress)
     with (contextlib.nullcontext() if dry_run else st.lock()):
         if dry_run:
             st.probe_lock()
@@ -958,6 +992,8 @@ def recover_pending(root, *, state_dir: str = DEFAULT_STATE_DIR, force: bool = F
     already in its new state, else undo it (a rollback that was cut short is completed)."""
     st = StateDir(root, state_dir)
     results = []
+    if not dry_run and not any(t.pending for t in st.load_all()):
+        dry_run = True  # nothing to recover: check the locks without taking (or creating) ours
     with (contextlib.nullcontext() if dry_run else st.lock()), _expected_errors(root):
         if dry_run:
             st.probe_lock()

@@ -120,6 +120,11 @@ ansible_facts:
           description: Library folders of the rocBLAS copies that lack files a GPU of this host needs.
           type: list
           elements: str
+        pending:
+          description: Transactions a killed run left open (run C(rocmrevive recover) on the node); the
+            module never finishes or undoes them, in check mode or not.
+          type: list
+          elements: str
         managed:
           description: Per tree rocmrevive changed, its state (intact, drifted, missing, partial, interrupted)
             and transactions; empty when O(status=false).
@@ -160,8 +165,11 @@ def main():
     add_option(cmd, "--python", p["python"])
     add_option(cmd, "--tree", p["tree"])
     det = run_cli(module, cmd)
-    if det.code not in ("OK", "NOTHING_SUPPORTED"):
+    # INTERRUPTED: detect reported a transaction a killed run left open (and left it alone)
+    if det.code not in ("OK", "NOTHING_SUPPORTED", "INTERRUPTED"):
         module.fail_json(**det.failure(changed=False))
+    if det.code == "INTERRUPTED":
+        module.warn("rocmrevive detect: %s" % det.message)
     doc = det.doc
     gpus = [{k: g.get(k) for k in GPU_KEYS} for g in doc.get("gpus") or []]
     trees = [{k: c.get(k) for k in TREE_KEYS} for c in doc.get("rocblas_copies") or []]
@@ -177,6 +185,7 @@ def main():
         "needs": [c["path"] for c in trees if c.get("missing_for_gpus")],
         "problems": list(doc.get("problems") or []),
         "message": det.message if det.code != "OK" else "",
+        "pending": list(doc.get("pending") or []),
         "managed": [],
     }
     if p["full"]:
