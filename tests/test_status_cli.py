@@ -129,6 +129,9 @@ def test_tree_filter_and_rolled_back_history(m):
     assert rc == 0
     rc, doc, _ = run(m, "status", "--tree", "/opt/rocm")
     assert rc == 0 and doc["transactions"][0]["state"] == "rolled_back" and doc["trees"][0]["state"] == "clean"
+    rc, doc, _ = run(m, "status", "--tree", "/opt/rocm-7.0.0")     # no such tree: a usage error
+    assert rc == 2 and doc["error"]["code"] == "USAGE" and "/opt/rocm-7.0.0 does not exist" in doc["error"]["message"]
+    m.p("/opt/rocm-7.0.0").mkdir()
     rc, doc, _ = run(m, "status", "--tree", "/opt/rocm-7.0.0")
     assert rc == 0 and doc["transactions"] == []
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from rocmrevive.cli.ui import Outcome
+from rocmrevive.cli.ui import Outcome, targets_option
 from rocmrevive.errors import RevError
 
 
@@ -13,7 +13,7 @@ from rocmrevive.errors import RevError
               help="A ROCm install (/opt/rocm-6.4.3), a library folder (/usr/lib/x86_64-linux-gnu, "
                    "site-packages/torch/lib) or single library files. Repeatable. Default: every "
                    "/opt/rocm* install.")
-@click.option("--target", "targets", multiple=True, metavar="TARGET",
+@click.option("--target", "targets", multiple=True, metavar="TARGET", callback=targets_option,
               help="Audit for this GPU target instead of the detected GPUs. Repeatable.")
 @click.option("--all", "show_all", is_flag=True,
               help="Also list libraries that embed the targets (default: only GPU libraries; "

@@ -7,11 +7,13 @@ documented in docs/detect.md.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
-from rocmrevive.cli.ui import UI, Outcome
+from rocmrevive.cli.ui import UI, Outcome, text_file_option
+from rocmrevive.hardware.rocminfo import parse_rocminfo
 
 SHARED_OPTIONS = [
     click.option("--python", "pythons", multiple=True, metavar="PATH",
@@ -19,6 +21,7 @@ SHARED_OPTIONS = [
     click.option("--tree", "trees", multiple=True, metavar="PATH",
                  help="An extra rocBLAS library folder to include (repeatable)."),
     click.option("--rocminfo", "rocminfo_file", type=click.Path(exists=True, dir_okay=False),
+                 callback=text_file_option(lambda t: bool(parse_rocminfo(t)), "rocminfo output (no agent in it)"),
                  help="rocminfo output saved to a file: parsed and cross-checked against sysfs."),
     click.option("--deep", is_flag=True,
                  help="Read every code object in each rocBLAS folder for its exact targets (slower)."),
@@ -33,8 +36,26 @@ def shared_options(fn):
     return fn
 
 
+def check_trees(root, trees, option: str = "--tree") -> None:
+    """Every ``--tree`` must be a folder on the machine: a typo is exit 2, not an empty copy."""
+    from rocmrevive.errors import RevError
+
+    for t in trees or ():
+        try:
+            real = root.resolve(t)  # links resolved inside the machine, not on this host
+        except (OSError, ValueError, RevError):
+            real = None
+        if real is None or not real.is_dir():
+            what = "is not a folder" if real is not None and os.path.lexists(real) else "does not exist"
+            where = "" if root.is_host else f" under {root.base}"
+            raise RevError("USAGE", f"{option} {t} {what}{where}; give an /opt/rocm-X.Y.Z install or its "
+                                    "rocblas/library folder (`rocmrevive detect` lists them)")
+
+
 def run_survey(ui: UI, pythons, trees, rocminfo_file, deep, no_search):
     from rocmrevive.trees.survey import survey
+
+    check_trees(ui.root, trees)
 
     text = Path(rocminfo_file).read_text(errors="replace") if rocminfo_file else None
     if deep:

@@ -10,7 +10,8 @@ from pathlib import Path
 import click
 
 from rocmrevive.cli.detect import run_survey, shared_options
-from rocmrevive.cli.ui import UI, Outcome
+from rocmrevive.cli.ui import UI, Outcome, text_file_option
+from rocmrevive.hardware.vulkan import parse_vulkan_devices
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -56,6 +57,8 @@ def render_doctor(doc: dict, root=None):
 @click.option("--user", metavar="NAME", help="Check device-node access for this user "
               "(default: $SUDO_USER, else the current user).")
 @click.option("--vulkaninfo", "vulkan_file", type=click.Path(exists=True, dir_okay=False),
+              callback=text_file_option(lambda t: bool(parse_vulkan_devices(t)) or "vulkan" in t.lower(),
+                                        "vulkaninfo or llama.cpp --list-devices output"),
               help="vulkaninfo (or llama.cpp --list-devices) output saved to a file.")
 @click.pass_obj
 def doctor(ui: UI, pythons, trees, rocminfo_file, deep, no_search, user, vulkan_file):
@@ -84,7 +87,7 @@ def doctor(ui: UI, pythons, trees, rocminfo_file, deep, no_search, user, vulkan_
                "gpus": [{k: g[k] for k in ("index", "node", "bdf", "target", "model", "model_certain")}
                         for g in full["gpus"]]}
         if counts["error"]:
-            code, msg = "PROBLEMS_FOUND", (f"{counts['error']} error(s): "
+            code, msg = "PROBLEMS_FOUND", (f"{_n(counts['error'], 'error', 'errors')}: "
                                           + "; ".join(f.message for f in findings if f.severity == "error"))
         elif not s.supported:
             code, msg = "NOTHING_SUPPORTED", "no gfx906 GPU on this machine; nothing for rocmrevive to do"

@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from rocmrevive.cli.ui import Outcome
+from rocmrevive.cli.ui import Outcome, mirror_option
 
 INSTALL_PASSTHROUGH = ("--from", "--mirror", "--cache", "--manifests", "--tree")
 
@@ -50,7 +50,7 @@ def hook():
               help="The rocmrevive executable apt should run (default: the one on PATH).")
 @click.option("--state-dir", metavar="DIR", help="The install journal the hook checks (default /var/lib/rocmrevive).")
 @click.option("--from", "from_path", metavar="PATH", help="With --reapply: install from this local file or export.")
-@click.option("--mirror", metavar="URL", help="With --reapply: download from this mirror.")
+@click.option("--mirror", metavar="URL", callback=mirror_option, help="With --reapply: download from this mirror.")
 @click.option("--cache", metavar="DIR", help="With --reapply: the download cache.")
 @click.option("--manifests", "manifests_dir", metavar="DIR", help="With --reapply: the manifest folder.")
 @click.option("--tree", "trees", multiple=True, metavar="PATH", help="With --reapply: only this tree (repeatable).")

@@ -6,13 +6,13 @@ import sys
 
 import click
 
-from rocmrevive.cli.ui import Outcome
+from rocmrevive.cli.ui import Outcome, mirror_option, targets_option
 
 
 @click.command()
 @click.option("--tree", "trees", multiple=True, metavar="PATH",
               help="Only this ROCm install or rocBLAS library folder (repeatable). Default: every copy found.")
-@click.option("--target", "targets", multiple=True, metavar="TARGET",
+@click.option("--target", "targets", multiple=True, metavar="TARGET", callback=targets_option,
               help="Install for this target (e.g. gfx906:sramecc+:xnack-) instead of the detected cards.")
 @click.option("--check", is_flag=True, help="Plan, fetch and verify, change nothing; exit 20 if changes would be made.")
 @click.option("--diff", "show_diff", is_flag=True, help="List the file-level changes.")
@@ -21,7 +21,7 @@ from rocmrevive.cli.ui import Outcome
               help="Use this local .deb, tarball or folder (air-gapped hosts, fleets). For a rocBLAS no manifest "
                    "source matches (a `rocmrevive recipe` build), it is accepted only when it proves itself by "
                    "content, and journaled as 'verified by content, unpinned'.")
-@click.option("--mirror", metavar="URL", help="Debian mirror to fetch from (default: the host's apt configuration).")
+@click.option("--mirror", metavar="URL", callback=mirror_option, help="Debian mirror to fetch from (default: the host's apt configuration).")
 @click.option("--cache", metavar="DIR", help="Download cache (default /var/cache/rocmrevive under --root).")
 @click.option("--manifests", "manifests_dir", metavar="DIR", help="Manifest folder (default: the shipped ones).")
 @click.option("--cross-version", is_flag=True,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from rocmrevive.cli.ui import Outcome
+from rocmrevive.cli.ui import Outcome, mirror_option, targets_option
 from rocmrevive.errors import RevError
 
 TARGET_HELP = "Work for this GPU target instead of the detected GPUs (repeatable)."
@@ -34,7 +34,7 @@ def _write_output(path: str, text: str, mode: int = 0o644) -> str:
 # ---- audit --------------------------------------------------------------------------------
 
 @rccl.command("audit")
-@click.option("--target", "targets", multiple=True, metavar="TARGET", help=TARGET_HELP)
+@click.option("--target", "targets", multiple=True, metavar="TARGET", callback=targets_option, help=TARGET_HELP)
 @click.option("--python", "pythons", multiple=True, metavar="PATH",
               help="A Python interpreter, venv or site-packages whose PyTorch may bundle RCCL (repeatable).")
 @click.option("--env-file", "env_files", multiple=True, metavar="FILE",
@@ -114,11 +114,11 @@ def _render_audit(con, rep) -> None:
 # ---- install ------------------------------------------------------------------------------
 
 @rccl.command("install")
-@click.option("--target", "targets", multiple=True, metavar="TARGET", help=TARGET_HELP)
+@click.option("--target", "targets", multiple=True, metavar="TARGET", callback=targets_option, help=TARGET_HELP)
 @click.option("--source", metavar="NAME", help="Use this RCCL source (see --json 'source'); default: the "
                                                "first known one that carries every processor.")
 @click.option("--from", "from_path", metavar="PATH", help="A local .deb or unpacked package folder (air-gapped).")
-@click.option("--mirror", metavar="URL", help="Debian mirror (default: the host's apt configuration).")
+@click.option("--mirror", metavar="URL", callback=mirror_option, help="Debian mirror (default: the host's apt configuration).")
 @click.option("--cache", metavar="DIR", help="Download cache (default /var/cache/rocmrevive under --root).")
 @click.option("--tree", metavar="PATH", help="The ROCm install whose programs will use it (its lib/ is searched "
                                              "for RCCL's needs; a different HIP runtime there refuses).")
@@ -174,7 +174,7 @@ def _render_install(con, rep) -> None:
 # ---- recipe -------------------------------------------------------------------------------
 
 @rccl.command("recipe")
-@click.option("--target", "targets", multiple=True, metavar="TARGET", help=TARGET_HELP)
+@click.option("--target", "targets", multiple=True, metavar="TARGET", callback=targets_option, help=TARGET_HELP)
 @click.option("--rocm-path", metavar="DIR", help="The ROCm install to build against (default: /opt/rocm's).")
 @click.option("--rocm-version", metavar="X.Y.Z", help="The ROCm release (RCCL tag rocm-X.Y.Z).")
 @click.option("--prefix", metavar="DIR", help="Output folder (default /opt/rocmrevive/rccl/<rocm>-<targets>).")

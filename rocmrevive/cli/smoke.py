@@ -77,7 +77,7 @@ def smoke(ui, want_torch, want_llama, python, llama_bin, cpu_test_mode, timeout,
         data["ok"] = doc["code"] == "OK"
         data.update(doc["parts"])
         return Outcome(data=data, render=lambda con: render(con, doc), code=doc["code"],
-                       message=doc["message"], warnings=warnings)
+                       message=doc["message"], warnings=warnings, changed=bool(doc["record"]))
 
     ui.run("smoke", work)
 

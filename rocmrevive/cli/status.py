@@ -22,10 +22,16 @@ def status(ui, trees, state_dir):
     from rocmrevive.txn.transaction import list_transactions, resolve_inside
 
     def work() -> Outcome:
+        from rocmrevive.cli.detect import check_trees
+
+        check_trees(ui.root, trees)
         txs = list_transactions(ui.root, state_dir=state_dir)
         if trees:
-            wanted = {ui.root.machine_path(resolve_inside(ui.root, t, what="tree")) for t in trees}
-            txs = [t for t in txs if t["tree"] in wanted]
+            # a tree names itself and every folder inside it: /opt/rocm-6.4.3 holds the
+            # transactions on /opt/rocm-6.4.3/lib/rocblas/library
+            wanted = [ui.root.machine_path(resolve_inside(ui.root, t, what="tree")).rstrip("/") or "/" for t in trees]
+            txs = [t for t in txs if t["tree"] and any(t["tree"] == w or t["tree"].startswith(w.rstrip("/") + "/")
+                                                       for w in wanted)]
         by_tree: dict[str, list] = {}
         for t in txs:
             by_tree.setdefault(t["tree"] or "(unknown)", []).append(t)
@@ -69,7 +75,11 @@ def status(ui, trees, state_dir):
             from rich.table import Table
 
             if smoke:
-                con.print(f"last smoke test: {smoke.get('status')} at {smoke.get('finished_at')}; "
+                what = smoke.get("status")
+                if smoke.get("mode") == "cpu-test":
+                    what = (f"a --cpu-test-mode run ({what}; no GPU was used, it proves nothing about "
+                            "the GPUs)")
+                con.print(f"last smoke test: {what} at {smoke.get('finished_at')}; "
                           f"last passed: {smoke.get('last_passed_at') or 'never'}", markup=False)
             if not txs:
                 con.print("rocmrevive has changed nothing here (no transactions in "

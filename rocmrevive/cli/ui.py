@@ -364,3 +364,77 @@ def pipe_closed_quietly():
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(exit_code("PIPE_CLOSED"))
+
+
+# validation of option values (click callbacks: a bad value is a usage error, exit 2) -------
+def known_processors() -> list[str]:
+    """Every processor name LLVM's AMDGPU backend knows (ELF machine values and generics)."""
+    from rocmrevive.codeobj.elf import MACH_NAMES
+    from rocmrevive.codeobj.targetid import GENERIC_MEMBERS
+
+    return sorted(set(MACH_NAMES.values()) | set(GENERIC_MEMBERS))
+
+
+def check_target(text: str) -> str:
+    """``text`` if it names a real processor (features allowed), else ValueError naming the
+    nearest known one."""
+    import difflib
+
+    from rocmrevive.codeobj.targetid import TargetId
+
+    try:
+        tid = TargetId.parse(text)
+    except ValueError as exc:
+        raise ValueError(f"{text!r} is not a GPU target id ({exc}); e.g. gfx906 or gfx906:sramecc+:xnack-") from None
+    known = known_processors()
+    if tid.processor not in known:
+        near = difflib.get_close_matches(tid.processor, known, n=1, cutoff=0.0)
+        hint = f"; did you mean {near[0]}?" if near else ""
+        raise ValueError(f"{tid.processor} is not a known AMD GPU processor{hint} "
+                         "(MI50/MI60/Radeon VII are gfx906)")
+    return text
+
+
+def targets_option(ctx, param, values):
+    """click callback for ``--target`` (repeatable)."""
+    for v in values or ():
+        try:
+            check_target(v)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    return values
+
+
+def mirror_option(ctx, param, value):
+    """click callback for ``--mirror``: an http(s):// or file:// URL with a host (or a path)."""
+    if value is None:
+        return value
+    from urllib.parse import urlsplit
+
+    try:
+        u = urlsplit(value)
+        u.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        raise click.BadParameter(f"{value!r} is not a URL ({exc}); e.g. http://deb.example.org/debian",
+                                 ctx=ctx, param=param) from None
+    if u.scheme not in ("http", "https", "file") or (u.scheme != "file" and not u.hostname) or \
+            (u.scheme == "file" and not u.path):
+        raise click.BadParameter(f"{value!r} is not an http://, https:// or file:// URL of a Debian mirror",
+                                 ctx=ctx, param=param)
+    return value
+
+
+def text_file_option(looks_like: Callable[[str], bool], what: str):
+    """A click callback for an option that names a saved tool output: the file must be text and
+    look like ``what`` (``looks_like(text)``), else exit 2 instead of silently using nothing."""
+    def callback(ctx, param, value):
+        if value is None:
+            return value
+        with open(value, "rb") as f:
+            head = f.read(1 << 20)
+        if b"\0" in head:
+            raise click.BadParameter(f"{value} is a binary file, not {what}", ctx=ctx, param=param)
+        if not looks_like(head.decode("utf-8", "replace")):
+            raise click.BadParameter(f"{value} does not look like {what}", ctx=ctx, param=param)
+        return value
+    return callback

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from rocmrevive.cli.ui import Outcome
+from rocmrevive.cli.ui import Outcome, targets_option
 from rocmrevive.errors import RevError
 
 SHOW = 3  # offenders shown per failing check (``--json`` lists all)
@@ -21,7 +21,7 @@ SHOW = 3  # offenders shown per failing check (``--json`` lists all)
 @click.option("--tree", "trees", multiple=True, metavar="PATH",
               help="A ROCm install, a library folder (/usr/lib/x86_64-linux-gnu, torch/lib) or a "
                    "rocBLAS library folder. Repeatable. Default: every rocBLAS copy found.")
-@click.option("--target", "targets", multiple=True, metavar="TARGET",
+@click.option("--target", "targets", multiple=True, metavar="TARGET", callback=targets_option,
               help="Check for this GPU target (gfx906, gfx906:sramecc+:xnack-) instead of the "
                    "detected GPUs. Repeatable.")
 @click.pass_obj

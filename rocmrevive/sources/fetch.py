@@ -91,7 +91,7 @@ def fetch_source(source: Source, cache: Path | os.PathLike | str | Cache, *, mir
                        rec.get("provenance", {}), _index_files(cache, source, rec))
 
     if source.kind == "debian":
-        bases = [mirror.rstrip("/")] if mirror else apt.debian_mirrors(root)
+        bases = [_mirror_base(mirror)] if mirror else apt.debian_mirrors(root)
         if not bases:
             raise RevError("USAGE", f"no Debian archive mirror in {root.machine_path(root.path('/etc/apt'))}"
                                     f"/sources.list(.d) to fetch {source.package} {source.version} from; "
@@ -111,6 +111,20 @@ def fetch_source(source: Source, cache: Path | os.PathLike | str | Cache, *, mir
 
 
 # --------------------------------------------------------------------------------------------
+
+
+def _mirror_base(mirror: str) -> str:
+    """``--mirror`` as a base URL; a malformed one is a usage error (exit 2), not a crash."""
+    from urllib.parse import urlsplit
+
+    try:
+        u = urlsplit(mirror)
+        u.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        raise RevError("USAGE", f"--mirror {mirror!r} is not a URL ({exc})") from None
+    if u.scheme not in ("http", "https", "file") or (u.scheme != "file" and not u.hostname):
+        raise RevError("USAGE", f"--mirror {mirror!r} is not an http://, https:// or file:// URL of a Debian mirror")
+    return mirror.rstrip("/")
 
 
 def _repo_filename(source: Source) -> str:
