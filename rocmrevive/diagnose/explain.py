@@ -26,7 +26,8 @@ HIP_ERRORS = {
     98: "hipErrorInvalidDeviceFunction", 100: "hipErrorNoDevice", 101: "hipErrorInvalidDevice",
     200: "hipErrorInvalidImage", 209: "hipErrorNoBinaryForGpu", 217: "hipErrorPeerAccessUnsupported",
     218: "hipErrorInvalidKernelFile", 300: "hipErrorInvalidSource", 301: "hipErrorFileNotFound",
-    303: "hipErrorSharedObjectInitFailed", 500: "hipErrorNotFound",
+    303: "hipErrorSharedObjectInitFailed", 500: "hipErrorNotFound", 700: "hipErrorIllegalAddress",
+    702: "hipErrorLaunchTimeOut", 719: "hipErrorLaunchFailure",
 }
 
 _ARCH = r"gfx[0-9]{2,4}[0-9a-f]?(?:-[0-9]+)*(?:-generic)?(?::(?:sramecc|xnack)[+-])*"
@@ -447,6 +448,97 @@ def _r_aborted(m, ctx):
         "this line only says that the program stopped")
 
 
+def _r_rccl_system_error(m, ctx):
+    return Diagnosis(
+        "rccl-system-error", ERROR, "RCCL", _arch_of(m, ctx),
+        "a system call inside RCCL failed (ncclSystemError): most often too little shared memory "
+        "for its buffers (a container's default 64 MB /dev/shm), a peer-to-peer or IPC mapping the "
+        "PCIe topology or the IOMMU refuses, or a network interface it cannot use",
+        "rerun with NCCL_DEBUG=INFO to see the failing call; containers: --shm-size=16g (or --ipc=host); "
+        "rocmrevive detect shows the GPU pairs and whether peer-to-peer can work; NCCL_P2P_DISABLE=1 "
+        "if it cannot", False, "an environment or topology problem, not missing files")
+
+
+def _r_memory_access_fault(m, ctx):
+    node, reason = m.group("node"), (m.group("reason") or "").strip().rstrip(".")
+    return Diagnosis(
+        "hsa-memory-access-fault", ERROR, "ROCr (HSA runtime)", _arch_of(m, ctx),
+        f"a GPU kernel on KFD node {node} touched memory it may not ({reason or 'no reason given'}): "
+        "a bug in the kernel or its library, code built for another GPU forced onto this one "
+        "(HSA_OVERRIDE_GFX_VERSION), or a kernel stack too small for gfx906 (RCCL raised it in 2024)",
+        "unset HSA_OVERRIDE_GFX_VERSION if it is set; rocmrevive verify (the libraries carry real "
+        "gfx906 code); AMD_SERIALIZE_KERNEL=3 names the kernel; rocmrevive detect maps KFD node "
+        f"{node} to its GPU", False,
+        "the faulting code is in the program or a library; rocmrevive can only check that the "
+        "right code objects are installed", {"node": int(node), "address": m.group("addr"), "reason": reason})
+
+
+def _r_illegal_address(m, ctx):
+    return Diagnosis(
+        "hip-illegal-address", ERROR, "HIP runtime", _arch_of(m, ctx),
+        "a GPU kernel read or wrote an address outside its buffers (hipErrorIllegalAddress); the "
+        "report is asynchronous, so the Python line shown may not be the one that launched it",
+        "rerun with AMD_SERIALIZE_KERNEL=3 (and HIP_LAUNCH_BLOCKING=1) to find the kernel; unset "
+        "HSA_OVERRIDE_GFX_VERSION; rocmrevive verify checks the installed gfx906 code", False,
+        "a bug in the kernel or a library built for another GPU, not a missing file")
+
+
+def _r_hip_oom(m, ctx):
+    want = m.groupdict().get("want")
+    return Diagnosis(
+        "gpu-out-of-memory", ERROR, "PyTorch / llama.cpp (GPU memory)", _arch_of(m, ctx),
+        "the GPU ran out of memory" + (f" asking for {want}" if want else "")
+        + ": the model, context or batch does not fit in VRAM (or another process holds it)",
+        "use fewer GPU layers (llama.cpp -ngl), a smaller context or batch, a smaller quantisation, "
+        "or split across GPUs; PyTorch: PYTORCH_HIP_ALLOC_CONF=expandable_segments:True against "
+        "fragmentation", False, "a memory limit, not a missing file", {"requested": want} if want else {})
+
+
+def _r_ollama_unsupported(m, ctx):
+    arch = _norm_arch(m.group("arch")) or ctx.arch
+    proc = _processor(arch)
+    fixable = proc in ctx.fixable_processors
+    return Diagnosis(
+        "ollama-gpu-not-supported", ERROR, "Ollama (bundled ROCm)", arch,
+        f"Ollama's bundled ROCm libraries list no {proc or 'code for this GPU'} (supported: "
+        f"{m.group('types').strip()}), so it runs on the CPU",
+        ("build Ollama against the system ROCm that rocmrevive patched (sudo rocmrevive install, then "
+         "OLLAMA_LLM_LIBRARY / a source build), or use its Vulkan backend") if fixable else
+        "use a build or backend (Vulkan) that supports this GPU", False,
+        "rocmrevive patches the system ROCm, not the copy Ollama ships", {"supported": m.group("types").split()})
+
+
+def _r_gpu_reset(m, ctx):
+    return Diagnosis(
+        "amdgpu-gpu-reset", ERROR, "kernel (amdgpu)", ctx.arch,
+        "the amdgpu driver reset the GPU (a hang, a job timeout or a hardware error); every program "
+        "using it lost its context",
+        "read the kernel log lines before it (dmesg); check cooling and power (MI50s are passively "
+        "cooled and need forced airflow); rocmrevive doctor; rerun the program", False,
+        "a driver, firmware or hardware event")
+
+
+def _r_job_timeout(m, ctx):
+    return Diagnosis(
+        "amdgpu-ring-timeout", ERROR, "kernel (amdgpu)", ctx.arch,
+        f"a GPU job on ring {m.group('ring')} did not finish in time (the driver then tries a "
+        "soft recovery or a GPU reset)",
+        "read dmesg around it; check cooling and power; a kernel or firmware update often fixes "
+        "recurring timeouts", False, "a driver, firmware or hardware event")
+
+
+def _r_amdgpu_probe(m, ctx):
+    err = m.groupdict().get("err")
+    enomem = err == "-12"
+    return Diagnosis(
+        "amdgpu-init-failed", ERROR, "kernel (amdgpu)", ctx.arch,
+        "the amdgpu driver could not initialise the GPU"
+        + (" (error -12: no room to map its memory BARs: Above 4G Decoding / Resizable BAR off)" if enomem else ""),
+        "enable Above 4G Decoding (and Resizable BAR) in the firmware setup; rocmrevive detect shows "
+        "the BAR sizes; then read dmesg for the first amdgpu error", False, "a firmware or driver setting",
+        {"error": int(err)} if err else {})
+
+
 RULES: tuple[Rule, ...] = tuple(Rule(i, re.compile(p), f) for i, p, f in (
     ("rocblas-tensile-missing",
      r"rocBLAS error: Cannot read (?P<path>\S*TensileLibrary\S*?\.(?:dat|yaml))\s*:"
@@ -484,6 +576,9 @@ RULES: tuple[Rule, ...] = tuple(Rule(i, re.compile(p), f) for i, p, f in (
     ("hip-no-device", r"no ROCm-capable device is detected|\bhipErrorNoDevice\b", _r_no_device),
     ("rccl-iommu-warning", r"NCCL WARN Missing \"iommu=pt\"", _r_iommu),
     ("rccl-fine-grain-warning", r"NCCL WARN Missing \"HSA_FORCE_FINE_GRAIN_PCIE=1\"", _r_fine_grain),
+    # RCCL/NCCL: "NCCL error: unhandled system error" (vllm-project/vllm#10626, NVIDIA/nccl#1657)
+    ("rccl-system-error", r"NCCL (?:error|failure)\b.*unhandled system error|\bncclSystemError\b",
+     _r_rccl_system_error),
     ("rccl-failure",
      r"(?:NCCL failure\b.*'unhandled (?:cuda|hip|system) error|\bunhandled cuda error\b"
      r"|RuntimeError: NCCL error\b|\bncclUnhandledCudaError\b)", _r_rccl_failure),
@@ -502,6 +597,24 @@ RULES: tuple[Rule, ...] = tuple(Rule(i, re.compile(p), f) for i, p, f in (
      r"Depends:\s*(?P<pkg>[a-z0-9][a-z0-9.+-]*) \(= (?P<want>[^)]*\.[0-9]{5}-[^)]*)\) but "
      r"(?P<got>[0-9][^ ]*) is to be installed", _r_apt_hipcc),
     ("process-aborted", r"^\s*Aborted(?: \(core dumped\))?\s*$", _r_aborted),
+    ("hsa-memory-access-fault",
+     r"Memory access fault by GPU node-(?P<node>[0-9]+)(?: \(Agent handle: [^)]*\))? on address "
+     r"(?P<addr>\S+?)\.? Reason: (?P<reason>.*)$", _r_memory_access_fault),
+    ("hip-illegal-address",
+     r"(?:HIP|CUDA) error: an illegal memory access was encountered|\bhipErrorIllegalAddress\b",
+     _r_illegal_address),
+    ("gpu-out-of-memory",
+     r"HIP out of memory\. Tried to allocate (?P<want>[0-9.]+ [KMGT]iB)"
+     r"|cudaMalloc failed: out of memory|\bhipErrorOutOfMemory\b|HIP_ERROR_OutOfMemory"
+     r"|(?:ROCm|CUDA) error: out of memory", _r_hip_oom),
+    ("ollama-gpu-not-supported",
+     r"amdgpu is not supported \(supported types:\s*\[(?P<types>[^\]]*)\]\)\\?\"?\s*gpu_type=(?P<arch>\S+)",
+     _r_ollama_unsupported),
+    ("amdgpu-gpu-reset", r"amdgpu(?: [0-9a-f:.]+)?: (?:amdgpu: )?GPU reset begin", _r_gpu_reset),
+    ("amdgpu-ring-timeout", r"amdgpu_job_timedout.*ring (?P<ring>\S+) timeout", _r_job_timeout),
+    ("amdgpu-init-failed",
+     r"amdgpu [0-9a-f:.]+: (?:amdgpu: Fatal error during GPU init|probe with driver amdgpu failed "
+     r"with error (?P<err>-?[0-9]+))", _r_amdgpu_probe),
 ))
 
 

@@ -77,8 +77,27 @@ def fetch_source(source: Source, cache: Path | os.PathLike | str | Cache, *, mir
     dl = downloader or Downloader()
     keyrings = [Path(k) for k in keyrings]
     if local is not None:
-        return _from_local(source, Path(local), cache, root, keyrings, dl)
+        try:
+            return _from_local(source, Path(local), cache, root, keyrings, dl)
+        except _OtherArtifact as other:
+            # a --from file of another package (a rocSPARSE .deb while this is rocBLAS) leaves
+            # this source to its normal places: the cache, then the mirror
+            try:
+                return _fetch_normally(source, cache, mirror, root, keyrings, dl, progress)
+            except RevError as exc:
+                raise RevError(exc.code, f"{other.message}, and {exc.message}", details=exc.details) from None
+    return _fetch_normally(source, cache, mirror, root, keyrings, dl, progress)
 
+
+class _OtherArtifact(RevError):
+    """--from names a file that is not this source's artifact at all (another size)."""
+
+    def __init__(self, message: str):
+        super().__init__("VERIFY_FAILED", message)
+
+
+def _fetch_normally(source: Source, cache: Cache, mirror, root: Root, keyrings: list[Path], dl: Downloader,
+                    progress) -> FetchResult:
     # already in the cache?
     if source.pinned:
         got = cache.artifact(source.sha256, source.size)
@@ -309,6 +328,9 @@ def _from_local(source: Source, p: Path, cache: Cache, root: Root, keyrings: lis
             raise RevError("VERIFY_FAILED", f"--from {p}: {source.describe()} has no pinned sha256 and no verified "
                                             f"index is cached, so the file cannot be checked; run `rocmrevive fetch` "
                                             f"once with network, or copy a folder made by `rocmrevive fetch --to`")
+        if p.stat().st_size != expected[1]:
+            raise _OtherArtifact(f"--from {p} is not {source.describe()} ({p.stat().st_size} bytes, the pinned "
+                                 f"size is {expected[1]})")
         return _adopt(p, source, cache, expected, filename, prov)
 
     export = p / "sources" / source.name

@@ -7,6 +7,7 @@ boundary named ``step`` (``*`` counts every boundary). Steps, in the order an ap
 outside tests), ``checkpoint`` costs one dictionary lookup.
 
     ROCMREVIVE_TEST_KILL_AT='rename:3' python -c '...apply_plan(...)'   # dies after the 3rd rename
+    ROCMREVIVE_TEST_KILL_AT='rename:2:INT,undo:1:INT' ...   # Ctrl-C, then Ctrl-C again while undoing
 """
 from __future__ import annotations
 
@@ -23,11 +24,16 @@ def checkpoint(step: str) -> None:
     spec = os.environ.get(ENV)
     if not spec:
         return
-    name, _, n = spec.partition(":")
-    if name not in (step, "*"):
-        return
-    with _mutex:
-        _counts[name] = _counts.get(name, 0) + 1
-        hit = _counts[name] == int(n or 1)
-    if hit:
-        os.kill(os.getpid(), signal.SIGKILL)
+    # several specs separated by commas; an optional third field names the signal (INT: the
+    # Ctrl-C a user gives), SIGKILL otherwise
+    for one in spec.split(","):
+        name, _, rest = one.partition(":")
+        if name not in (step, "*"):
+            continue
+        n, _, sig = rest.partition(":")
+        with _mutex:
+            key = f"{name}:{n}:{sig}"
+            _counts[key] = _counts.get(key, 0) + 1
+            hit = _counts[key] == int(n or 1)
+        if hit:
+            os.kill(os.getpid(), getattr(signal, f"SIG{sig}") if sig else signal.SIGKILL)
