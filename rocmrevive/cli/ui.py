@@ -60,10 +60,17 @@ class _Console:
                     return self._print_as_list(objects[0], **kwargs)
                 return super().print(*objects, **kwargs)
 
+            def on_broken_pipe(self) -> None:  # rich's own handler exits 1, the internal-error code
+                self.quiet = True
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                raise SystemExit(exit_code("PIPE_CLOSED"))
+
             def _fits(self, table) -> bool:
                 from rich.measure import Measurement
 
-                return Measurement.get(self, self.options, table).maximum <= self.width
+                wide = self.options.update(width=1_000_000)  # the table's natural width, unclamped
+                return Measurement.get(self, wide, table).maximum <= self.width
 
             def _print_as_list(self, table, **kwargs):
                 from rich.text import Text
