@@ -24,7 +24,7 @@ EXIT_CODES: dict[str, tuple[int, str]] = {
     "PROBLEMS_FOUND": (11, "`doctor` found at least one error on the machine"),
     "CHANGES_PENDING": (20, "`install --check`: changes would be made"),
     "CANCELLED": (130, "interrupted (Ctrl-C) and nothing was left to recover"),
-    "PIPE_CLOSED": (141, "stdout closed early (e.g. `| head`): output stopped there, quietly"),
+    "PIPE_CLOSED": (141, "stdout closed early (a reader such as `head` stopped): output ends there, quietly"),
 }
 
 

@@ -15,8 +15,6 @@ import subprocess
 import sys
 import termios
 import time
-from pathlib import Path
-
 import pytest
 
 from tests.test_contract_readonly import LIB, LOCK, demo_machine, doc_of, env, rr, source, src_args  # noqa: F401

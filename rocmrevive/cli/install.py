@@ -166,7 +166,7 @@ def _render_libraries(con, rep, show_diff: bool) -> None:
         by_tree.setdefault(lp.tree, []).append(lp)
     word = {"planned": "GRAFT (planned)", "installed": "GRAFTED", "refused": "no graft: REFUSED",
             "satisfied": "no graft needed", "absent": "not in this tree", "unsupported": "no graft: no source",
-            "unchanged": "graft in place", "skipped": "skipped"}
+            "unchanged": "graft in place", "declined": "declined at the prompt"}
     for tree, plans in by_tree.items():
         con.print(f"host libraries in {tree} (ROCm {plans[0].rocm_version or '?'}):", markup=False)
         width = max(len(f"{lp.name} {lp.soname}") for lp in plans)
