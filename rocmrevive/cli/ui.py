@@ -231,7 +231,7 @@ class UI:
         except RevError as exc:
             if exc.code == "INTERRUPTED":
                 return exc, None
-            return None, exc.message
+            return None, f"cannot read rocmrevive's journals to look for an interrupted transaction ({exc.message})"
         except OSError as exc:  # e.g. a non-root user cannot read the journal folder
             return None, (f"cannot read rocmrevive's journals to look for an interrupted transaction "
                           f"({exc.strerror}: {exc.filename})")
