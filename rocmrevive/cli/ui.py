@@ -230,6 +230,13 @@ class UI:
             require_no_pending(self.root, state_dir=self._state_dir())
         except RevError as exc:
             if exc.code == "INTERRUPTED":
+                if "pending" not in exc.details:  # a damaged journal: still name what is open
+                    from rocmrevive.txn.transaction import find_pending
+
+                    try:
+                        exc.details["pending"] = find_pending(self.root, state_dir=self._state_dir())
+                    except (RevError, OSError):
+                        pass
                 return exc, None
             return None, f"cannot read rocmrevive's journals to look for an interrupted transaction ({exc.message})"
         except OSError as exc:  # e.g. a non-root user cannot read the journal folder
