@@ -10,7 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
-RR="python3 -m rocmrevive.cli.main"
+# ROCMREVIVE=/path/to/rocmrevive runs an installed copy (tests/test_dist.py: a wheel in a fresh venv)
+RR=${ROCMREVIVE:-python3 -m rocmrevive.cli.main}
 WORK=${DEMO_DIR:-$(mktemp -d /tmp/rocmrevive-demo.XXXXXX)}
 M="$WORK/machine"
 if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
