@@ -100,12 +100,37 @@ def _with_global_options(cmd: click.Command) -> click.Command:
                 from rocmrevive.rootfs import Root
 
                 ui.root = Root(flags["root"])
+            _apply_config(ctx, ui, kwargs)
         if inner is None:
             return None
         return inner(*args, **kwargs)
 
     cmd.callback = callback
     return cmd
+
+
+def _apply_config(ctx: click.Context, ui, kwargs: dict) -> None:
+    """The one place the machine's /etc/rocmrevive/config.toml (rocmrevive/config.py) meets the
+    options: an option the command line (or its environment variable) did not set takes the
+    file's value. `hook` commands are left alone: the hook's own runs read the file then."""
+    from click.core import ParameterSource
+
+    from rocmrevive.config import load
+    from rocmrevive.errors import RevError
+
+    path = ctx.command_path.split(" ", 1)[-1]
+    try:
+        cfg = load(ui.root)
+    except RevError as exc:
+        ui._emit_error(path, exc.code, exc.message)  # exits: the documented code, JSON with --json
+    ui.config = cfg
+    if not cfg.options or path.split()[0] == "hook":
+        return
+    for param in ctx.command.params:
+        flag = next((o for o in getattr(param, "opts", ()) if o in cfg.options), None)
+        if flag and param.name in kwargs and ctx.get_parameter_source(param.name) in (
+                None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP):
+            kwargs[param.name] = cfg.options[flag]
 
 
 def _ui_class():
@@ -218,6 +243,25 @@ def _usage_error(exc: click.ClickException, argv) -> None:
     else:
         exc.show()
     sys.exit(2)
+
+
+@cli.command("completion", short_help="Print the shell completion script (bash, zsh or fish).")
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell):
+    """Print the shell completion script for bash, zsh or fish.
+
+    \b
+    bash: eval "$(rocmrevive completion bash)"   (~/.bashrc)
+    zsh:  eval "$(rocmrevive completion zsh)"    (~/.zshrc, after compinit)
+    fish: rocmrevive completion fish > ~/.config/fish/completions/rocmrevive.fish
+
+    Commands, options and choices complete; the script asks rocmrevive itself
+    (_ROCMREVIVE_COMPLETE), so it follows the installed version.
+    """
+    from click.shell_completion import get_completion_class
+
+    comp = get_completion_class(shell)(cli, {}, "rocmrevive", "_ROCMREVIVE_COMPLETE")
+    click.echo(comp.source())
 
 
 def main(argv=None):

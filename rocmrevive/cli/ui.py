@@ -140,6 +140,12 @@ class UI:
         self._console = None
         self._err_console = None
         self.bars = _Bars(self)
+        self.config = None  # rocmrevive.config.Config, read before each command runs (cli/main.py)
+
+    @property
+    def state_dir(self) -> str | None:
+        """The state folder /etc/rocmrevive/config.toml names (None: the default)."""
+        return self.config.state_dir if self.config is not None else None
 
     # consoles -------------------------------------------------------------------------
     @property
@@ -204,7 +210,7 @@ class UI:
         from rocmrevive.errors import RevError
         from rocmrevive.txn.transaction import DEFAULT_STATE_DIR, find_pending, recover_pending
 
-        sd = state_dir or DEFAULT_STATE_DIR
+        sd = state_dir or self.state_dir or DEFAULT_STATE_DIR
         pending = find_pending(self.root, state_dir=sd)
         if not pending:
             return

@@ -46,7 +46,7 @@ def verify(ui, trees, targets):
         with ui.progress("verifying", len(copies) * len(devices), unit="checks") as advance:
             for _tree, lib, version in copies:
                 host = locate.rocblas_host_library(lib)
-                integrity = integrity_check(ui.root, show(lib), [show(host)] if host else [])
+                integrity = integrity_check(ui.root, show(lib), [show(host)] if host else [], state_dir=ui.state_dir)
                 results.append(verify_copy(lib, devices, host_library=host, rocm_version=version,
                                            integrity=integrity, show=show))
                 _kpack_checks(results[-1], lib, version, show)
@@ -204,7 +204,7 @@ def system_library_dirs(root) -> list[Path]:
     return out
 
 
-def integrity_check(root, machine_lib: str, machine_files: list[str] = ()):
+def integrity_check(root, machine_lib: str, machine_files: list[str] = (), state_dir: str | None = None):
     """Files rocmrevive installed in this copy (its library folder, and ``machine_files`` such
     as its librocblas.so) still have their journal hashes."""
     from rocmrevive.diagnose.verify import FAIL, PASS, SKIP, Check
@@ -214,7 +214,7 @@ def integrity_check(root, machine_lib: str, machine_files: list[str] = ()):
     except ImportError:
         return Check("integrity", SKIP, "not checked: this build has no transaction journal")
     try:
-        txs = list_transactions(root)
+        txs = list_transactions(root, **({"state_dir": state_dir} if state_dir else {}))
     except RevError as exc:
         return Check("integrity", FAIL, f"cannot read the journal: {exc.message}",
                      [{"kind": "journal-unreadable", "file": "", "kernels": [], "problem": exc.message}])

@@ -1,0 +1,96 @@
+"""Shell completion (`rocmrevive completion bash|zsh|fish`, click's protocol) and the man page
+generated from the click help (scripts/gen-man.py -> docs/rocmrevive.1)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def bindir(tmp_path_factory) -> Path:
+    """`rocmrevive` on PATH as a console script would be: this checkout under this interpreter."""
+    d = tmp_path_factory.mktemp("bin")
+    exe = d / "rocmrevive"
+    exe.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(REPO)!r})\n"
+                   "from rocmrevive.cli.main import main\nsys.exit(main())\n")
+    exe.chmod(0o755)
+    return d
+
+
+def _env(bindir: Path, **kw) -> dict:
+    return {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", **kw}
+
+
+def test_man_page_is_current():
+    r = subprocess.run([sys.executable, "scripts/gen-man.py", "--check"], cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr + " (run: python3 scripts/gen-man.py, then commit docs/rocmrevive.1)"
+
+
+def test_man_page_renders_without_warnings_and_lists_every_command(bindir):
+    r = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-P-cbou", str(REPO / "docs/rocmrevive.1")],
+                       capture_output=True, text=True)  # -P-cbou: no overstriking
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    page = r.stdout.replace("\u2010", "-")
+    for word in ("rocmrevive install [OPTIONS]", "rocmrevive rccl audit", "rocmrevive hook install",
+                 "/etc/rocmrevive/config.toml", "CHANGES_PENDING", "--cross-version"):
+        assert word in page, word
+
+
+def test_every_listed_command_has_a_section(bindir):
+    page = (REPO / "docs/rocmrevive.1").read_text()
+    r = subprocess.run(["rocmrevive", "--help"], capture_output=True, text=True, env=_env(bindir), check=True)
+    names = [line.split()[0] for line in r.stdout.split("Commands:")[1].splitlines() if line.startswith("  ")
+             and not line.startswith("   ")]
+    assert "install" in names and "completion" in names
+    for name in names:
+        assert f'.SS "rocmrevive {name.replace("-", chr(92) + "-")} ' in page, name
+
+
+def _bash_complete(bindir: Path, words: str) -> list[str]:
+    """Source the generated script in a real bash and run its completion function on `words`."""
+    script = subprocess.run(["rocmrevive", "completion", "bash"], capture_output=True, text=True,
+                            env=_env(bindir), check=True).stdout
+    n = len(words.split()) - (0 if words.endswith(" ") else 1)
+    prog = (f'{script}\nCOMP_WORDS=({words} {"" if not words.endswith(" ") else chr(39) * 2})\n'
+            f'COMP_CWORD={n}\n_rocmrevive_completion rocmrevive\nprintf "%s\\n" "${{COMPREPLY[@]}}"\n')
+    r = subprocess.run(["bash", "--norc", "-c", prog], capture_output=True, text=True, env=_env(bindir))
+    assert r.returncode == 0, r.stderr
+    return r.stdout.split()
+
+
+def test_bash_completes_commands_options_and_choices(bindir):
+    assert {"install", "inspect"} <= set(_bash_complete(bindir, "rocmrevive ins"))
+    assert "--cross-version" in _bash_complete(bindir, "rocmrevive install --cr")
+    assert _bash_complete(bindir, "rocmrevive completion ") == ["bash", "zsh", "fish"]
+    assert {"audit", "install", "recipe", "env"} <= set(_bash_complete(bindir, "rocmrevive rccl "))
+
+
+@pytest.mark.parametrize("shell, marker", [("zsh", "compdef _rocmrevive_completion rocmrevive"),
+                                           ("fish", "complete --no-files --command rocmrevive")])
+def test_zsh_and_fish_scripts_and_their_protocol(bindir, shell, marker):
+    script = subprocess.run(["rocmrevive", "completion", shell], capture_output=True, text=True,
+                            env=_env(bindir), check=True).stdout
+    assert marker in script and f"_ROCMREVIVE_COMPLETE={shell}_complete" in script
+    # what the script runs: rocmrevive answers for that shell
+    # (zsh passes the word's index, fish the incomplete word itself)
+    env = _env(bindir, _ROCMREVIVE_COMPLETE=f"{shell}_complete", COMP_WORDS="rocmrevive ins",
+               COMP_CWORD="1" if shell == "zsh" else "ins")
+    r = subprocess.run(["rocmrevive"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "install" in r.stdout and "inspect" in r.stdout
+    exe = shutil.which(shell)
+    if exe:  # the shell's own parser accepts the script
+        flag = ["-n"] if shell == "zsh" else ["--no-execute"]
+        assert subprocess.run([exe, *flag], input=script, text=True).returncode == 0
+
+
+def test_unknown_shell_is_a_usage_error(bindir):
+    r = subprocess.run(["rocmrevive", "completion", "tcsh"], capture_output=True, text=True, env=_env(bindir))
+    assert r.returncode == 2 and "tcsh" in r.stderr
