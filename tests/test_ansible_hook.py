@@ -223,3 +223,30 @@ def test_hook_config_is_safe_in_apt_syntax():
     with pytest.raises(RevError):
         HookConfig(mode="sometimes", bin=["/usr/bin/rocmrevive"])
     assert parse("DPkg::Post-Invoke { \"true\"; };\n") is None
+
+
+def test_the_hook_names_the_rocmrevive_that_ran_not_the_first_on_path(machine, tmp_path):
+    """A console script (what pip/pipx install) started by its path, with another install's shim
+    first on PATH: the hook records the script that ran. Started as `python -m`, it records that."""
+    root, _, _ = machine
+    script = tmp_path / "venv-a/bin/rocmrevive"
+    script.parent.mkdir(parents=True)
+    script.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(REPO)!r})\n"
+                      "from rocmrevive.cli.main import main\nsys.exit(main())\n")
+    script.chmod(0o755)
+    link = tmp_path / "local-bin/rocmrevive"                  # pipx's ~/.local/bin link
+    link.parent.mkdir()
+    link.symlink_to(script)
+    shim = _cli(tmp_path / "other-install/bin/rocmrevive")    # another rocmrevive, first on PATH
+    env = {**os.environ, "NO_COLOR": "1", "PATH": f"{shim.parent}:{os.environ['PATH']}"}
+    for started in (script, link):
+        r = subprocess.run([str(started), "--root", str(root), "--json", "hook", "install", "--dry-run"],
+                           capture_output=True, text=True, env=env)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["config"]["bin"] == [str(script)]
+    r = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), "--json", "hook",
+                        "install", "--dry-run"], capture_output=True, text=True, cwd=REPO,
+                       env={**env, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["config"]["bin"] == [sys.executable, "-m", "rocmrevive.cli.main"]
+    assert not (root / HOOK).exists()

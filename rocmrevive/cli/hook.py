@@ -28,9 +28,18 @@ def _self_argv(root) -> list[str]:
     return argv
 
 
-def _default_bin() -> list[str]:
-    found = shutil.which("rocmrevive")
-    return [os.path.abspath(found)] if found else [sys.executable, "-m", "rocmrevive.cli.main"]
+def _default_bin(argv0: str | None = None, executable: str | None = None) -> list[str]:
+    """The rocmrevive that is running now, not the first one on PATH (that may be a shim of
+    another install): the `rocmrevive` script this process was started as (its real path, so a
+    link in ~/.local/bin that is later pointed elsewhere does not change what apt runs), else
+    this interpreter with the package (`python -m rocmrevive.cli.main`)."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    executable = executable or sys.executable
+    if os.path.basename(argv0) == "rocmrevive":
+        script = shutil.which(argv0) if os.sep not in argv0 else argv0
+        if script and os.path.isfile(script):
+            return [os.path.realpath(script)]
+    return [os.path.abspath(executable), "-m", "rocmrevive.cli.main"]
 
 
 @click.group()
@@ -47,7 +56,7 @@ def hook():
 @hook.command("install")
 @click.option("--reapply", is_flag=True, help="Re-install lost files (rocmrevive install --yes) instead of only warning.")
 @click.option("--bin", "bin_path", metavar="PATH",
-              help="The rocmrevive executable apt should run (default: the one on PATH).")
+              help="The rocmrevive executable apt should run (default: the one running now).")
 @click.option("--state-dir", metavar="DIR", help="The install journal the hook checks (default /var/lib/rocmrevive).")
 @click.option("--from", "from_path", metavar="PATH", help="With --reapply: install from this local file or export.")
 @click.option("--mirror", metavar="URL", callback=mirror_option, help="With --reapply: download from this mirror.")
