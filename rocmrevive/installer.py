@@ -254,6 +254,30 @@ def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None,
     return report
 
 
+def _refuse_drift(root, real_lib: Path, machine_lib: str, state_dir: str) -> None:
+    """A copy that serves the cards but whose files rocmrevive installed were changed since (edited
+    by hand) is not "satisfied": say which files and how to get back to the pinned ones."""
+    from rocmrevive.txn.transaction import list_transactions
+
+    drifted: list[tuple[str, str]] = []
+    for tx in list_transactions(root, state_dir=state_dir):
+        for path in tx.get("drifted") or []:
+            try:
+                inside = root.resolve(path).parent == real_lib
+            except ValueError:
+                inside = False
+            if inside:
+                drifted.append((path, tx["txid"]))
+    if not drifted:
+        return
+    txids = sorted({t for _p, t in drifted})
+    names = ", ".join(p.rsplit("/", 1)[-1] for p, _t in drifted[:3]) + (" …" if len(drifted) > 3 else "")
+    raise RevError("DRIFT", f"{len(drifted)} file(s) rocmrevive installed in {machine_lib} changed since transaction "
+                            f"{', '.join(txids)}: {names}; to get the pinned files back run `rocmrevive rollback "
+                            f"--force {txids[-1]}` (the edited bytes are kept in the backups), then install again",
+                   details={"drift": [p for p, _t in drifted], "transactions": txids})
+
+
 def _select_copies(root, trees, pythons, installs):
     """Every rocBLAS copy on the machine, or only those in the ``--tree`` folders."""
     from rocmrevive.diagnose.locate import rocblas_library_dirs
@@ -302,6 +326,7 @@ def _plan_copy(root, copy, cp: CopyPlan, devices, manifests, cache_dir: Path, *,
     before = _verify(real_lib, devices, host_library=host_lib, rocm_version=copy.rocm_version, show=show)
     cp.verify_before = before.to_json()
     if _gating_ok(before):
+        _refuse_drift(root, real_lib, copy.path, state_dir)
         cp.status, cp.reason = "satisfied", "already serves " + ", ".join(map(str, devices))
         return
     manifest = _choose_manifest(manifests, copy.rocblas_version)

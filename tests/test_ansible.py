@@ -375,17 +375,39 @@ def test_collection_unit_tests(template, ansible_venv, tmp_path):
 def test_ansible_doc_shows_the_modules(ansible_venv, installed_collection, tmp_path):
     env = _env(ansible_venv, tmp_path)
     env["ANSIBLE_COLLECTIONS_PATH"] = str(installed_collection)
-    r = subprocess.run([str(ansible_venv / "bin/ansible-doc"), "--json", "rocmrevive.gfx906.patch",
+    r = subprocess.run([str(ansible_venv / "bin/ansible-doc"), "--json", "rocmrevive.gfx906.gfx906_patch",
                         "rocmrevive.gfx906.facts"], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     docs = json.loads(r.stdout)
-    patch = docs["rocmrevive.gfx906.patch"]
+    patch = docs["rocmrevive.gfx906.gfx906_patch"]
     assert set(patch["doc"]["options"]["state"]["choices"]) == {"present", "absent", "verified"}
     assert patch["doc"]["options"]["source"]["aliases"] == ["from"]
     assert patch["doc"]["attributes"]["check_mode"]["support"] == "full"
     assert {"msg", "rc", "copies", "files"} <= set(patch["return"])
-    assert "rocmrevive.gfx906.patch:" in patch["examples"]
+    assert "rocmrevive.gfx906.gfx906_patch:" in patch["examples"]
     assert "rocmrevive" in docs["rocmrevive.gfx906.facts"]["return"]["ansible_facts"]["contains"]
-    r = subprocess.run([str(ansible_venv / "bin/ansible-doc"), "rocmrevive.gfx906.patch"],
+    r = subprocess.run([str(ansible_venv / "bin/ansible-doc"), "rocmrevive.gfx906.gfx906_patch"],
                        capture_output=True, text=True, env=env)
     assert r.returncode == 0 and "state" in r.stdout and "check_mode" in r.stdout
+
+
+def test_the_old_module_name_still_works_with_a_deprecation_warning(template, ansible_venv, installed_collection,
+                                                                    tmp_path):
+    """`patch` was renamed `gfx906_patch` (in short form `patch` is ansible.posix.patch): the old
+    full name is redirected by meta/runtime.yml and warns."""
+    base = tmp_path / "old"
+    shutil.copytree(template / "nogpu", base / "nogpu", symlinks=True)
+    (base / "play.yml").write_text(
+        "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
+        "    - rocmrevive.gfx906.patch:\n        state: verified\n"
+        f"        root: {base / 'nogpu'}\n        rocmrevive_bin: {template / 'bin/rocmrevive'}\n"
+        "      register: old\n"
+        "    - ansible.builtin.assert:\n        that: [old.supported == false, old.rc == 3]\n")
+    env = _env(ansible_venv, base)
+    env.update(ANSIBLE_COLLECTIONS_PATH=str(installed_collection), ANSIBLE_DEPRECATION_WARNINGS="1")
+    r = subprocess.run([str(ansible_venv / "bin/ansible-playbook"), "-i", "localhost,", "-c", "local",
+                        "-e", "ansible_python_interpreter={{ ansible_playbook_python }}", str(base / "play.yml")],
+                       capture_output=True, text=True, env=env, cwd=base)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-3000:]
+    assert "rocmrevive.gfx906.gfx906_patch" in out and "deprecated" in out.lower(), out[-3000:]

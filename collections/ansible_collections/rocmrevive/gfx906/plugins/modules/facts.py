@@ -67,7 +67,7 @@ attributes:
     platforms: posix
     description: Linux hosts.
 seealso:
-  - module: rocmrevive.gfx906.patch
+  - module: rocmrevive.gfx906.gfx906_patch
 """
 
 EXAMPLES = r"""
@@ -75,7 +75,7 @@ EXAMPLES = r"""
   rocmrevive.gfx906.facts:
 
 - name: Patch only the hosts that need it
-  rocmrevive.gfx906.patch:
+  rocmrevive.gfx906.gfx906_patch:
   when: ansible_facts.rocmrevive.needs | length > 0
 
 - name: Group the fleet by GPU target

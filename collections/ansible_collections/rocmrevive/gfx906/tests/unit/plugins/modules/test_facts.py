@@ -1,7 +1,7 @@
 """rocmrevive.gfx906.facts: detect and status as host facts, with the real CLI."""
 from __future__ import annotations
 
-from ansible_collections.rocmrevive.gfx906.plugins.modules import facts, patch
+from ansible_collections.rocmrevive.gfx906.plugins.modules import facts, gfx906_patch as patch
 
 LIB = "/opt/rocm-6.4.3/lib/rocblas/library"
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: patch
+module: gfx906_patch
 short_description: Install, verify or roll back the gfx906 rocBLAS files of a ROCm install
-version_added: "0.1.0"
+version_added: "0.2.0"
 description:
   - Makes AMD gfx906 GPUs (Instinct MI50/MI60, Radeon VII, Radeon Pro VII) usable with ROCm 6.4+ by
     installing the version-matched gfx906 rocBLAS/Tensile files every rocBLAS copy lacks, as one
@@ -129,28 +129,28 @@ notes:
 
 EXAMPLES = r"""
 - name: Make every rocBLAS copy serve the host's gfx906 cards
-  rocmrevive.gfx906.patch:
+  rocmrevive.gfx906.gfx906_patch:
     state: present
 
 - name: Install from a folder made once with `rocmrevive fetch --to` on the control node
-  rocmrevive.gfx906.patch:
+  rocmrevive.gfx906.gfx906_patch:
     state: present
     tree: /opt/rocm-6.4.3
     source: /var/cache/rocmrevive-export
 
 - name: Install from an HTTP server over that folder
-  rocmrevive.gfx906.patch:
+  rocmrevive.gfx906.gfx906_patch:
     mirror: http://controller:8000/sources/debian-librocblas4
   register: patched
   until: not (patched.retryable | default(false))
   retries: 3
 
 - name: Fail unless rocBLAS serves every GPU
-  rocmrevive.gfx906.patch:
+  rocmrevive.gfx906.gfx906_patch:
     state: verified
 
 - name: Undo (byte for byte, from the journal)
-  rocmrevive.gfx906.patch:
+  rocmrevive.gfx906.gfx906_patch:
     state: absent
     tree: /opt/rocm-6.4.3
 """

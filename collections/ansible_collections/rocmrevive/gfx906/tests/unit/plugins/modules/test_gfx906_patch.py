@@ -1,4 +1,4 @@
-"""rocmrevive.gfx906.patch: the CLI's JSON mapped to Ansible's contract (changed, failed, msg,
+"""rocmrevive.gfx906.gfx906_patch: the CLI's JSON mapped to Ansible's contract (changed, failed, msg,
 rc, diff), with the real CLI on a machine in a folder."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-from ansible_collections.rocmrevive.gfx906.plugins.modules import patch
+from ansible_collections.rocmrevive.gfx906.plugins.modules import gfx906_patch as patch
 
 LIB = "opt/rocm-6.4.3/lib/rocblas/library"
 
@@ -108,6 +108,29 @@ def test_drift_stops_absent_unless_forced(hosts, cli, run_module):
     assert victim.read_bytes() == b"changed by someone else"
     code, res = run_module(patch, dict(root=str(hosts / "mi50"), rocmrevive_bin=cli, state="absent", force=True))
     assert code == 0 and res["changed"] is True and not victim.exists()
+
+
+def test_present_after_a_hand_edit_names_the_drift_then_converges(hosts, cli, run_module):
+    """`present` on a copy whose installed files were edited is not "already complete" (while
+    `verified` fails): it fails naming the files, and after the rollback it gives the pinned bytes."""
+    code, res = run_module(patch, args_for(hosts, cli))
+    txid = res["copies"][0]["txid"]
+    victim = hosts / "mi50" / LIB / "TensileLibrary_Type_SS_Contraction_l_Alik_Bljk_Cijk_Dijk_gfx906.dat"
+    pinned = victim.read_bytes()
+    victim.write_bytes(pinned + b"\n# tuned by hand\n")
+    for check in (True, False):
+        code, res = run_module(patch, args_for(hosts, cli), check=check)
+        assert code == 1 and res["failed"] is True and res["changed"] is False
+        assert res["rc"] == 8 and res["error"]["code"] == "DRIFT"
+        assert victim.name in res["msg"] and txid in res["msg"] and "rollback --force" in res["msg"]
+        assert "already complete" not in res["msg"]
+    code, res = run_module(patch, dict(root=str(hosts / "mi50"), rocmrevive_bin=cli, state="absent", force=True))
+    assert code == 0 and res["changed"] is True
+    code, res = run_module(patch, args_for(hosts, cli))
+    assert code == 0 and res["changed"] is True and res["copies"][0]["status"] == "installed"
+    assert victim.read_bytes() == pinned
+    code, res = run_module(patch, args_for(hosts, cli, state="verified"))
+    assert code == 0 and res["verify"]["ok"] is True
 
 
 def test_host_without_gfx906_is_ok_unless_asked_to_fail(hosts, cli, run_module):
