@@ -1,7 +1,7 @@
 PYTHON ?= python3
 export PYTHONDONTWRITEBYTECODE = 1
 
-.PHONY: demo test lint exit-codes setup setup-torch fixtures fixtures-status bench ansible-sanity
+.PHONY: demo test lint exit-codes man setup setup-torch fixtures fixtures-status bench ansible-sanity
 
 # Set up and run the main job on the embedded demo machine (no network needed).
 demo: setup
@@ -23,6 +23,10 @@ lint:
 # Regenerate the README's and the Ansible collection's exit-code tables from rocmrevive/errors.py.
 exit-codes:
 	$(PYTHON) scripts/gen_exit_codes.py
+
+# Regenerate the man page docs/rocmrevive.1 from the click help (tests/test_cli_docs.py checks it).
+man:
+	$(PYTHON) scripts/gen_man.py
 
 fixtures:
 	bash tests/fixtures/fetch_debian.sh

@@ -1,5 +1,5 @@
 """Shell completion (`rocmrevive completion bash|zsh|fish`, click's protocol) and the man page
-generated from the click help (scripts/gen-man.py -> docs/rocmrevive.1)."""
+generated from the click help (scripts/gen_man.py -> docs/rocmrevive.1)."""
 from __future__ import annotations
 
 import os
@@ -29,8 +29,8 @@ def _env(bindir: Path, **kw) -> dict:
 
 
 def test_man_page_is_current():
-    r = subprocess.run([sys.executable, "scripts/gen-man.py", "--check"], cwd=REPO, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr + " (run: python3 scripts/gen-man.py, then commit docs/rocmrevive.1)"
+    r = subprocess.run([sys.executable, "scripts/gen_man.py", "--check"], cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr + " (run: python3 scripts/gen_man.py, then commit docs/rocmrevive.1)"
 
 
 def test_man_page_renders_without_warnings_and_lists_every_command(bindir):
