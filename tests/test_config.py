@@ -60,7 +60,7 @@ def test_ubuntu_host_needs_a_mirror_once_then_fetch_works(ubuntu, server, world)
     code, doc = _run(ubuntu, "fetch", "--manifests", str(ubuntu / "etc/rocmrevive/manifests"),
                      "--source", "debian-librocblas4")
     assert code == 2, doc
-    assert "--mirror" in doc["error"]["message"]
+    assert "--mirror" in doc["error"]["message"] and "/etc/rocmrevive/config.toml" in doc["error"]["message"]
 
     _config(ubuntu, f'mirror = "{server.url}/debian"\ncache = "/srv/rr-cache"\n'
                     f'manifests = "/etc/rocmrevive/manifests"\n')

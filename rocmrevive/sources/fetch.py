@@ -114,7 +114,8 @@ def _fetch_normally(source: Source, cache: Cache, mirror, root: Root, keyrings: 
         if not bases:
             raise RevError("USAGE", f"no Debian archive mirror in {root.machine_path(root.path('/etc/apt'))}"
                                     f"/sources.list(.d) to fetch {source.package} {source.version} from; "
-                                    f"pass --mirror URL (a Debian mirror) or --from a copy")
+                                    f"pass --mirror URL (a Debian mirror) or --from a copy, or set mirror = \"URL\" once "
+                                    f"in /etc/rocmrevive/config.toml")
     else:
         bases = [source.repo]
     last: RevError | None = None
