@@ -32,6 +32,7 @@ fixtures:
 	bash tests/fixtures/fetch_debian.sh
 	bash tests/fixtures/fetch_hostlib_debs.sh >/dev/null
 	$(PYTHON) tests/fixtures/codeobjects.py >/dev/null
+	bash tests/fixtures/ansible_qa_env.sh >/dev/null
 	sh tests/fixtures/build_llama.sh
 	bash tests/fixtures/ansible_env.sh >/dev/null
 
@@ -57,6 +58,7 @@ bench:
 	$(PYTHON) bench/bench_install.py
 	$(PYTHON) bench/bench_programs.py
 
-# ansible-test sanity on the collection (downloads its own pip bootstrap: not part of CI).
+# ansible-test sanity on the collection (offline once `make fixtures` cached its environments;
+# tests/test_ansible_lint.py runs it and ansible-lint in `make test`).
 ansible-sanity:
 	bash collections/ansible_collections/rocmrevive/gfx906/tests/sanity/run-sanity.sh
