@@ -73,11 +73,12 @@ def test_ansible_lint_catches_what_the_review_found(qa, tmp_path):
     galaxy.write_text("\n".join(line for line in galaxy.read_text().splitlines() if not line.startswith("repository:")))
     (coll / "CHANGELOG.md").unlink()
     play = coll / "playbooks/fleet.yml"
-    play.write_text(play.read_text().replace("rocmrevive.gfx906.gfx906_patch:", "gfx906_patch:", 1))
+    play.write_text(play.read_text().replace("        - name: Copy the export to the node\n",
+                                             "        - name: Copy the export to the node" + " and so on" * 20 + "\n", 1))
     r = lint(qa, coll, tmp_path)
     out = r.stdout + r.stderr
     assert r.returncode != 0
-    for rule in ("galaxy[no-repository]", "galaxy[no-changelog]", "fqcn[action]"):
+    for rule in ("galaxy[no-repository]", "galaxy[no-changelog]", "yaml[line-length]"):
         assert rule in out, (rule, out[-3000:])
 
 
