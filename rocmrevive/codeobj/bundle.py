@@ -25,10 +25,11 @@ METHOD_NAMES = {METHOD_ZLIB: "zlib", METHOD_ZSTD: "zstd"}
 # Caps against hostile headers: a real bundle has a few dozen entries and ids of < 100 bytes.
 MAX_ENTRIES = 4096
 MAX_TRIPLE = 4096
-# Sizes measured on Debian's packages (docs/formats.md "Size caps"): the largest device code
-# object is 31 MiB and the largest uncompressed bundle 1.12 GiB (librccl 7.2.4, one RDC bundle of
-# 38 targets). The caps leave room for 16x bigger code objects and a bundle of twice that many
-# targets; a CCOB past them is refused from its header, before anything is decompressed.
+# Sizes measured on Debian's packages (docs/formats.md 3.3 "Size caps"): the largest device code
+# object is 187 MiB (librccl 7.2.4, its gfx942 entry) and the largest uncompressed bundle
+# 1.12 GiB (librccl 7.2.4, one RDC bundle of 38 targets). The caps leave 2.7x and 1.8x room; a
+# CCOB or bundle entry past them is refused from its header, before anything is decompressed,
+# and streaming keeps a bomb under the caps to one code object in memory (< 1 GiB peak RSS).
 MAX_CODE_OBJECT = 512 << 20
 MAX_UNCOMPRESSED = 2 << 30
 # Uncompressed bytes produced per step: memory stays bounded by one step (plus the one code
