@@ -360,4 +360,5 @@ def iter_ccob_entries(stream: CcobStream, *, keep: int | None = None):
         data = cur.read(want)
         if len(data) == want:
             yield e, data
+        del data  # never two code objects in memory (callers drop theirs too)
     cur.drain()  # the rest: size and MD5 checks

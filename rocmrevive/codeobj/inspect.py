@@ -326,6 +326,7 @@ def _walk_ccob(rep: FileReport, data, base: int, hdr: B.CcobHeader, deep: bool) 
     stream = B.CcobStream(view, hdr)
     for e, elf in B.iter_ccob_entries(stream, keep=None if deep else 64):
         co = _elf_entry(rep, elf, 0, e.size, e.entry_id, label, deep)
+        del elf  # before the stream reads the next code object
         if co is not None:
             co.offset = e.offset
             rep.entries.append(co)
@@ -553,3 +554,4 @@ def _elf_payloads(path: str, data) -> Iterator[tuple[CodeObject, bytes]]:
             if co is not None:
                 co.offset = e.offset
                 yield co, elf
+            del elf  # the caller must drop its reference too: one code object at a time

@@ -431,6 +431,7 @@ def read_code_object_file(path: Path) -> CodeObjectFile:
                 co.entries.append(_entry(read_amdgpu_elf(payload)))
             except ValueError as exc:
                 bad.append(str(exc))
+            del payload  # streamed: hold one code object at a time
     except Exception as exc:  # BundleError, OSError; hostile bytes never become a traceback
         co.problem = f"cannot unpack: {exc}"
         return co
