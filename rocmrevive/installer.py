@@ -904,6 +904,11 @@ def cached_library(manifest, comp, source, cache_dir: Path) -> Path | None:
 
     if not source.sha256:
         return None
+    try:  # read-only: never create the cache; nothing another user could have planted is used
+        with Dir.open(Path(cache_dir) / "extracted", allow_shared=False, what="cache"):
+            pass
+    except (OSError, RevError):
+        return None
     done = Path(cache_dir) / "extracted" / f"{source.sha256[:32]}-{manifest.id}"
     try:
         listed = json.loads((done / "index.json").read_text())

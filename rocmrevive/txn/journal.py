@@ -32,6 +32,7 @@ stop (exit 9) instead of undoing part of it.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import posixpath
@@ -70,7 +71,12 @@ class Journal:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            os.link(tmp, name, src_dir_fd=tx_dir.fd, dst_dir_fd=tx_dir.fd, follow_symlinks=False)
+            try:
+                os.link(tmp, name, src_dir_fd=tx_dir.fd, dst_dir_fd=tx_dir.fd, follow_symlinks=False)
+            except OSError as exc:  # a file system without hard links: the txid is new under the lock
+                if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK) or tx_dir.lstat(name):
+                    raise
+                tx_dir.replace(tmp, name)
         finally:
             tx_dir.unlink(tmp, missing_ok=True)
         tx_dir.fsync()  # the journal's name must survive a crash too
