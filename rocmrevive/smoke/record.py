@@ -7,9 +7,9 @@ proven to work (``last_passed_at`` survives a later failed run).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 
+from rocmrevive.errors import RevError
+from rocmrevive.fs import Dir
 from rocmrevive.rootfs import Root
 
 RECORD_PATH = "/var/lib/rocmrevive/smoke/last.json"
@@ -37,20 +37,10 @@ def write_last(root: Root, record: dict) -> str:
     else:
         rec["last_passed_at"] = prev.get("last_passed_at")
     p = root.path(RECORD_PATH)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".last.", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(rec, f, indent=2, default=str)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, p)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    data = (json.dumps(rec, indent=2, default=str) + "\n").encode()
+    try:  # through the state folder's descriptor (rocmrevive.fs): never through a link
+        with Dir.open(p.parent, create=True, what="state folder") as d:
+            d.write_atomic(p.name, data)
+    except RevError as exc:
+        raise OSError(exc.message) from None
     return RECORD_PATH

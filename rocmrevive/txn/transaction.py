@@ -116,7 +116,7 @@ class StateDir:
         try:
             d = Dir.open(self.real, create=create, what="state folder")
         except RevError as exc:
-            if not create and exc.code == "USAGE" and exc.message.startswith("no such folder"):
+            if not create and exc.code == "USAGE":  # missing, or a file where the folder would be: no state
                 return None
             raise
         if sub is None:
