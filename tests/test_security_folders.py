@@ -416,3 +416,30 @@ def test_a_read_only_or_full_cache_is_a_permission_error(source, tmp_path, how):
         assert lib_files(root) == before
     finally:
         subprocess.run(["umount", str(cache)], check=True)
+
+
+def test_download_into_a_shared_cache_with_planted_partial_links(arena, tmp_path):
+    from tests.fixtures.aptrepo import RepoServer, make_world
+
+    world = make_world(tmp_path / "srv")
+    sha = world.debian.package("librocblas4").sha256
+    cache = arena.home / "cache"
+
+    def plant():
+        (cache / "partial").mkdir(parents=True)
+        os.symlink(arena.precious, cache / "partial" / f"{sha}.lock")
+        os.symlink(arena.precious, cache / "partial" / f"{sha}.part")
+
+    arena.as_attacker(plant)
+    with RepoServer(world.base) as srv:
+        mdir = tmp_path / "manifests"
+        mdir.mkdir()
+        (mdir / "test.toml").write_text(world.manifest_text(srv.url))
+        args = ["fetch", "--manifests", str(mdir), "--mirror", srv.url + "/debian", "--cache", str(cache)]
+        rc, doc, err = run_cli(args)
+        one_line_error(rc, doc, err, "PERMISSION")
+        rc, doc, err = run_cli(args, env=SHARED)
+    assert rc == 0, (doc, err)
+    assert arena.victim_intact() and arena.precious.stat().st_mode & 0o777 == 0o644
+    got = cache / "sha256" / sha
+    assert got.stat().st_uid == 0 and hashlib.sha256(got.read_bytes()).hexdigest() == sha
