@@ -19,13 +19,12 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rocmrevive.errors import RevError
+from rocmrevive.install.core import Hooks, Staged
 
 HOOK_FILE = "/etc/apt/apt.conf.d/99rocmrevive"
 HOOK_DIR = "/etc/apt/apt.conf.d"
@@ -123,22 +122,29 @@ def check_hook_bin(root, exe: str) -> None:
 def install_hook(root, cfg: HookConfig, *, dry_run: bool = False):
     """Write the hook file through a transaction (a create, or a replace of another hook file,
     whose bytes go to the backups); nothing is written when the same hook is there already."""
-    from rocmrevive.txn.plan import plan_from_staged
-    from rocmrevive.txn.transaction import apply_plan
+    from rocmrevive.install.core import install_component, staging_area
 
     if not root.path(HOOK_DIR).is_dir():
         raise RevError("NOTHING_SUPPORTED", f"no {HOOK_DIR} under {root.base}: the hook is for apt-based systems "
                                             "(Debian, Ubuntu)")
     check_hook_bin(root, cfg.bin[0])
-    stage = Path(tempfile.mkdtemp(prefix="rocmrevive-hook-"))
-    try:
-        staged = stage / Path(HOOK_FILE).name
-        staged.write_text(render(cfg))
-        plan = plan_from_staged(root, HOOK_DIR, {HOOK_FILE: staged}, source="rocmrevive hook install",
-                                meta={"kind": "apt-hook", "mode": cfg.mode})
-        return apply_plan(root, plan, state_dir=HOOK_STATE_DIR, dry_run=dry_run)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+    with staging_area() as area:
+        return install_component(root, AptHook(cfg), area, state_dir=HOOK_STATE_DIR, check=dry_run).result
+
+
+class AptHook(Hooks):
+    """The apt hook file, rendered from its configuration."""
+
+    label = HOOK_FILE
+
+    def __init__(self, cfg: HookConfig):
+        self.cfg = cfg
+
+    def stage(self, area: Path) -> Staged:
+        staged = area / Path(HOOK_FILE).name
+        staged.write_text(render(self.cfg))
+        return Staged(HOOK_DIR, {HOOK_FILE: staged}, source="rocmrevive hook install",
+                      meta={"kind": "apt-hook", "mode": self.cfg.mode})
 
 
 def remove_hook(root, *, force: bool = False, dry_run: bool = False) -> list:

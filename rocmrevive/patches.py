@@ -26,11 +26,11 @@ import io
 import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmrevive.errors import RevError
+from rocmrevive.install.core import Hooks, Staged, Verdict
 from rocmrevive.rootfs import Root
 
 if sys.version_info >= (3, 11):
@@ -354,9 +354,10 @@ def _applied_by(root: Root, spec: PatchSpec, site: str, state_dir: str | None) -
 def apply_patch(root: Root, spec: PatchSpec, site: str, *, state_dir: str | None = None, dry_run: bool = False):
     """Apply ``spec`` to the package in ``site`` as one transaction. Returns (status after,
     TxResult or None when it was already applied). Raises RevError: NOTHING_SUPPORTED (not
-    installed, a version the patch does not know), VERIFY_FAILED (the file does not match)."""
-    from rocmrevive.txn.plan import plan_from_staged
-    from rocmrevive.txn.transaction import DEFAULT_STATE_DIR, apply_plan
+    installed, a version the patch does not know), VERIFY_FAILED (the file does not match, or
+    does not read as patched afterwards: the transaction is then rolled back)."""
+    from rocmrevive.install.core import install_component, staging_area
+    from rocmrevive.txn.transaction import DEFAULT_STATE_DIR
 
     st = patch_status(root, spec, site, state_dir=state_dir)
     if st.state == "applied":
@@ -365,21 +366,33 @@ def apply_patch(root: Root, spec: PatchSpec, site: str, *, state_dir: str | None
         raise RevError("NOTHING_SUPPORTED", st.reason)
     if st.state != "applicable":
         raise RevError("VERIFY_FAILED", st.reason)
-    data = root.path(st.file).read_bytes()
-    new = apply_hunks(data, list(spec.hunks))
-    with tempfile.TemporaryDirectory(prefix="rocmrevive-patch-") as tmp:
-        staged = Path(tmp) / os.path.basename(spec.file)
-        staged.write_bytes(new)
+    component = PatchedFile(root, spec, site, st, state_dir)
+    with staging_area() as area:
+        applied = install_component(root, component, area, state_dir=state_dir or DEFAULT_STATE_DIR, check=dry_run)
+    return patch_status(root, spec, site, state_dir=state_dir), applied.result
+
+
+class PatchedFile(Hooks):
+    """The package's file with the patch's hunks applied; after the install it must read as
+    ``applied``."""
+
+    def __init__(self, root: Root, spec: PatchSpec, site: str, st: PatchStatus, state_dir: str | None):
+        self.root, self.spec, self.site, self.st, self.state_dir = root, spec, site, st, state_dir
+        self.label = st.file
+
+    def stage(self, area: Path) -> Staged:
+        spec, st, site = self.spec, self.st, self.site
+        staged = area / os.path.basename(spec.file)
+        staged.write_bytes(apply_hunks(self.root.path(st.file).read_bytes(), list(spec.hunks)))
         tree = f"{site.rstrip('/')}/{spec.file.split('/')[0]}" if "/" in spec.file else site
-        plan = plan_from_staged(root, tree, {st.file: staged}, source=f"patch:{spec.id}",
-                                meta={"kind": "patch", "patch": spec.id, "package": spec.package,
-                                      "version": st.version, "site": site, "file": st.file})
-        res = apply_plan(root, plan, state_dir=state_dir or DEFAULT_STATE_DIR, dry_run=dry_run)
-    after = patch_status(root, spec, site, state_dir=state_dir)
-    if not dry_run and after.state != "applied":
-        raise RevError("VERIFY_FAILED", f"{st.file} is not as the patch expects after applying it "
-                                        f"({after.reason}); run `rocmrevive rollback {res.txid}`")
-    return after, res
+        return Staged(tree, {st.file: staged}, source=f"patch:{spec.id}",
+                      meta={"kind": "patch", "patch": spec.id, "package": spec.package,
+                            "version": st.version, "site": site, "file": st.file})
+
+    def verify(self, result) -> Verdict:
+        after = patch_status(self.root, self.spec, self.site, state_dir=self.state_dir)
+        return Verdict(after.state == "applied", {"state": after.state},
+                       why=f"it is not as the patch expects ({after.reason})")
 
 
 def rollback_patch(root: Root, spec: PatchSpec, site: str, *, state_dir: str | None = None,

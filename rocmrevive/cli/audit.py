@@ -146,10 +146,10 @@ def source_remedies(manifests=None):
 
 def graft_remedies(root, manifests, cache=None):
     """``graft_for(real path, target)``: the manifest graft for a host library that lacks the
-    target, and whether its source passes the ABI check here (``installer.graft_remedy``)."""
+    target, and whether its source passes the ABI check here (``install.graft.graft_remedy``)."""
     from pathlib import Path
 
-    from rocmrevive.installer import graft_remedy
+    from rocmrevive.install.graft import graft_remedy
     from rocmrevive.sources.cache import default_cache_dir
 
     if not any(m.components_of("library") for m in manifests):

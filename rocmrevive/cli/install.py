@@ -46,17 +46,16 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache,
     graft or not and why.
     """
     from rocmrevive.errors import RevError
-    from rocmrevive.installer import install as run_install
+    from rocmrevive.install.pipeline import install as run_install
 
     interactive = sys.stdin.isatty() and not (yes or check)
 
-    def confirm(cp) -> bool:
-        s = cp.summary or {}
-        what = cp.library if hasattr(cp, "library") else f"{cp.path} ({cp.name} graft)"
+    def confirm(rec, plan) -> bool:
+        s = plan.summary()
         ui.bars.close()
-        ui.err.print(f"{what}: add {s.get('create', 0)}, replace {s.get('replace', 0)} "
+        ui.err.print(f"{rec.what}: add {s.get('create', 0)}, replace {s.get('replace', 0)} "
                      f"{_plural(s.get('create', 0) + s.get('replace', 0), 'file')} "
-                     f"({_mb(s.get('bytes', 0))}) from {_artifact_name(cp.artifact)}", markup=False)
+                     f"({_mb(s.get('bytes', 0))}) from {_artifact_name(rec.artifact)}", markup=False)
         return ui.confirm("apply?", default=True)
 
     def progress(done, total=None):
@@ -105,21 +104,23 @@ def _artifact_name(artifact: dict | None) -> str:
 def _exit(rep):
     """A copy or library that failed (checksum, network, verification) decides the code; a graft
     the ABI check refuses is a finding (a warning), not a failure."""
+    from rocmrevive.install.core import Status
+
     refused = [c for c in (*rep.copies, *rep.libraries) if c.error]
     if refused:
         worst = max(refused, key=lambda c: c.error["exit"])
-        where = worst.label if hasattr(worst, "label") else worst.library
-        return worst.error["code"], f"{where}: {worst.reason}"
+        return worst.error["code"], f"{worst.label}: {worst.reason}"
     if rep.check and rep.changed:
-        n = sum(1 for c in rep.copies if c.status == "planned")
-        k = sum(1 for lp in rep.libraries if lp.status == "planned")
+        n = sum(1 for c in rep.copies if c.status is Status.PLANNED)
+        k = sum(1 for lp in rep.libraries if lp.status is Status.PLANNED)
         what = [f"{n} rocBLAS cop{'y' if n == 1 else 'ies'}"] if n else []
         what += [f"{k} host librar{'y' if k == 1 else 'ies'}"] if k else []
         return "CHANGES_PENDING", f"{' and '.join(what)} would change (run without --check)"
-    useful = [lp for lp in rep.libraries if lp.status in ("planned", "installed", "unchanged", "satisfied")]
-    if all(c.status == "unsupported" for c in rep.copies) and not useful and (rep.copies or rep.libraries):
+    useful = [lp for lp in rep.libraries
+              if lp.status in (Status.PLANNED, Status.INSTALLED, Status.UNCHANGED, Status.SATISFIED)]
+    if all(c.status is Status.UNSUPPORTED for c in rep.copies) and not useful and (rep.copies or rep.libraries):
         no = [f"{c.library}: {c.reason}" for c in rep.copies]
-        no += [f"{lp.label}: {lp.reason}" for lp in rep.libraries if lp.status in ("refused", "unsupported")]
+        no += [f"{lp.label}: {lp.reason}" for lp in rep.libraries if lp.status in (Status.REFUSED, Status.UNSUPPORTED)]
         return "NOTHING_SUPPORTED", "; ".join(no) or "no host library of a manifest is in these trees"
     return "OK", None
 
@@ -164,9 +165,12 @@ def _render_libraries(con, rep, show_diff: bool) -> None:
     by_tree: dict[str, list] = {}
     for lp in rep.libraries:
         by_tree.setdefault(lp.tree, []).append(lp)
-    word = {"planned": "GRAFT (planned)", "installed": "GRAFTED", "refused": "no graft: REFUSED",
-            "satisfied": "no graft needed", "absent": "not in this tree", "unsupported": "no graft: no source",
-            "unchanged": "graft in place", "declined": "declined at the prompt"}
+    from rocmrevive.install.core import Status
+
+    word = {Status.PLANNED: "GRAFT (planned)", Status.INSTALLED: "GRAFTED", Status.REFUSED: "no graft: REFUSED",
+            Status.SATISFIED: "no graft needed", Status.ABSENT: "not in this tree",
+            Status.UNSUPPORTED: "no graft: no source", Status.UNCHANGED: "graft in place",
+            Status.DECLINED: "declined at the prompt"}
     for tree, plans in by_tree.items():
         con.print(f"host libraries in {tree} (ROCm {plans[0].rocm_version or '?'}):", markup=False)
         width = max(len(f"{lp.name} {lp.soname}") for lp in plans)

@@ -12,6 +12,17 @@ def resolve_devices(root, targets=(), *, processor: str | None = None) -> tuple[
     """``--target`` values (parsed), else the distinct targets of the detected GPUs (KFD target
     version, SRAM ECC from its capability, XNACK from ``amdgpu.noretry``), optionally only
     those of one ``processor``. Raises USAGE for a bad target, NOTHING_SUPPORTED for none."""
+    devices, source, _others = partition_devices(root, targets, processor=processor)
+    return devices, source
+
+
+def partition_devices(root, targets=(), *, processor: str | None = None
+                      ) -> tuple[list[TargetId], str, list[TargetId]]:
+    """``resolve_devices`` and, from the same single scan, the detected targets of other
+    processors (empty with ``--target``).
+
+        devices, source, others = partition_devices(root, (), processor="gfx906")
+    """
     if targets:
         out: list[TargetId] = []
         for t in targets:
@@ -21,18 +32,19 @@ def resolve_devices(root, targets=(), *, processor: str | None = None) -> tuple[
                 raise RevError("USAGE", f"--target {t}: {exc}") from None
             if tid not in out:
                 out.append(tid)
-        return out, "--target"
+        return out, "--target", []
     from rocmrevive.hardware.gpus import scan
 
-    out = []
+    out, others = [], []
     for gpu in scan(root).gpus:
-        if gpu.target is None or (processor and gpu.target.processor != processor):
+        if gpu.target is None:
             continue
-        if gpu.target not in out:
-            out.append(gpu.target)
+        into = others if processor and gpu.target.processor != processor else out
+        if gpu.target not in into:
+            into.append(gpu.target)
     if not out:
         what = f"{processor} GPU" if processor else "AMD GPU"
         raise RevError("NOTHING_SUPPORTED",
                        f"no {what} found under {root.base}; pass --target {processor or 'gfx906'} "
                        f"to work for a card that is not in this machine")
-    return out, "detected"
+    return out, "detected", others

@@ -15,12 +15,11 @@ from __future__ import annotations
 import json
 import os
 import posixpath
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmrevive.errors import RevError
+from rocmrevive.install.core import Hooks, Staged, Verdict
 from rocmrevive.rccl.audit import HIP_RE, PROVENANCE, ROCMREVIVE_PREFIX, coverage_of, machine_gpus
 from rocmrevive.rccl.sources import RcclSource, pick_source
 from rocmrevive.rootfs import Root
@@ -176,12 +175,11 @@ def install_rccl(root: Root, *, targets=(), source: str | None = None, from_path
     """Install the RCCL that serves every detected GPU side by side. Raises RevError:
     NOTHING_SUPPORTED (no known source has the targets), VERIFY_FAILED (the library lacks a
     target, or would not load here: the ABI verdict's lines say why), USAGE (a bad prefix)."""
-    from rocmrevive.codeobj.inspect import inspect_file
-    from rocmrevive.hostlib.abi import check_library
+    from rocmrevive.install.core import install_component, staging_area
+    from rocmrevive.install.extract import staging_parent
     from rocmrevive.sources.cache import default_cache_dir
     from rocmrevive.sources.fetch import fetch_source
-    from rocmrevive.txn.plan import plan_from_staged
-    from rocmrevive.txn.transaction import DEFAULT_STATE_DIR, apply_plan
+    from rocmrevive.txn.transaction import DEFAULT_STATE_DIR
 
     gpus, devices_from = machine_gpus(root, targets)
     if not gpus:
@@ -194,8 +192,7 @@ def install_rccl(root: Root, *, targets=(), source: str | None = None, from_path
         raise RevError("USAGE", f"--prefix {dest_dir}: rocmrevive installs RCCL side by side, never into a ROCm "
                                 f"tree, a system folder or a Python environment; use a folder such as "
                                 f"{ROCMREVIVE_PREFIX}/{src.install_name}")
-    lib = f"{dest_dir}/lib/{SONAME}"
-    rep.library = lib
+    rep.library = f"{dest_dir}/lib/{SONAME}"
     if _already_installed(root, src, dest_dir, also_names, rep):
         return rep
 
@@ -203,34 +200,90 @@ def install_rccl(root: Root, *, targets=(), source: str | None = None, from_path
     log(f"fetching {src.describe()}")
     art = fetch_source(src.as_source(), cache_dir, mirror=mirror, local=from_path, root=root)
     rep.artifact = art.to_json()
-    (cache_dir / "stage").mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix="rccl-", dir=cache_dir / "stage"))
-    try:
-        staged = _stage_library(src, art.path, staging / "pkg")
-        # the device code, read from the extracted file itself
+    component = RcclSideBySide(root, rep, src, art, gpus, dest_dir, tree=tree, also_names=also_names,
+                               skip_abi=skip_abi, pythons=pythons)
+    with staging_area(staging_parent(cache_dir)) as area:
+        applied = install_component(root, component, area, state_dir=state_dir or DEFAULT_STATE_DIR, check=check)
+    assert applied.plan is not None and applied.result is not None
+    rep.plan = applied.plan.summary()
+    rep.transaction = applied.result.to_json()
+    rep.state = {"committed": "installed"}.get(applied.result.state, applied.result.state)
+    rep.env = _env_lines(dest_dir)
+    return rep
+
+
+class RcclSideBySide(Hooks):
+    """The one library of an RCCL source, checked for device code and this host's ABI, with its
+    provenance file, under a prefix of its own."""
+
+    def __init__(self, root: Root, rep: InstallReport, src: RcclSource, art, gpus, dest_dir: str, *, tree,
+                 also_names, skip_abi: bool, pythons):
+        self.root, self.rep, self.src, self.art, self.gpus = root, rep, src, art, gpus
+        self.dest_dir, self.tree, self.also_names, self.skip_abi, self.pythons = (dest_dir, tree, also_names,
+                                                                                  skip_abi, pythons)
+        self.lib = f"{dest_dir}/lib/{SONAME}"
+        self.label = self.lib
+        self.sha = ""
+
+    def stage(self, area: Path) -> Staged:
+        from rocmrevive.txn.fsutil import sha256_file
+
+        staged = _stage_library(self.src, self.art.path, area / "pkg")
+        self._check_device_code(staged)
+        verdict, hip = self._check_abi(staged)
+        files = self._files(staged)
+        self.sha, size = sha256_file(staged)
+        rep = self.rep
+        prov = {"schema": 1, "version": self.src.rccl_version, "source": self.src.to_json(), "artifact": rep.artifact,
+                "file": self.lib, "also": sorted(files)[1:] if len(files) > 1 else [], "sha256": self.sha,
+                "size": size, "targets": rep.staged_targets, "needed_hip": hip, "devices": rep.devices,
+                "abi": {"ok": verdict.ok, "skipped": rep.abi_skipped, "lines": verdict.lines}}
+        prov_file = area / PROVENANCE
+        prov_file.write_text(json.dumps(prov, indent=2, sort_keys=True) + "\n")
+        files[f"{self.dest_dir}/{PROVENANCE}"] = prov_file
+        # the plan's tree must exist: the nearest existing folder above the prefix (the folders
+        # below it are created, journaled, and removed again by a rollback)
+        tree_dir = self.dest_dir
+        while tree_dir != "/" and not self.root.path(tree_dir).is_dir():
+            tree_dir = posixpath.dirname(tree_dir)
+        return Staged(tree_dir, files, source=f"deb:{self.art.basename}",
+                      meta={"kind": "rccl", "rccl_version": self.src.rccl_version, "source": self.src.name,
+                            "library": self.lib, "processors": rep.processors})
+
+    def _check_device_code(self, staged: Path) -> None:
+        """The device code, read from the extracted file itself, serves every GPU."""
+        from rocmrevive.codeobj.inspect import inspect_file
+
+        rep, src = self.rep, self.src
         rep_co = inspect_file(staged)
         rep.staged_targets = rep_co.targets
-        cov = coverage_of(rep_co.entries, gpus)
+        cov = coverage_of(rep_co.entries, self.gpus)
         rep.coverage = [c.to_json() for c in cov]
         lacking = [c for c in cov if not c.served]
         if rep_co.kind != "host-elf" or lacking:
             what = ", ".join(f"GPU{c.gpu} {c.target}" for c in lacking) or rep_co.kind
             raise RevError("VERIFY_FAILED", f"{src.member} of {src.describe()} has no device code for {what} "
                                             f"(it has {', '.join(rep_co.targets) or 'none'}); nothing was changed")
-        # the host ABI, as the loader would see it from its new place
-        dirs = abi_search_dirs(root, tree)
-        verdict = check_library(root, staged, search_dirs=dirs, origin=f"{dest_dir}/lib")
+
+    def _check_abi(self, staged: Path):
+        """The host ABI, as the loader would see it from its new place. Returns (verdict, the HIP
+        runtime it needs)."""
+        from rocmrevive.hostlib.abi import check_library
+
+        rep, src, tree = self.rep, self.src, self.tree
+        verdict = check_library(self.root, staged, search_dirs=abi_search_dirs(self.root, tree),
+                                origin=f"{self.dest_dir}/lib")
         rep.abi = verdict.to_json()
         needed_hip = next((n for n in verdict.details.get("needed", []) if HIP_RE.match(n.get("name", ""))), None)
         hip = needed_hip["name"] if needed_hip else None
-        for c in hip_consumers(root, pythons, tree):
+        for c in hip_consumers(self.root, self.pythons, tree):
             if hip and c.hip and c.hip != hip:
                 rep.hip_conflicts.append(f"{c.what} uses {c.hip}; this RCCL binds {hip}: two HIP runtimes in "
                                          f"one process do not work, so those programs cannot use it")
         refuse = list(verdict.lines)
         if tree:
             refuse += [x for x in rep.hip_conflicts if f"at {tree.rstrip('/')}" in x]
-        if refuse and not skip_abi:
+        if refuse and not self.skip_abi:
             # the causes first: undefined symbols of a library that is missing follow from it
             causes = [x for x in refuse if not x.startswith(("undefined symbol", "… and "))] or refuse[:3]
             raise RevError("VERIFY_FAILED",
@@ -242,51 +295,30 @@ def install_rccl(root: Root, *, targets=(), source: str | None = None, from_path
             rep.abi_skipped = True
             rep.warnings.append("ABI check failed and was skipped (--skip-abi): " + "; ".join(refuse[:3]))
         rep.warnings += rep.hip_conflicts
+        return verdict, hip
 
-        # the plan: the library under its SONAME (and any extra names), plus the provenance
-        files = {lib: staged}
-        for name in also_names:
+    def _files(self, staged: Path) -> dict[str, Path]:
+        """The library under its SONAME and any extra names; never over a file of someone else's."""
+        files = {self.lib: staged}
+        for name in self.also_names:
             if "/" in name or not name.startswith("librccl"):
                 raise RevError("USAGE", f"--also-name {name}: a file name such as librccl.so")
-            files[f"{dest_dir}/lib/{name}"] = staged
-        existing = [d for d in files if os.path.lexists(root.path(d))]
-        prov_path = f"{dest_dir}/{PROVENANCE}"
-        if existing and not root.path(prov_path).is_file():
+            files[f"{self.dest_dir}/lib/{name}"] = staged
+        existing = [d for d in files if os.path.lexists(self.root.path(d))]
+        prov_path = f"{self.dest_dir}/{PROVENANCE}"
+        if existing and not self.root.path(prov_path).is_file():
             raise RevError("VERIFY_FAILED", f"{existing[0]} exists and rocmrevive did not install it (no "
                                             f"{prov_path}); choose another --prefix")
+        return files
+
+    def verify(self, result) -> Verdict:
+        from rocmrevive.codeobj.inspect import inspect_file
         from rocmrevive.txn.fsutil import sha256_file
 
-        sha, size = sha256_file(staged)
-        prov = {"schema": 1, "version": src.rccl_version, "source": src.to_json(), "artifact": rep.artifact,
-                "file": lib, "also": sorted(files)[1:] if len(files) > 1 else [], "sha256": sha, "size": size,
-                "targets": rep.staged_targets, "needed_hip": hip, "devices": rep.devices,
-                "abi": {"ok": verdict.ok, "skipped": rep.abi_skipped, "lines": verdict.lines}}
-        prov_file = staging / PROVENANCE
-        prov_file.write_text(json.dumps(prov, indent=2, sort_keys=True) + "\n")
-        files[prov_path] = prov_file
-        # the plan's tree must exist: the nearest existing folder above the prefix (the folders
-        # below it are created, journaled, and removed again by a rollback)
-        tree_dir = dest_dir
-        while tree_dir != "/" and not root.path(tree_dir).is_dir():
-            tree_dir = posixpath.dirname(tree_dir)
-        plan = plan_from_staged(root, tree_dir, files, source=f"deb:{art.basename}",
-                                meta={"kind": "rccl", "rccl_version": src.rccl_version, "source": src.name,
-                                      "library": lib, "processors": processors})
-        rep.plan = plan.summary()
-        res = apply_plan(root, plan, state_dir=state_dir or DEFAULT_STATE_DIR, dry_run=check)
-        rep.transaction = res.to_json()
-        rep.state = {"committed": "installed", "unchanged": "unchanged", "dry-run": "dry-run"}.get(res.state,
-                                                                                                  res.state)
-        if not check:
-            after = inspect_file(root.path(lib))
-            got_sha, _ = sha256_file(root.path(lib))
-            acov = coverage_of(after.entries, gpus)
-            rep.verify_after = {"sha256_ok": got_sha == sha, "targets": after.targets,
-                                "serves_all": all(c.served for c in acov)}
-            if not (rep.verify_after["sha256_ok"] and rep.verify_after["serves_all"]):
-                raise RevError("VERIFY_FAILED", f"{lib} differs from what was staged after the install; run "
-                                                f"`rocmrevive rollback {res.txid}`")
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    rep.env = _env_lines(dest_dir)
-    return rep
+        real = self.root.path(self.lib)
+        after = inspect_file(real)
+        acov = coverage_of(after.entries, self.gpus)
+        v = {"sha256_ok": sha256_file(real)[0] == self.sha, "targets": after.targets,
+             "serves_all": all(c.served for c in acov)}
+        self.rep.verify_after = v
+        return Verdict(v["sha256_ok"] and v["serves_all"], v, why=f"{self.lib} differs from what was staged")

@@ -1,0 +1,16 @@
+"""Installing things into a machine, written once (in the spirit of pypa/installer's
+``install(source, destination)``).
+
+- ``core.py``: the walk every install takes. A *component* says what it would stage and how to
+  check it once written; ``install_component`` stages it in a staging area it is handed, plans,
+  asks, applies one transaction, verifies with one policy (a failed check rolls the transaction
+  back) and returns one typed ``Applied``.
+- The components: ``tensile.py`` (rocBLAS Tensile files), ``graft.py`` (host-library grafts),
+  ``rccl/install.py`` (an RCCL side by side), ``patches.py`` (a Python package's file),
+  ``hooks.py`` (the apt hook).
+- ``extract.py``: an artifact's manifest members, extracted once into the cache.
+- ``pipeline.py``: ``install()``, the whole ``rocmrevive install`` over every copy and library.
+
+    from rocmrevive.install.pipeline import install
+    report = install(Root("/"), check=True)
+"""

@@ -1,0 +1,162 @@
+"""The staged-install walk, once: stage → plan → confirm → apply (one transaction) → verify
+after → undo on failure. Every installer (rocBLAS Tensile files, a host-library graft, an RCCL
+side by side, a Python-package patch, the apt hook) is a ``Component`` walked by
+``install_component``.
+
+    with staging_area(cache_dir / "staging") as area:
+        applied = install_component(root, component, area, state_dir=state_dir, check=False)
+    applied.status            # Status.INSTALLED, applied.result.txid
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional, Protocol
+
+from rocmrevive.errors import RevError
+from rocmrevive.rootfs import Root
+from rocmrevive.txn.plan import Plan, plan_from_staged
+from rocmrevive.txn.transaction import TxResult, apply_plan, rollback
+
+
+class Status(str, Enum):
+    """What an install did (or, with --check, would do) for one thing; the renderers and the JSON
+    use the values."""
+
+    SATISFIED = "satisfied"        # nothing needed: it already serves every device
+    PLANNED = "planned"            # --check: this would change
+    INSTALLED = "installed"        # changed, checked after
+    UNCHANGED = "unchanged"        # the same bytes were already in place
+    UNSUPPORTED = "unsupported"    # no source for it
+    REFUSED = "refused"            # a source exists but does not serve or load here, or it failed
+    DECLINED = "declined"          # answered no at the prompt
+    ABSENT = "absent"              # not in this tree
+    PENDING = "pending"            # not decided yet
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Decline(Exception):
+    """Raised by ``Component.stage``: this is not to be installed, and that is a finding, not an
+    error (a graft whose source would not load here: ``Status.REFUSED`` with the reason)."""
+
+    def __init__(self, status: Status, reason: str):
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+@dataclass
+class Staged:
+    """What a component would write: machine path → staged file (verified content), all inside
+    ``tree``, with the provenance the journal keeps."""
+
+    tree: str
+    files: dict[str, Path]
+    source: str
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Verdict:
+    """A check after the install: ``ok``, its details (JSON) and, when not ok, why (one line)."""
+
+    ok: bool
+    detail: Optional[dict] = None
+    why: str = ""
+
+
+class Component(Protocol):
+    """One thing to install. ``stage`` writes what it would install into ``area`` (raising
+    RevError when it must not be installed); ``verify`` checks the tree after the transaction;
+    ``after_commit``/``after_undo`` keep outside state (dpkg's diversions) in step."""
+
+    label: str
+
+    def stage(self, area: Path) -> Staged: ...
+
+    def verify(self, result: TxResult) -> Verdict: ...
+
+    def after_commit(self, result: TxResult) -> None: ...
+
+    def after_undo(self) -> None: ...
+
+
+class Hooks:
+    """The do-nothing parts of a ``Component``, for components that need none of them."""
+
+    def verify(self, result: TxResult) -> Verdict:
+        return Verdict(True)
+
+    def after_commit(self, result: TxResult) -> None:
+        return None
+
+    def after_undo(self) -> None:
+        return None
+
+
+@dataclass
+class Applied:
+    """The outcome of one component's walk."""
+
+    status: Status
+    plan: Optional[Plan] = None
+    result: Optional[TxResult] = None
+    verify_after: Optional[Verdict] = None
+    reason: str = ""                 # why, when a component declined
+
+    @property
+    def pending(self) -> bool:
+        return self.status == Status.PLANNED
+
+
+Confirm = Callable[[str, Plan], bool]
+
+
+@contextlib.contextmanager
+def staging_area(parent: Optional[Path] = None) -> Iterator[Path]:
+    """A fresh staging folder below ``parent`` (the system's temporary folder when None),
+    removed afterwards: the one way an install makes one.
+
+        with staging_area(cache_dir / "staging") as area: ...
+    """
+    area = Path(tempfile.mkdtemp(prefix=f"stage-{os.getpid()}-", dir=parent))  # the pid: a sweep knows dead ones
+    try:
+        yield area
+    finally:
+        shutil.rmtree(area, ignore_errors=True)
+
+
+def install_component(root: Root, component: Component, area: Path, *, state_dir: str, check: bool = False,
+                      confirm: Optional[Confirm] = None) -> Applied:
+    """Walk ``component``: stage into ``area``, plan, ask ``confirm(label, plan)`` (not with
+    ``check``), apply as one transaction (a dry run with ``check``), then verify. A failed check
+    after the install rolls the transaction back and raises VERIFY_FAILED."""
+    try:
+        staged = component.stage(area)
+    except Decline as why:
+        return Applied(why.status, reason=why.reason)
+    plan = plan_from_staged(root, staged.tree, staged.files, source=staged.source, meta=staged.meta)
+    if not check and confirm is not None and not confirm(component.label, plan):
+        return Applied(Status.DECLINED, plan, reason="declined at the prompt; nothing was changed")
+    res = apply_plan(root, plan, state_dir=state_dir, dry_run=check)
+    if check:
+        pending = any(a.get("op") != "unchanged" for a in res.actions)
+        return Applied(Status.PLANNED if pending else Status.UNCHANGED, plan, res)
+    try:
+        component.after_commit(res)
+        verdict = component.verify(res)
+        if not verdict.ok:
+            raise RevError("VERIFY_FAILED", f"{component.label} failed verification after the install and was "
+                                            f"rolled back: {verdict.why}", details={"verify_after": verdict.detail})
+    except RevError:
+        if res.txid and res.changed:
+            rollback(root, res.txid, state_dir=state_dir, force=True)
+            component.after_undo()
+        raise
+    return Applied(Status.INSTALLED if res.changed else Status.UNCHANGED, plan, res, verdict)

@@ -1,0 +1,194 @@
+"""Fetching a manifest's source and extracting its members, once: the extraction is cached per
+(artifact, manifest) and re-hashed on every reuse; an unpacked ``--from`` folder (no artifact
+hash to key the cache on) is extracted into the install's own staging area.
+
+    source, fetched = fetch_first(root, manifest.sources, cache_dir, mirror=None, from_path=None,
+                                  log=print, progress=None)
+    files = extracted(fetched, manifest, source, cache_dir, print, area)   # {name: Path}
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from rocmrevive.errors import RevError
+from rocmrevive.fs import Dir
+
+Log = Callable[[str], None]
+
+
+def fetch_first(root, sources, cache_dir: Path, *, mirror, from_path, log: Log, progress):
+    """(source, FetchResult) of the first source that can be fetched; a network failure moves on
+    to the next source, any other error stops."""
+    from rocmrevive.sources.fetch import fetch_source
+
+    last: RevError | None = None
+    for src in sources:
+        try:
+            log(f"fetching {src.describe()}")
+            return src, fetch_source(src, cache_dir, mirror=mirror, local=from_path, root=root, progress=progress)
+        except RevError as exc:
+            if exc.code != "NETWORK":
+                raise
+            last = exc
+    assert last is not None
+    raise last
+
+
+def extracted(fetched, manifest, source, cache_dir: Path, log: Log, area: Path) -> dict[str, Path]:
+    """The manifest's members of a verified artifact, extracted once per (artifact, manifest)
+    into the cache and re-hashed on every reuse: a second tree, a re-install after an upgrade
+    or a fleet node with a shared cache skips the decompression (most of an install's time)."""
+    from rocmrevive.sources.cache import Cache
+
+    if not fetched.sha256 or Cache(cache_dir).shared:
+        # an unpacked folder given with --from has no artifact hash to key a cache entry on, and
+        # nothing another user can write is reused (docs/security.md): extract privately
+        log(f"extracting {manifest.id} files from {fetched.basename}")
+        return {f.name: f.path for f in _members(fetched, source, manifest, area / "files")}
+    key = _extracted_key(fetched.sha256, manifest)
+    # one extraction per (artifact, manifest) at a time: a concurrent install waits, then reuses it
+    with Cache(cache_dir).lock(f"extract-{key}"):
+        return _extracted_locked(fetched, manifest, source, cache_dir, key, log)
+
+
+def _extracted_locked(fetched, manifest, source, cache_dir: Path, key: str, log: Log) -> dict[str, Path]:
+    from rocmrevive.fs import printable_name
+    from rocmrevive.hashing import sha256_file
+
+    parent = cache_dir / "extracted"
+    done = parent / key
+    index = done / "index.json"
+    if _real_dir(done):
+        try:
+            listed = json.loads(index.read_text())
+            files = {n: done / "files" / n for n in listed}
+            if all(printable_name(n) and ".." not in n.split("/") and sha256_file(p, follow_symlinks=False)
+                   == tuple(listed[n]) for n, p in files.items()):
+                log(f"using the {len(files)} files extracted earlier from {fetched.basename}")
+                return files
+        except (OSError, ValueError, TypeError):
+            pass
+        log(f"extracted files of {fetched.basename} in the cache were damaged; extracting again")
+        with Dir.open(parent, what="cache") as pd:
+            pd.rmtree(key)
+    log(f"extracting {manifest.id} files from {fetched.basename}")
+    with Dir.open(parent, create=True, what="cache") as pd:
+        sweep_dead(pd)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.{os.getpid()}-", dir=parent))
+    try:
+        staged = _members(fetched, source, manifest, tmp / "files")
+        (tmp / "index.json").write_text(json.dumps({f.name: [f.sha256, f.size] for f in staged}))
+        os.replace(tmp, done)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return {f.name: done / "files" / f.name for f in staged}
+
+
+def _extracted_key(sha256: str, manifest) -> str:
+    return f"{sha256[:32]}-{manifest.id}"
+
+
+def _real_dir(p: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(p).st_mode)
+    except OSError:
+        return False
+
+
+def forget_extracted(fetched, manifest, cache_dir: Path) -> None:
+    """Drop an extraction whose files were refused, so a refusal leaves nothing in the cache."""
+    if not fetched.sha256:
+        return
+    try:
+        with Dir.open(Path(cache_dir) / "extracted", what="cache") as pd:
+            if not pd.shared:
+                pd.rmtree(_extracted_key(fetched.sha256, manifest))
+    except (OSError, RevError):
+        pass
+
+
+def sweep_dead(d: Dir) -> None:
+    """Remove staging folders (``stage-<pid>-*``, ``.<key>.<pid>-*``) whose run is gone (a kill)."""
+    for name in d.listdir():
+        m = re.match(r"^(?:stage(?:-lib)?|\.[0-9a-f]{32}-.+)[.-](\d+)-[A-Za-z0-9_]+$", name)
+        if not m:
+            continue
+        pid = int(m.group(1))
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+            continue  # still running
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        d.rmtree(name)
+
+
+def staging_parent(cache_dir: Path) -> Path:
+    """``<cache>/staging`` (checked as the cache is: rocmrevive.fs), swept of what killed runs left;
+    a shared cache stages in a private temporary folder instead."""
+    from rocmrevive.sources.cache import Cache
+
+    cache = Cache(cache_dir)
+    if cache.shared:
+        return cache.private_dir()
+    with cache.dir().sub("staging", create=True) as d:
+        sweep_dead(d)
+    return Path(cache_dir) / "staging"
+
+
+def _members(fetched, source, manifest, dest: Path):
+    """Every component's members (the Tensile and library paths share one extraction)."""
+    from rocmrevive.sources.unpack import extract_selected
+
+    staged = extract_selected(Path(fetched.path), manifest.select, dest, member_prefix=source.member_prefix)
+    if not staged:
+        raise RevError("VERIFY_FAILED", f"{fetched.basename}: no member under {source.member_prefix} "
+                                        f"matches manifest {manifest.id}")
+    return staged
+
+
+def component_file(fetched, manifest, comp, source, cache_dir: Path, log: Log, area: Path) -> Path:
+    """The one file of the library component ``comp`` in the artifact."""
+    found = extracted(fetched, manifest, source, cache_dir, log, area)
+    files = {n: p for n, p in found.items() if comp.select(n)}
+    if len(files) != 1:
+        raise RevError("VERIFY_FAILED", f"{fetched.basename}: {len(files)} members under {source.member_prefix} "
+                                        f"match {', '.join(comp.files)} (expected exactly one library file)")
+    return next(iter(files.values()))
+
+
+def cached_component_file(manifest, comp, source, cache_dir: Path) -> Path | None:
+    """The component's file as an earlier install extracted it into the cache, or None: what
+    ``audit`` checks without fetching or unpacking anything."""
+    if not source.sha256:
+        return None
+    try:  # read-only: never create the cache; nothing another user could have planted is used
+        with Dir.open(Path(cache_dir) / "extracted", allow_shared=False, what="cache"):
+            pass
+    except (OSError, RevError):
+        return None
+    done = Path(cache_dir) / "extracted" / f"{source.sha256[:32]}-{manifest.id}"
+    try:
+        listed = json.loads((done / "index.json").read_text())
+    except (OSError, ValueError):
+        return None
+    for name, (_sha, size) in sorted(listed.items()):
+        if comp.select(name):
+            p = done / "files" / name
+            try:
+                # audit only reads it (install re-hashes before using it): the size will do
+                return p if p.stat().st_size == size else None
+            except OSError:
+                return None
+    return None

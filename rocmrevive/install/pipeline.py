@@ -1,0 +1,181 @@
+"""``rocmrevive install``, the main path: detect → choose rocBLAS copies → plan → fetch → stage →
+verify staged → apply → verify installed → report (DESIGN.md "The main path").
+
+    report = install(Root("/"), check=True)     # what would change, nothing written
+    report = install(Root("/"))                 # do it, as one transaction per rocBLAS copy
+
+Each rocBLAS copy (``tensile.py``) and each host-library graft (``graft.py``) is one component
+walked by ``core.install_component``: one transaction each. The hardware is scanned once, the
+``--tree`` arguments are converted once, and every component stages in the same kind of area
+(``core.staging_area`` under the cache's ``staging`` folder).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from rocmrevive.codeobj.targetid import TargetId
+from rocmrevive.errors import RevError
+from rocmrevive.install.core import Status
+from rocmrevive.install.graft import library_components, library_trees, plan_library
+from rocmrevive.install.report import CopyPlan, InstallReport, LibraryPlan, Record
+from rocmrevive.install.tensile import TARGET, plan_copy
+from rocmrevive.rootfs import Root
+
+# Errors about the machine rather than one copy: they stop the whole install.
+FATAL = ("NETWORK", "LOCKED", "INTERRUPTED", "PERMISSION", "USAGE", "INTERNAL")
+Log = Callable[[str], None]
+
+
+@dataclass
+class Context:
+    """What every component of one install shares: the machine, the devices (scanned once), the
+    manifests, the cache and the options."""
+
+    root: Root
+    devices: list[TargetId]
+    others: list[TargetId]                 # detected GPUs that are not gfx906 (a graft keeps serving them)
+    manifests: list
+    cache_dir: Path
+    state_dir: str
+    check: bool = False
+    mirror: Optional[str] = None
+    from_path: Optional[str] = None
+    cross_version: bool = False
+    log: Log = field(default=lambda s: None)
+    progress: object = None
+    confirm: Optional[Callable] = None     # confirm(label, plan) -> bool
+
+    @property
+    def staging(self) -> Path:
+        from rocmrevive.install.extract import staging_parent
+
+        return staging_parent(self.cache_dir)
+
+
+def _devices(root: Root, targets) -> tuple[list[TargetId], str, list[TargetId]]:
+    """(gfx906 targets, where from, the other detected GPUs): ``--target`` values, else one scan."""
+    from rocmrevive.hardware.devices import partition_devices
+
+    devices, devices_from, others = partition_devices(root, targets, processor=TARGET)
+    bad = ", ".join(str(d) for d in devices if d.processor != TARGET)
+    if bad:
+        raise RevError("NOTHING_SUPPORTED", f"rocmrevive installs gfx906 files; --target {bad} is not gfx906")
+    return devices, devices_from, others
+
+
+def given_trees(root: Root, trees) -> list[tuple[str, Path]]:
+    """Each ``--tree`` as typed and as a real path: relative to the working folder on the real
+    machine, else a machine path under ``--root``."""
+    return [(t, root.path(t) if not root.is_host else Path(os.path.abspath(t))) for t in trees]
+
+
+def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None, mirror: str | None = None,
+            from_path: str | None = None, cross_version: bool = False, check: bool = False,
+            state_dir: str | None = None, pythons=(), log: Log = lambda s: None, progress=None,
+            confirm: Callable[[Record, object], bool] | None = None,
+            libraries: bool = True) -> InstallReport:
+    """Install the gfx906 files every rocBLAS copy lacks (or the ``trees`` named); with
+    ``libraries``, also graft each host library that lacks gfx906 where a manifest's source
+    provably loads (``graft.py``).
+
+    A copy that cannot be served (no manifest for its version, staged files that fail the
+    checks) is reported with its own error and the others go on; machine-wide trouble (lock,
+    network, permission, an interrupted transaction) stops everything. ``confirm(record, plan)``
+    is asked before each copy or library is changed (False skips it)."""
+    from rocmrevive.sources.cache import default_cache_dir
+    from rocmrevive.sources.manifest import default_manifest_dir, load_manifests
+    from rocmrevive.trees.installs import find_installs
+    from rocmrevive.txn.transaction import DEFAULT_STATE_DIR
+
+    devices, devices_from, others = _devices(root, targets)
+    ctx = Context(root, devices, others, load_manifests(manifests_dir or default_manifest_dir()),
+                  Path(cache) if cache else default_cache_dir(root), state_dir or DEFAULT_STATE_DIR, check=check,
+                  mirror=mirror, from_path=from_path, cross_version=cross_version, log=log, progress=progress)
+    given = given_trees(root, trees)
+    installs, _link = find_installs(root)
+    lib_trees = library_trees(root, given, installs) if libraries else []
+    try:
+        copies = _select_copies(root, given, pythons, installs)
+    except RevError as exc:
+        # a --tree without a rocBLAS folder may still hold host libraries to graft
+        if exc.code != "NOTHING_SUPPORTED" or not lib_trees:
+            raise
+        copies = []
+    report = InstallReport([str(d) for d in devices], devices_from, [], check, libraries_enabled=libraries)
+    if not copies and not lib_trees:
+        raise RevError("NOTHING_SUPPORTED", f"no rocBLAS copy found under {root.base}; name one with "
+                                            f"--tree (an /opt/rocm-X.Y.Z install or its rocblas/library folder)")
+    for copy in copies:
+        cp = CopyPlan(copy.path, copy.layout, copy.rocblas_version, copy.rocm_version)
+        report.copies.append(cp)
+        _guarded(cp, lambda: plan_copy(_asking(ctx, confirm, cp), copy, cp))
+    if lib_trees:
+        _plan_libraries(ctx, report, lib_trees, confirm)
+    return report
+
+
+def _asking(ctx: Context, confirm, rec: Record) -> Context:
+    """``ctx`` whose confirmation names ``rec``."""
+    from dataclasses import replace
+
+    return replace(ctx, confirm=None if confirm is None else (lambda _label, plan: confirm(rec, plan)))
+
+
+def _guarded(rec: Record, step: Callable[[], None]) -> None:
+    """Run one record's step; its own failure becomes its ``refused`` status and error."""
+    try:
+        step()
+    except RevError as exc:
+        if exc.code in FATAL:
+            raise
+        rec.status, rec.reason, rec.error = Status.REFUSED, exc.message, exc.to_json()
+
+
+def _select_copies(root: Root, given, pythons, installs):
+    """Every rocBLAS copy on the machine, or only those in the ``--tree`` folders."""
+    from rocmrevive.diagnose.locate import rocblas_library_dirs
+    from rocmrevive.trees.pythonenv import find_envs
+    from rocmrevive.trees.rocblas import find_copies
+
+    envs, _problems = find_envs(root, pythons)
+    if not given:
+        return find_copies(root, installs=installs, envs=envs)
+    libs: list[str] = []
+    for t, real in given:
+        if not real.exists():
+            raise RevError("USAGE", f"--tree {t}: no such folder under {root.base}")
+        try:
+            resolved = root.resolve(root.machine_path(real))
+        except ValueError as exc:
+            raise RevError("USAGE", f"--tree {t}: {exc}") from None
+        found = rocblas_library_dirs(resolved)
+        if not found:
+            raise RevError("NOTHING_SUPPORTED", f"--tree {t}: no rocBLAS Tensile library folder in it "
+                                                f"(looked for lib/rocblas/library and rocblas/*/library)")
+        libs += [root.machine_path(f) for f in found]
+    wanted = {root.resolve(x) for x in libs}
+    # find_copies names each real folder once, by the path its install or package knows it by
+    return [c for c in find_copies(root, installs=installs, envs=envs, extra=libs)
+            if root.resolve(c.path) in wanted]
+
+
+def _plan_libraries(ctx: Context, report: InstallReport, lib_trees, confirm) -> None:
+    from rocmrevive.diagnose.libraries import library_for_file
+    from rocmrevive.txn.divert import reconcile
+
+    if not ctx.check:
+        # a rollback or a crash since the last run may have left dpkg's diversions behind
+        for line in reconcile(ctx.root, ctx.state_dir):
+            ctx.log(line)
+    for libdir, rocm_version in lib_trees:
+        for manifest, comp in library_components(ctx.manifests, rocm_version):
+            known = library_for_file(comp.soname)
+            lp = LibraryPlan(libdir, comp.soname, known.name if known else comp.soname, rocm_version,
+                             manifest=manifest.id)
+            report.libraries.append(lp)
+            _guarded(lp, lambda: plan_library(_asking(ctx, confirm, lp), lp, manifest, comp))
+            if lp.status is Status.REFUSED and lp.abi_ok is False:
+                report.warnings.append(f"{lp.label} lacks {', '.join(lp.missing)}; no graft: {lp.reason}")
