@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import json
 import os
+import datetime
 import shlex
+import subprocess
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -235,3 +238,67 @@ def wait_for_package_managers(root, timeout: float, poll: float = 1.0) -> bool:
             if exc.code != "LOCKED" or time.monotonic() >= deadline:
                 return False
         time.sleep(poll)
+
+
+# --------------------------------------------------------------------------------------------
+# re-applying after a dpkg run (mode reapply): this process starts a second one that waits
+
+def self_argv(root) -> list[str]:
+    """How to start rocmrevive again: the executable the installed hook names (what apt runs),
+    else this same interpreter and package."""
+    real = root.path(HOOK_FILE)
+    cfg = parse(real.read_text(errors="replace")) if real.is_file() else None
+    argv = list(cfg.bin) if cfg else [sys.executable, "-m", "rocmrevive.cli.main"]
+    if not root.is_host:
+        argv += ["--root", str(root.base)]
+    return argv
+
+
+def _stamp() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def start_reapply(root, found: list[Finding], *, state_dir: str | None, wait_s: float, log_machine: str,
+                  install_args=()) -> int:
+    """Start ``rocmrevive hook run --now`` detached (apt holds its locks while its hooks run, so
+    the install must wait in another process); returns its process id. Logs what dpkg left."""
+    log_real = root.path(log_machine)
+    log_real.parent.mkdir(parents=True, exist_ok=True)
+    argv = self_argv(root) + ["hook", "run", "--mode", "reapply", "--now", "--wait", str(wait_s)]
+    argv += (["--state-dir", state_dir] if state_dir else []) + ["--log", log_machine]
+    argv += ["--", *install_args] if install_args else []
+    with open(log_real, "a") as logf:
+        logf.write(f"{_stamp()} dpkg run left: {'; '.join(f.message() for f in found)}\n")
+        logf.flush()
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
+                                start_new_session=True, close_fds=True)
+    return proc.pid
+
+
+def reapply_now(root, *, state_dir: str | None, install_args, wait_s: float, log_machine: str) -> dict:
+    """The background half: wait for apt, look again, run ``rocmrevive install --yes``, log.
+    Returns {"action": "gave-up" | "none" | "reapplied", "exit", "install"}."""
+    log_real = root.path(log_machine)
+
+    def log(line: str) -> None:
+        log_real.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_real, "a") as f:
+            f.write(f"{_stamp()} {line}\n")
+
+    if not wait_for_package_managers(root, wait_s):
+        log(f"gave up: apt/dpkg still held their locks after {wait_s:g} s; run `rocmrevive install` by hand")
+        return {"action": "gave-up"}
+    if not [f for f in findings(root, state_dir) if f.kind in ("lost", "gone")]:
+        log("nothing to re-install any more")
+        return {"action": "none"}
+    argv = self_argv(root) + ["--json", "--no-progress", "install", "--yes", *install_args]
+    log("running: " + " ".join(argv))
+    r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    try:
+        doc = json.loads(r.stdout)
+    except ValueError:
+        doc = {"error": {"message": (r.stderr or r.stdout).strip()[-500:]}}
+    err = (doc.get("error") or {}).get("message")
+    copies = ", ".join(f"{c['library']}: {c['status']}" for c in doc.get("copies") or [])
+    log(f"install exited {r.returncode}" + (f": {copies}" if copies else "") + (f"; {err}" if err else ""))
+    return {"action": "reapplied", "exit": r.returncode, "install": doc}

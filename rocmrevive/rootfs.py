@@ -30,6 +30,11 @@ class Root:
         p = p.lstrip("/")
         return self.base / p if p else self.base
 
+    def given(self, typed: str | os.PathLike) -> Path:
+        """The real path of a path the user typed (``--tree``): relative to the working folder on
+        the real machine, a machine path under any other root."""
+        return Path(os.path.abspath(typed)) if self.is_host else self.path(typed)
+
     def machine_path(self, real: str | os.PathLike) -> str:
         """The machine path of a real path under the root ("/opt/rocm-6.4.3/..."); unchanged if outside."""
         real = os.path.abspath(real)

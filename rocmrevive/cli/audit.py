@@ -46,7 +46,8 @@ def audit(ui, trees, targets, show_all, manifests_dir, cache, pythons, no_progra
     --json). Exit 0 when it could read the tree (missing cells are findings, not errors; see
     `missing` in --json); 3 when it found no library and no program.
     """
-    from rocmrevive.cli.verify import _real, resolve_devices, system_library_dirs
+    from rocmrevive.hardware.devices import resolve_devices
+    from rocmrevive.install.verify import system_library_dirs
     from rocmrevive.diagnose import locate
     from rocmrevive.diagnose.audit import audit_files, kpack_files, library_files
 
@@ -55,7 +56,7 @@ def audit(ui, trees, targets, show_all, manifests_dir, cache, pythons, no_progra
         files, tensile, shown_trees, kpacks = [], [], [], []
         if trees:
             for t in trees:
-                real = _real(ui.root, t)
+                real = ui.root.given(t)
                 if real.is_file():
                     files.append(real)
                 elif real.is_dir():

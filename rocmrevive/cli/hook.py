@@ -2,30 +2,16 @@
 dpkg run, when an upgrade took away the gfx906 files rocmrevive installed (and can put them back)."""
 from __future__ import annotations
 
-import datetime
 import os
 import shutil
-import subprocess
 import sys
 
 import click
 
+from rocmrevive.cli.options import hook_state_dir_option
 from rocmrevive.cli.ui import Outcome, mirror_option
 
 INSTALL_PASSTHROUGH = ("--from", "--mirror", "--cache", "--manifests", "--tree")
-
-
-def _self_argv(root) -> list[str]:
-    """How to start rocmrevive again: the executable the installed hook names (what apt runs),
-    else this same interpreter and package."""
-    from rocmrevive.hooks import HOOK_FILE, parse
-
-    real = root.path(HOOK_FILE)
-    cfg = parse(real.read_text(errors="replace")) if real.is_file() else None
-    argv = list(cfg.bin) if cfg else [sys.executable, "-m", "rocmrevive.cli.main"]
-    if not root.is_host:
-        argv += ["--root", str(root.base)]
-    return argv
 
 
 def _default_bin(argv0: str | None = None, executable: str | None = None) -> list[str]:
@@ -57,7 +43,7 @@ def hook():
 @click.option("--reapply", is_flag=True, help="Re-install lost files (rocmrevive install --yes) instead of only warning.")
 @click.option("--bin", "bin_path", metavar="PATH",
               help="The rocmrevive executable apt should run (default: the one running now).")
-@click.option("--state-dir", metavar="DIR", help="The install journal the hook checks (default /var/lib/rocmrevive).")
+@hook_state_dir_option("The install journal the hook checks (default /var/lib/rocmrevive).")
 @click.option("--from", "from_path", metavar="PATH", help="With --reapply: install from this local file or export.")
 @click.option("--mirror", metavar="URL", callback=mirror_option, help="With --reapply: download from this mirror.")
 @click.option("--cache", metavar="DIR", help="With --reapply: the download cache.")
@@ -131,7 +117,7 @@ def remove(ui, force, dry_run):
 
 
 @hook.command("status")
-@click.option("--state-dir", metavar="DIR", help="The install journal to check (default: the hook's, else /var/lib/rocmrevive).")
+@hook_state_dir_option("The install journal to check (default: the hook's, else /var/lib/rocmrevive).")
 @click.pass_obj
 def status(ui, state_dir):
     """Whether the hook is installed, and what it would report right now."""
@@ -164,7 +150,7 @@ def status(ui, state_dir):
 
 @hook.command("run", context_settings={"ignore_unknown_options": True})
 @click.option("--mode", type=click.Choice(["warn", "reapply"]), default="warn", show_default=True)
-@click.option("--state-dir", metavar="DIR", help="The install journal to check (default /var/lib/rocmrevive).")
+@hook_state_dir_option("The install journal to check (default /var/lib/rocmrevive).")
 @click.option("--now", is_flag=True, hidden=True, help="Re-apply in this process (the background half of --mode reapply).")
 @click.option("--wait", "wait_s", default=900.0, show_default=True, metavar="SECONDS",
               help="With reapply: how long to wait for apt/dpkg to release their locks.")
@@ -180,33 +166,25 @@ def run(ui, mode, state_dir, now, wait_s, log_path, install_args):
     `rocmrevive install --yes INSTALL_ARGS` in the background, once apt has released its locks
     (it holds them while its hooks run), and logs the result.
     """
-    from rocmrevive.hooks import HOOK_LOG, findings, wait_for_package_managers
+    from rocmrevive.hooks import HOOK_LOG, findings, reapply_now, start_reapply
 
     log_machine = log_path or HOOK_LOG
-    log_real = ui.root.path(log_machine)
 
     def work() -> Outcome:
         try:
             if now:
-                return _reapply_now(ui, state_dir, install_args, wait_s, log_real, findings, wait_for_package_managers)
+                return _reapplied(reapply_now(ui.root, state_dir=state_dir, install_args=install_args,
+                                              wait_s=wait_s, log_machine=log_machine))
             found = findings(ui.root, state_dir)
         except Exception as exc:  # the hook must never break apt; say what went wrong instead
             msg = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
             return Outcome(data={"mode": mode, "findings": [], "action": "error", "problem": msg},
                            render=lambda con: con.print(f"rocmrevive hook: could not check: {msg}", markup=False))
         action, pid = "none", None
-        fixable = [f for f in found if f.kind in ("lost", "gone")]
-        if mode == "reapply" and fixable:
-            log_real.parent.mkdir(parents=True, exist_ok=True)
-            argv = _self_argv(ui.root) + ["hook", "run", "--mode", "reapply", "--now", "--wait", str(wait_s)]
-            argv += (["--state-dir", state_dir] if state_dir else []) + ["--log", log_machine]
-            argv += ["--", *install_args] if install_args else []
-            with open(log_real, "a") as logf:
-                logf.write(f"{_stamp()} dpkg run left: {'; '.join(f.message() for f in found)}\n")
-                logf.flush()
-                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
-                                        start_new_session=True, close_fds=True)
-            action, pid = "reapply-started", proc.pid
+        if mode == "reapply" and any(f.kind in ("lost", "gone") for f in found):
+            pid = start_reapply(ui.root, found, state_dir=state_dir, wait_s=wait_s, log_machine=log_machine,
+                                install_args=install_args)
+            action = "reapply-started"
         elif found:
             action = "warned"
         data = {"mode": mode, "findings": [f.to_json() for f in found], "action": action, "pid": pid,
@@ -224,34 +202,8 @@ def run(ui, mode, state_dir, now, wait_s, log_path, install_args):
     ui.run("hook run", work)
 
 
-def _stamp() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _reapply_now(ui, state_dir, install_args, wait_s, log_real, findings, wait_for_package_managers) -> Outcome:
-    """The background half: wait for apt, look again, install, log."""
-    import json
-
-    def log(line: str) -> None:
-        log_real.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_real, "a") as f:
-            f.write(f"{_stamp()} {line}\n")
-
-    if not wait_for_package_managers(ui.root, wait_s):
-        log(f"gave up: apt/dpkg still held their locks after {wait_s:g} s; run `rocmrevive install` by hand")
-        return Outcome(data={"action": "gave-up"}, code="LOCKED", message="package manager still busy")
-    found = [f for f in findings(ui.root, state_dir) if f.kind in ("lost", "gone")]
-    if not found:
-        log("nothing to re-install any more")
-        return Outcome(data={"action": "none"})
-    argv = _self_argv(ui.root) + ["--json", "--no-progress", "install", "--yes", *install_args]
-    log("running: " + " ".join(argv))
-    r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    try:
-        doc = json.loads(r.stdout)
-    except ValueError:
-        doc = {"error": {"message": (r.stderr or r.stdout).strip()[-500:]}}
-    err = (doc.get("error") or {}).get("message")
-    copies = ", ".join(f"{c['library']}: {c['status']}" for c in doc.get("copies") or [])
-    log(f"install exited {r.returncode}" + (f": {copies}" if copies else "") + (f"; {err}" if err else ""))
-    return Outcome(data={"action": "reapplied", "exit": r.returncode, "install": doc}, changed=bool(doc.get("changed")))
+def _reapplied(res: dict) -> Outcome:
+    """The background half's outcome (``hooks.reapply_now``)."""
+    if res["action"] == "gave-up":
+        return Outcome(data=res, code="LOCKED", message="package manager still busy")
+    return Outcome(data=res, changed=bool((res.get("install") or {}).get("changed")))

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from rocmrevive.cli.options import state_dir_option
 from rocmrevive.cli.ui import Outcome, mirror_option, targets_option
 
 
@@ -26,7 +27,7 @@ from rocmrevive.cli.ui import Outcome, mirror_option, targets_option
 @click.option("--manifests", "manifests_dir", metavar="DIR", help="Manifest folder (default: the shipped ones).")
 @click.option("--cross-version", is_flag=True,
               help="Also allow sources built for another rocBLAS version (the community's 6.3 recipe). Not recommended.")
-@click.option("--state-dir", default=None, metavar="DIR", help="Journal folder (machine path; default /var/lib/rocmrevive).")
+@state_dir_option
 @click.option("--python", "pythons", multiple=True, metavar="PATH", help="Also look in this Python environment.")
 @click.option("--libraries/--no-libraries", "libraries", default=True, show_default=True,
               help="Also replace host libraries (rocSPARSE, rocSOLVER, rocFFT, rocRAND) that lack gfx906 code, "

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import click
 
+from rocmrevive.cli.options import state_dir_option
 from rocmrevive.cli.ui import Outcome
 from rocmrevive.errors import RevError
 
 PYTHON_HELP = "The Python interpreter, venv or site-packages to work on (repeatable; default: every one found)."
-STATE_HELP = "Journal folder (machine path; default /var/lib/rocmrevive)."
 
 
 @click.group()
@@ -51,7 +51,7 @@ def _pick_site(ui, spec, pythons) -> str:
 @patch.command("list")
 @click.option("--python", "pythons", multiple=True, metavar="PATH", help=PYTHON_HELP)
 @click.option("--patches", "patches_dir", metavar="DIR", help="Patch folder (default: the shipped patches/).")
-@click.option("--state-dir", default=None, metavar="DIR", help=STATE_HELP)
+@state_dir_option
 @click.pass_obj
 def list_(ui, pythons, patches_dir, state_dir):
     """The known patches and, per environment that has the package, their state."""
@@ -77,7 +77,7 @@ def list_(ui, pythons, patches_dir, state_dir):
 @click.argument("patch_id")
 @click.option("--python", "pythons", multiple=True, metavar="PATH", help=PYTHON_HELP)
 @click.option("--patches", "patches_dir", metavar="DIR", help="Patch folder (default: the shipped patches/).")
-@click.option("--state-dir", default=None, metavar="DIR", help=STATE_HELP)
+@state_dir_option
 @click.pass_obj
 def verify(ui, patch_id, pythons, patches_dir, state_dir):
     """Is PATCH_ID applied, and is the file exactly the release's file patched? Exit 0 when
@@ -101,7 +101,7 @@ def verify(ui, patch_id, pythons, patches_dir, state_dir):
 @click.option("--python", "pythons", multiple=True, metavar="PATH", help=PYTHON_HELP)
 @click.option("--patches", "patches_dir", metavar="DIR", help="Patch folder (default: the shipped patches/).")
 @click.option("--dry-run", is_flag=True, help="Check everything, change nothing.")
-@click.option("--state-dir", default=None, metavar="DIR", help=STATE_HELP)
+@state_dir_option
 @click.pass_obj
 def apply(ui, patch_id, pythons, patches_dir, dry_run, state_dir):
     """Apply PATCH_ID as one transaction (refused unless the package version is one the patch
@@ -135,7 +135,7 @@ def apply(ui, patch_id, pythons, patches_dir, dry_run, state_dir):
 @click.option("--patches", "patches_dir", metavar="DIR", help="Patch folder (default: the shipped patches/).")
 @click.option("--force", is_flag=True, help="Restore the original even if the file changed since.")
 @click.option("--dry-run", is_flag=True, help="Check, change nothing.")
-@click.option("--state-dir", default=None, metavar="DIR", help=STATE_HELP)
+@state_dir_option
 @click.pass_obj
 def rollback(ui, patch_id, pythons, patches_dir, force, dry_run, state_dir):
     """Undo PATCH_ID byte for byte (the transaction that applied it)."""

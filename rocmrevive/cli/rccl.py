@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from rocmrevive.cli.options import state_dir_option
 from rocmrevive.cli.ui import Outcome, mirror_option, targets_option
 from rocmrevive.errors import RevError
 
@@ -130,7 +131,7 @@ def _render_audit(con, rep) -> None:
               help="Python environments whose PyTorch HIP runtime must match (repeatable).")
 @click.option("--skip-abi", is_flag=True, help="Install even when the ABI check says it would not load here.")
 @click.option("--check", is_flag=True, help="Fetch, verify and plan; change nothing (exit 20 if it would).")
-@click.option("--state-dir", default=None, metavar="DIR", help="Journal folder (machine path; default /var/lib/rocmrevive).")
+@state_dir_option
 @click.pass_obj
 def install(ui, targets, source, from_path, mirror, cache, tree, prefix, also_names, pythons, skip_abi, check,
             state_dir):

@@ -6,9 +6,9 @@ from collections import Counter
 
 import click
 
+from rocmrevive.cli.options import state_dir_option
 from rocmrevive.cli.ui import Outcome
 
-STATE_DIR_HELP = "Where journals, backups and the lock live (a machine path, under --root)."
 
 
 def _verbs(actions: list[dict], dry: bool) -> str:
@@ -41,7 +41,7 @@ def _render_actions(con, actions: list[dict], verbose: int) -> None:
 @click.option("--force", is_flag=True, help="Restore files that changed since the install too "
                                            "(their current bytes are kept in the backups folder).")
 @click.option("--dry-run", is_flag=True, help="Check every file's hash and say what would happen; change nothing.")
-@click.option("--state-dir", default="/var/lib/rocmrevive", show_default=True, metavar="DIR", help=STATE_DIR_HELP)
+@state_dir_option
 @click.pass_obj
 def rollback(ui, txid, force, dry_run, state_dir):
     """Undo the last install transaction (or TXID), byte for byte.
@@ -85,7 +85,7 @@ def rollback(ui, txid, force, dry_run, state_dir):
 @click.command()
 @click.option("--force", is_flag=True, help="Undo files that changed since the interrupted transaction too.")
 @click.option("--dry-run", is_flag=True, help="Say what recovery would do; change nothing.")
-@click.option("--state-dir", default="/var/lib/rocmrevive", show_default=True, metavar="DIR", help=STATE_DIR_HELP)
+@state_dir_option
 @click.pass_obj
 def recover(ui, force, dry_run, state_dir):
     """Finish or undo a transaction that was interrupted (killed, power loss).

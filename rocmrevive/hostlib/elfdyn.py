@@ -141,6 +141,17 @@ def _sym_fields(fields: tuple, elf_class: int) -> tuple[int, int, int, int, int]
     return fields[0], fields[3], fields[4], fields[5], fields[1]
 
 
+def soname_of(path: str | Path) -> str | None:
+    """The DT_SONAME of a shared object, or None (no SONAME, not a shared object, unreadable).
+
+        soname_of("/opt/rocm/lib/librocblas.so")   # "librocblas.so.4"
+    """
+    try:
+        return read_dynamic(path).soname
+    except (DynamicError, OSError):
+        return None
+
+
 def read_dynamic(path: str | Path) -> DynamicObject:
     """Read the dynamic-linking facts of ``path``. Raises DynamicError for a file the loader
     would not take (not ELF, not a shared object/executable, no dynamic section)."""

@@ -57,8 +57,7 @@ def tree_library(root: Root, libdir: str, soname: str) -> tuple[str | None, str]
 
 def serves(report, devices: list[TargetId]) -> tuple[list[TargetId], list[str]]:
     """(the devices whose code ``report`` (an inspect FileReport) lacks, its processors)."""
-    lacking = [d for d in devices if not any(e.target.can_load_on(d) for e in report.entries)]
-    return lacking, sorted({e.target.processor for e in report.entries})
+    return [c.device for c in report.coverage(devices) if not c.loads], report.processors
 
 
 def plan_library(ctx, lp: LibraryPlan, manifest, comp) -> None:

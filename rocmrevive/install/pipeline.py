@@ -1,5 +1,5 @@
 """``rocmrevive install``, the main path: detect → choose rocBLAS copies → plan → fetch → stage →
-verify staged → apply → verify installed → report (DESIGN.md "The main path").
+verify staged → apply → verify installed → report (docs/architecture.md, "The main path").
 
     report = install(Root("/"), check=True)     # what would change, nothing written
     report = install(Root("/"))                 # do it, as one transaction per rocBLAS copy
@@ -11,7 +11,6 @@ walked by ``core.install_component``: one transaction each. The hardware is scan
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
@@ -67,9 +66,8 @@ def _devices(root: Root, targets) -> tuple[list[TargetId], str, list[TargetId]]:
 
 
 def given_trees(root: Root, trees) -> list[tuple[str, Path]]:
-    """Each ``--tree`` as typed and as a real path: relative to the working folder on the real
-    machine, else a machine path under ``--root``."""
-    return [(t, root.path(t) if not root.is_host else Path(os.path.abspath(t))) for t in trees]
+    """Each ``--tree`` as typed and as a real path (converted once, here)."""
+    return [(t, root.given(t)) for t in trees]
 
 
 def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None, mirror: str | None = None,

@@ -84,10 +84,10 @@ def check_staged_targets(by_name: dict[str, Path], devices: list[TargetId]) -> N
         if not rep.entries:
             raise RevError("VERIFY_FAILED", f"staged {name} is {rep.kind}, not a GPU code object; nothing was changed")
         for e in rep.entries:
-            for d in devices:
-                if not e.target.can_load_on(d):
+            for c in TargetId.coverage([e], devices):
+                if not c.loads:
                     raise RevError("VERIFY_FAILED", f"staged {name} holds {e.target} code, which does not "
-                                                    f"load on {d}; nothing was changed")
+                                                    f"load on {c.device}; nothing was changed")
 
 
 class TensileFiles(Hooks):

@@ -83,6 +83,7 @@ def hip_consumers(root: Root, pythons=(), tree: str | None = None) -> list[HipCo
     """The HIP runtimes programs on the machine are bound to: each ROCm install's and each
     PyTorch wheel's ``libamdhip64``."""
     from rocmrevive.hardware.sysfs import list_dir
+    from rocmrevive.hostlib.elfdyn import soname_of
     from rocmrevive.trees.installs import find_installs
     from rocmrevive.trees.pythonenv import find_envs
 
@@ -100,18 +101,9 @@ def hip_consumers(root: Root, pythons=(), tree: str | None = None) -> list[HipCo
     for env in envs:
         names = sorted(n for n in list_dir(root.path(f"{env.site_packages}/torch/lib")) if HIP_RE.match(n))
         if names:
-            hip = _soname_of(root, f"{env.site_packages}/torch/lib/{names[0]}") or names[0]
+            hip = soname_of(root.path(f"{env.site_packages}/torch/lib/{names[0]}")) or names[0]
             out.append(HipConsumer(f"PyTorch {env.torch_version or '?'} in {env.prefix or env.site_packages}", hip))
     return out
-
-
-def _soname_of(root: Root, mpath: str) -> str | None:
-    from rocmrevive.hostlib.elfdyn import DynamicError, read_dynamic
-
-    try:
-        return read_dynamic(root.path(mpath)).soname
-    except (DynamicError, OSError):
-        return None
 
 
 def abi_search_dirs(root: Root, tree: str | None) -> list[str]:

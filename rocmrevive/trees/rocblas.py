@@ -198,21 +198,11 @@ def _soname_version(root: Root, libdir: str) -> tuple[str | None, str | None]:
 
 def _elf_soname(root: Root, mpath: str) -> tuple[str | None, str | None]:
     """DT_SONAME of an unversioned ``librocblas.so`` (PyTorch wheels ship it under that name)."""
-    try:
-        from elftools.elf.elffile import ELFFile
-        from elftools.elf.dynamic import DynamicSection
+    from rocmrevive.hostlib.elfdyn import soname_of
 
-        with open(root.path(mpath), "rb") as f:
-            elf = ELFFile(f)
-            for sec in elf.iter_sections():
-                if isinstance(sec, DynamicSection):
-                    for tag in sec.iter_tags():
-                        if tag.entry.d_tag == "DT_SONAME":
-                            m = _SONAME.match(tag.soname)
-                            return (m.group(1), f"SONAME {tag.soname}") if m else (None, None)
-    except Exception:  # not an ELF (a placeholder), truncated, unreadable
-        return None, None
-    return None, None
+    name = soname_of(root.path(mpath))
+    m = _SONAME.match(name) if name else None
+    return (m.group(1), f"SONAME {name}") if m else (None, None)
 
 
 def _header_version(root: Root, prefix: str) -> tuple[str | None, str | None]:

@@ -1,0 +1,21 @@
+"""Options several commands share, declared once. Only click is imported here: ``--help`` stays
+cheap.
+
+    @state_dir_option
+    def status(ui, state_dir): ...
+"""
+from __future__ import annotations
+
+import click
+
+# the journal folder; txn.transaction.DEFAULT_STATE_DIR is the same (tests/test_cli_options.py)
+STATE_DIR = "/var/lib/rocmrevive"
+STATE_DIR_HELP = "Where journals, backups and the lock live (a machine path, under --root)."
+
+state_dir_option = click.option("--state-dir", default=STATE_DIR, show_default=True, metavar="DIR",
+                                help=STATE_DIR_HELP)
+
+
+def hook_state_dir_option(help: str):
+    """``--state-dir`` of the apt hook's commands: unset means the hook's own setting."""
+    return click.option("--state-dir", default=None, metavar="DIR", help=help)

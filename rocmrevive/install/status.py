@@ -1,0 +1,100 @@
+"""What rocmrevive changed on this machine, per tree, and whether it is still intact: the
+roll-up behind ``rocmrevive status`` (the transactions' own integrity, the last smoke test, dpkg
+diversions that drifted).
+
+    rep = machine_status(Root("/"), state_dir="/var/lib/rocmrevive")
+    rep.code, rep.message         # "DRIFT", "transaction 0002-… on /opt/rocm-6.4.3: …"
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from rocmrevive.rootfs import Root
+
+# a tree's state: the worst of its transactions (interrupted first), else its live files' integrity
+INTEGRITY_ORDER = ("drifted", "missing", "partial")
+
+
+@dataclass
+class StatusReport:
+    state_dir: str
+    transactions: list[dict]
+    trees: list[dict] = field(default_factory=list)
+    pending: list[dict] = field(default_factory=list)
+    smoke: Optional[dict] = None
+    diversions: list[dict] = field(default_factory=list)
+    code: str = "OK"
+    message: Optional[str] = None
+
+    def by_tree(self, tree: str) -> list[dict]:
+        return [t for t in self.transactions if (t["tree"] or "(unknown)") == tree]
+
+    @property
+    def warnings(self) -> list[str]:
+        return [f"{d['path']}: {d['problem']} ({d['hint']})" for d in self.diversions]
+
+    def to_json(self) -> dict:
+        return {"state_dir": self.state_dir, "trees": self.trees, "transactions": self.transactions,
+                "pending": [t["txid"] for t in self.pending], "smoke": self.smoke, "diversions": self.diversions}
+
+
+def tree_state(items: list[dict]) -> str:
+    """One tree's state from its transactions."""
+    live = [t for t in items if t["state"] == "committed"]
+    if any(t["state"] in ("interrupted", "damaged") for t in items):
+        return "interrupted"
+    if any(t["state"] == "in_progress" for t in items):
+        return "in_progress"
+    return next((s for s in INTEGRITY_ORDER if any(t["integrity"] == s for t in live)), "intact" if live else "clean")
+
+
+def _tree_doc(tree: str, items: list[dict]) -> dict:
+    live = [t for t in items if t["state"] == "committed"]
+    return {"tree": tree, "exists": any(t["tree_exists"] for t in items), "state": tree_state(items),
+            "files_managed": sum(len(t.get("intact", [])) + len(t.get("drifted", [])) + len(t.get("missing", []))
+                                 for t in live),
+            "transactions": [t["txid"] for t in items]}
+
+
+def _verdict(rep: StatusReport) -> None:
+    damaged = [t for t in rep.transactions if t["state"] == "committed" and t["integrity"] != "intact"]
+    if rep.pending:
+        rep.code = "INTERRUPTED"
+        t = rep.pending[-1]
+        rep.message = (f"the journal {t['journal']} of transaction {t['txid']} is damaged: {t['damage']}; rocmrevive "
+                       f"will not undo or complete it: check the files by hand, then move the journal aside"
+                       if t.get("damage") else
+                       f"transaction {t['txid']} was interrupted; run `rocmrevive recover` to finish or undo it")
+    elif damaged:
+        rep.code = "DRIFT"
+        t = damaged[-1]
+        what = {"missing": "its files are gone (was the tree upgraded or reinstalled? install again)",
+                "partial": f"{len(t['missing'])} of its files are gone (install again)",
+                "drifted": f"{len(t['drifted'])} of its files were changed by something else"}[t["integrity"]]
+        rep.message = f"transaction {t['txid']} on {t['tree'] or '(tree unknown)'}: {what}"
+
+
+def machine_status(root: Root, *, state_dir: str, trees=()) -> StatusReport:
+    """Every transaction (or those of ``trees``), each file hashed again, rolled up per tree;
+    ``code`` is INTERRUPTED, DRIFT or OK with one line."""
+    from rocmrevive.smoke.record import read_last
+    from rocmrevive.txn.divert import findings as divert_findings
+    from rocmrevive.txn.transaction import list_transactions, resolve_inside
+
+    txs = list_transactions(root, state_dir=state_dir)
+    if trees:
+        # a tree names itself and every folder inside it: /opt/rocm-6.4.3 holds the
+        # transactions on /opt/rocm-6.4.3/lib/rocblas/library
+        wanted = [root.machine_path(resolve_inside(root, t, what="tree")).rstrip("/") or "/" for t in trees]
+        txs = [t for t in txs if t["tree"] and any(t["tree"] == w or t["tree"].startswith(w.rstrip("/") + "/")
+                                                   for w in wanted)]
+    by_tree: dict[str, list] = {}
+    for t in txs:
+        by_tree.setdefault(t["tree"] or "(unknown)", []).append(t)
+    rep = StatusReport(state_dir, txs, trees=[_tree_doc(tree, items) for tree, items in by_tree.items()],
+                       pending=[t for t in txs if t["state"] in ("interrupted", "damaged")])
+    _verdict(rep)
+    rep.smoke = read_last(root)
+    rep.diversions = divert_findings(root, state_dir)
+    return rep
