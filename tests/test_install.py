@@ -236,3 +236,29 @@ def test_install_from_an_unpacked_folder(demo, tmp_path):
     assert copy["status"] == "installed" and copy["summary"]["create"] == 9
     assert not (cache / "extracted").exists() or not any((cache / "extracted").iterdir())
     assert not any((cache / "staging").iterdir())    # this install's staging is gone
+
+
+def test_a_whole_install_scans_the_hardware_once_and_verifies_each_copy_twice(demo, monkeypatch):
+    """In process: the GPUs are read once, and verify_copy runs before (is anything needed?) and
+    on the staged overlay; the check after the apply re-hashes what was written instead."""
+    from rocmrevive.diagnose import verify as dverify
+    from rocmrevive.hardware import gpus
+    from rocmrevive.install.pipeline import install
+    from rocmrevive.rootfs import Root
+
+    root, deb, args = demo
+    calls = {"scan": 0, "verify_copy": 0}
+
+    def counted(name, fn):
+        def wrapper(*a, **kw):
+            calls[name] += 1
+            return fn(*a, **kw)
+        return wrapper
+
+    monkeypatch.setattr(gpus, "scan", counted("scan", gpus.scan))
+    monkeypatch.setattr(dverify, "verify_copy", counted("verify_copy", dverify.verify_copy))
+    opts = dict(zip(args[0:6:2], args[1:6:2]))
+    rep = install(Root(root), manifests_dir=opts["--manifests"], from_path=opts["--from"], cache=opts["--cache"])
+    (copy,) = rep.copies
+    assert copy.status == "installed" and copy.verify_after["ok"] is True
+    assert calls == {"scan": 1, "verify_copy": 2}

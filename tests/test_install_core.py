@@ -1,0 +1,97 @@
+"""The one staged-install walk (rocmrevive/install/core.py): stage, plan, confirm, apply as one
+transaction, verify with one policy (a failed check rolls back), on a real folder machine."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rocmrevive.cli.options import STATE_DIR
+from rocmrevive.errors import RevError
+from rocmrevive.install.core import (Decline, Hooks, Staged, Status, Verdict, install_component,
+                                     staging_area)
+from rocmrevive.rootfs import Root
+from rocmrevive.txn.transaction import DEFAULT_STATE_DIR, list_transactions
+
+TREE = "/opt/rocm-6.4.3/lib"
+
+
+class OneFile(Hooks):
+    """Writes TREE/libdemo.so.1 with ``data``; ``ok`` decides the check after."""
+
+    label = f"{TREE}/libdemo.so.1"
+
+    def __init__(self, data: bytes, ok: bool = True, decline: bool = False):
+        self.data, self.ok, self.decline = data, ok, decline
+        self.events: list[str] = []
+
+    def stage(self, area: Path) -> Staged:
+        if self.decline:
+            raise Decline(Status.REFUSED, "would not load here")
+        p = area / "libdemo.so.1"
+        p.write_bytes(self.data)
+        return Staged(TREE, {self.label: p}, source="test", meta={"kind": "test"})
+
+    def verify(self, result) -> Verdict:
+        self.events.append("verify")
+        return Verdict(self.ok, {"ok": self.ok}, why="the bytes are wrong")
+
+    def after_commit(self, result) -> None:
+        self.events.append("commit")
+
+    def after_undo(self) -> None:
+        self.events.append("undo")
+
+
+@pytest.fixture
+def root(tmp_path) -> Root:
+    (tmp_path / "m" / TREE.lstrip("/")).mkdir(parents=True)
+    return Root(tmp_path / "m")
+
+
+def walk(root: Root, comp, **kw):
+    with staging_area(root.base / "staging") as area:
+        return install_component(root, comp, area, state_dir=DEFAULT_STATE_DIR, **kw)
+
+
+def test_check_plans_and_writes_nothing(root):
+    applied = walk(root, OneFile(b"x"), check=True)
+    assert applied.status is Status.PLANNED and applied.plan.summary()["create"] == 1
+    assert not root.path(f"{TREE}/libdemo.so.1").exists()
+    assert not list(root.base.joinpath("staging").iterdir()), "the staging area is removed"
+
+
+def test_apply_verifies_and_a_second_run_is_unchanged(root):
+    comp = OneFile(b"graft")
+    applied = walk(root, comp)
+    assert applied.status is Status.INSTALLED and applied.result.txid
+    assert root.path(f"{TREE}/libdemo.so.1").read_bytes() == b"graft"
+    assert comp.events == ["commit", "verify"]
+    assert walk(root, OneFile(b"graft")).status is Status.UNCHANGED
+
+
+def test_a_failed_check_after_rolls_back_and_undoes_outside_state(root):
+    comp = OneFile(b"bad", ok=False)
+    with pytest.raises(RevError) as ei:
+        walk(root, comp)
+    assert ei.value.code == "VERIFY_FAILED" and "was rolled back: the bytes are wrong" in ei.value.message
+    assert not root.path(f"{TREE}/libdemo.so.1").exists()
+    assert comp.events == ["commit", "verify", "undo"]
+    assert [t["state"] for t in list_transactions(root)] == ["rolled_back"]
+
+
+def test_not_confirmed_and_declined(root):
+    asked = []
+    applied = walk(root, OneFile(b"x"), confirm=lambda label, plan: asked.append(label) or False)
+    assert applied.status is Status.SKIPPED and asked == [f"{TREE}/libdemo.so.1"]
+    declined = walk(root, OneFile(b"x", decline=True))
+    assert (declined.status, declined.reason, declined.plan) == (Status.REFUSED, "would not load here", None)
+    assert not root.path(f"{TREE}/libdemo.so.1").exists() and list_transactions(root) == []
+
+
+def test_status_values_are_the_json_strings():
+    assert f"{Status.INSTALLED}" == "installed" and Status("planned") is Status.PLANNED
+
+
+def test_the_cli_default_state_dir_is_the_transactions():
+    assert STATE_DIR == DEFAULT_STATE_DIR
