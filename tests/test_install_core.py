@@ -50,6 +50,7 @@ def root(tmp_path) -> Root:
 
 
 def walk(root: Root, comp, **kw):
+    (root.base / "staging").mkdir(exist_ok=True)
     with staging_area(root.base / "staging") as area:
         return install_component(root, comp, area, state_dir=DEFAULT_STATE_DIR, **kw)
 
