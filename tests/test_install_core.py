@@ -84,7 +84,7 @@ def test_a_failed_check_after_rolls_back_and_undoes_outside_state(root):
 def test_not_confirmed_and_declined(root):
     asked = []
     applied = walk(root, OneFile(b"x"), confirm=lambda label, plan: asked.append(label) or False)
-    assert applied.status is Status.SKIPPED and asked == [f"{TREE}/libdemo.so.1"]
+    assert applied.status is Status.DECLINED and asked == [f"{TREE}/libdemo.so.1"]
     declined = walk(root, OneFile(b"x", decline=True))
     assert (declined.status, declined.reason, declined.plan) == (Status.REFUSED, "would not load here", None)
     assert not root.path(f"{TREE}/libdemo.so.1").exists() and list_transactions(root) == []
