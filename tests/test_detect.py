@@ -115,11 +115,12 @@ def test_python_tree_and_no_search_options(machine, tmp_path):
     _, doc = detect_json(root, "--no-search")
     assert "python-torch" not in {c["layout"] for c in doc["rocblas_copies"]}
     _, doc = detect_json(root, "--no-search", "--python", "/home/alice/venvs/torch/bin/python",
-                         "--tree", "/opt/rocm-6.4.3/lib/rocblas/library", "--tree", "/nowhere")
+                         "--tree", "/opt/rocm-6.4.3/lib/rocblas/library")
     layouts = [c["layout"] for c in doc["rocblas_copies"]]
     assert "python-torch" in layouts and layouts.count("amd") == 1    # --tree of a known copy: once
-    bad = next(c for c in doc["rocblas_copies"] if c["path"] == "/nowhere")
-    assert bad["problems"] == ["/nowhere is not a folder"]
+    # a --tree that is no folder is a usage error, not a rocBLAS copy (issue 16)
+    code, bad = detect_json(root, "--no-search", "--tree", "/nowhere")
+    assert code == 2 and "--tree /nowhere does not exist" in bad["error"]["message"]
     assert [e["named"] for e in doc["python_envs"]] == [True]
 
 

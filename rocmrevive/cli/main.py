@@ -8,6 +8,8 @@ import sys
 
 import click
 
+_ARGV: list[str] = []  # this run's arguments (``--json`` anywhere in them asks for JSON)
+
 # name -> "module:function". A command module is imported only when that command runs.
 COMMANDS: dict[str, tuple[str, str]] = {
     "inspect": ("rocmrevive.cli.inspect:inspect", "List the GPU code objects inside files and folders."),
@@ -32,6 +34,26 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 class LazyGroup(click.Group):
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """click's main, with its own errors (usage, Ctrl-C, a closed pipe) turned into the
+        documented exits, and under --json into one JSON document (also for click's test runner)."""
+        from rocmrevive.cli.ui import pipe_closed_quietly
+
+        global _ARGV
+        _ARGV = list(sys.argv[1:] if args is None else args)
+        try:
+            with pipe_closed_quietly():
+                rv = super().main(args=_ARGV, prog_name=prog_name, complete_var=complete_var,
+                                  standalone_mode=False, **extra)
+        except click.ClickException as exc:
+            _usage_error(exc, _ARGV)
+        except (KeyboardInterrupt, click.exceptions.Abort):  # outside a command's work: nothing was open
+            click.echo("rocmrevive: interrupted; nothing was changed", err=True)
+            sys.exit(130)
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
     def list_commands(self, ctx):
         lazy = [n for n, (target, _) in COMMANDS.items() if _module_exists(target)]
         return sorted(set(lazy) | set(self.commands))
@@ -143,9 +165,6 @@ def _module_exists(target: str) -> bool:
     modname = target.split(":")[0]
     rel = modname.split(".")[-1] + ".py"
     return os.path.exists(os.path.join(os.path.dirname(__file__), rel))
-
-
-_ARGV: list[str] = []
 
 
 def _wants_json(argv=None) -> bool:
@@ -265,19 +284,7 @@ def completion(shell):
 
 
 def main(argv=None):
-    from rocmrevive.cli.ui import pipe_closed_quietly
-
-    global _ARGV
-    _ARGV = list(sys.argv[1:] if argv is None else argv)
-    try:
-        with pipe_closed_quietly():
-            rv = cli.main(args=_ARGV, prog_name="rocmrevive", standalone_mode=False)
-    except click.ClickException as exc:
-        _usage_error(exc, _ARGV)
-    except (KeyboardInterrupt, click.exceptions.Abort):  # outside a command's work: nothing was open
-        click.echo("rocmrevive: interrupted; nothing was changed", err=True)
-        sys.exit(130)
-    sys.exit(rv if isinstance(rv, int) else 0)
+    cli.main(args=list(sys.argv[1:] if argv is None else argv), prog_name="rocmrevive")
 
 
 if __name__ == "__main__":  # pragma: no cover
