@@ -12,10 +12,14 @@ the bytes arrive, the move into ``sha256/``). Rounds alternate (curl first, then
 so a busy machine hurts both alike; the goal (issue 17) is the median ratio <= 1.25.
 
     python bench/bench_download.py [--deb PATH] [--rounds 7] [--json]
+    python bench/bench_download.py --synthetic 280   # a random file of that many MB, pinned by
+                                                     # its own sha256 (a machine without the cache)
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -61,9 +65,23 @@ def _ours(src, base: str, cache: Path) -> float:
     return dt
 
 
-def bench(deb: Path, rounds: int) -> dict:
+def _synthetic(mb: int, where: Path) -> Path:
+    out = where / "synthetic.deb"
+    with open(out, "wb") as f:
+        for _ in range(mb):
+            f.write(os.urandom(1 << 20))
+    return out
+
+
+def bench(deb: Path, rounds: int, synthetic: bool = False) -> dict:
     m = {x.id: x for x in load_manifests(REPO / "manifests")}["rocblas-4.4-gfx906"]
     src = m.source("debian-librocblas4")
+    if synthetic:
+        h = hashlib.sha256()
+        with open(deb, "rb") as f:
+            while chunk := f.read(1 << 22):
+                h.update(chunk)
+        src = dataclasses.replace(src, sha256=h.hexdigest(), size=deb.stat().st_size)
     if deb.stat().st_size != src.size:
         raise SystemExit(f"{deb} is not the manifest's {src.filename}")
     with open(deb, "rb") as f:  # warm the page cache once, for both
@@ -107,7 +125,11 @@ def main() -> int:
     ap.add_argument("--deb", type=Path, default=DEFAULT_DEB)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--synthetic", type=int, metavar="MB", help="serve a random file of MB megabytes instead")
     args = ap.parse_args()
+    if args.synthetic:
+        tmpd = Path(tempfile.mkdtemp(prefix="bench-dl-src-", dir="/var/tmp"))
+        args.deb = _synthetic(args.synthetic, tmpd)
     if not args.deb.is_file():
         print(f"{args.deb} is missing: run tests/fixtures/fetch_debian.sh first", file=sys.stderr)
         return 2
@@ -115,7 +137,11 @@ def main() -> int:
         print("curl is missing: apt-get install curl", file=sys.stderr)
         return 2
     load0 = os.getloadavg()[0]
-    res = bench(args.deb, args.rounds)
+    try:
+        res = bench(args.deb, args.rounds, synthetic=bool(args.synthetic))
+    finally:
+        if args.synthetic:
+            shutil.rmtree(args.deb.parent, ignore_errors=True)
     res["load_avg"] = [load0, os.getloadavg()[0]]
     if args.json:
         print(json.dumps(res, indent=2))
