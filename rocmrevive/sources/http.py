@@ -287,7 +287,7 @@ def _receive(r, sink: "_Sink", have: int, size: int, progress, deadline) -> int:
         if n:
             if have + n > size:
                 raise _TooBig()
-            sink.put(buf, n)
+            sink.write(buf, n)
             have += n
             if progress is not None:
                 progress(have, size)
@@ -304,9 +304,11 @@ BUFFERS = 3
 
 
 class _Sink:
-    """Hashes and writes received buffers on a worker thread (hashlib and os.write release the
-    GIL), so receiving the next buffer overlaps them. A few fixed buffers are reused: no
-    allocation per chunk, and at most BUFFERS * BUFFER bytes are in flight."""
+    """Writes received buffers to the descriptor (``write``, on the caller's thread) and hashes
+    them on a worker thread (hashlib releases the GIL): sha256 is the slowest step of a verified
+    download, so it runs beside receiving and writing the next buffers instead of after them. A
+    few fixed buffers are reused: no allocation per chunk, at most BUFFERS * BUFFER bytes in
+    flight."""
 
     def __init__(self, fd: int, h):
         self.fd, self.h = fd, h
@@ -327,9 +329,7 @@ class _Sink:
             buf, n = item
             if self.err is None:
                 try:
-                    view = memoryview(buf)[:n]
-                    self.h.update(view)
-                    write_all(self.fd, view)
+                    self.h.update(memoryview(buf)[:n])
                 except BaseException as exc:  # reported to the receiving thread
                     self.err = exc
             self.pool.put(buf)
@@ -343,9 +343,15 @@ class _Sink:
     def give_back(self, buf: bytearray) -> None:
         self.pool.put(buf)
 
-    def put(self, buf: bytearray, n: int) -> None:
+    def write(self, buf: bytearray, n: int) -> None:
+        """Write the first ``n`` bytes of ``buf``, then hand it to the hashing thread."""
         if self.err is not None:
             raise self.err
+        try:
+            write_all(self.fd, memoryview(buf)[:n])
+        except OSError as exc:
+            self.pool.put(buf)
+            raise _write_error(exc) from None
         self.q.put((buf, n))
 
     def close(self) -> None:
@@ -446,7 +452,7 @@ def _copy_file_url(url: str, d: Dir, name: str, *, size: int, sha256: str, progr
                     if not k or done + k > size:
                         sink.give_back(buf)
                         break
-                    sink.put(buf, k)
+                    sink.write(buf, k)
                     done += k
                     if progress is not None:
                         progress(done, size)
