@@ -249,10 +249,10 @@ def test_code_object_v6_hsaco_next_to_v4_co_like_debian(tmp_path):
         assert names <= read_amdgpu_elf((lib / co).read_bytes()).kd_symbols
 
 
-def test_cold_cache_build_is_fast_reproducible_and_then_cached(tmp_path, monkeypatch, minideb):
+def test_cold_cache_build_is_reproducible_and_then_cached(tmp_path, monkeypatch, minideb):
     monkeypatch.setenv("ROCMREVIVE_TEST_CACHE", str(tmp_path / "cache"))
     first = mr.build_source_deb(tmp_path / "a.deb")
-    assert first["build_seconds"] < 20
+    # its speed is not asserted here (no clock in tests): reproducibility and reuse are
     # same inputs, fresh cache: the same bytes (manifests can pin the sha256)
     assert first["sha256"] == minideb["sha256"]
     again = mr.build_source_deb(tmp_path / "b.deb")
