@@ -388,10 +388,18 @@ def _adopt(path: Path, source: Source, cache: Cache, expected: tuple[str, int], 
         if digest != sha:
             raise RevError("VERIFY_FAILED", f"{path} is not {source.describe()}: sha256 {digest}, pinned {sha}")
         return FetchResult(got, source, "cache", sha, size, filename, None, True, prov)
-    digest, _ = sha256_file(path)
-    if digest != sha:
-        raise RevError("VERIFY_FAILED", f"{path} is not {source.describe()}: sha256 {digest}, pinned {sha}")
-    dest = cache.add_local(path, sha)
+    if not cache.shared and cache.has(sha):  # add_local would not hash this file: check it here
+        digest, _ = sha256_file(path)
+        if digest != sha:
+            raise RevError("VERIFY_FAILED", f"{path} is not {source.describe()}: sha256 {digest}, pinned {sha}")
+    # otherwise one pass: the copy into the cache hashes on the way and keeps nothing unless it is the pin
+    try:
+        dest = cache.add_local(path, sha)
+    except RevError as exc:
+        if exc.code != "VERIFY_FAILED":
+            raise
+        raise RevError("VERIFY_FAILED", f"{path} is not {source.describe()}: its sha256 is not the pinned "
+                                        f"{sha}; nothing was kept") from None
     return FetchResult(dest, source, "local", sha, size, filename, None, True, prov)
 
 
