@@ -85,10 +85,11 @@ def test_zsh_and_fish_scripts_and_their_protocol(bindir, shell, marker):
     r = subprocess.run(["rocmrevive"], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr
     assert "install" in r.stdout and "inspect" in r.stdout
-    exe = shutil.which(shell)
-    if exe:  # the shell's own parser accepts the script
-        flag = ["-n"] if shell == "zsh" else ["--no-execute"]
-        assert subprocess.run([exe, *flag], input=script, text=True).returncode == 0
+    exe = shutil.which(shell)  # installed by scripts/setup-system.sh
+    assert exe, f"{shell} is not installed: run scripts/setup-system.sh"
+    flag = ["-n"] if shell == "zsh" else ["--no-execute"]
+    # the shell's own parser accepts the script
+    assert subprocess.run([exe, *flag], input=script, text=True).returncode == 0
 
 
 def test_unknown_shell_is_a_usage_error(bindir):
