@@ -13,7 +13,7 @@ demo: setup
 # recorded inputs and content match (tests/fixtures/fixcache.py). Every skip reason is printed (-rs),
 # and a skip whose reason is not on tests/skip_policy.py's list fails the run.
 test: setup setup-torch fixtures lint
-	$(PYTHON) -m pytest -q -rs -p no:cacheprovider
+	$(PYTHON) -m pytest -q -rfEs -p no:cacheprovider
 
 # ruff on the whole tree, mypy on the typed core packages (both come with the `test` extra).
 lint:
