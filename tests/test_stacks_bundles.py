@@ -97,7 +97,7 @@ def test_torch_wheel_fails_verify_then_install_then_rollback(tmp_path, debian_pk
     rc, doc, _ = rr(root, "--json", "verify", "--tree", lib_dir)
     assert rc == 6 and doc["ok"] is False
 
-    rc, doc, err = rr(root, "--json", "install", "--python", VENV, "--tree", lib_dir,
+    rc, doc, err = rr(root, "--json", "install", "--yes", "--python", VENV, "--tree", lib_dir,
                       "--from", str(debian_debs[R441]), "--cache", str(tmp_path / "cache"))
     assert rc == 0, err + json.dumps(doc)[:2000]
     (cp,) = doc["copies"]
@@ -124,7 +124,7 @@ def test_torch_wheel_of_a_rocm_without_source_gets_the_next_step(tmp_path, debia
     (site / "torch/version.py").write_text("__version__ = '2.7.1+rocm6.3'\n"
                                            "hip: Optional[str] = '6.3.42134-a9a80e791'\ncuda: Optional[str] = None\n")
     before = tree_hash(site)
-    rc, doc, _ = rr(root, "--json", "install", "--python", VENV, "--tree", f"{SITE}/torch/lib",
+    rc, doc, _ = rr(root, "--json", "install", "--yes", "--python", VENV, "--tree", f"{SITE}/torch/lib",
                     "--cache", str(tmp_path / "cache"))
     (cp,) = doc["copies"]
     assert cp["rocblas_version"] == "4.3" and cp["status"] == "unsupported"
@@ -158,7 +158,7 @@ def test_ollama_runner_fails_ollamas_check_then_install_then_rollback(tmp_path, 
     assert "gfx1030" in c["ollama"]["supported"]
     assert c["ollama"]["devices"] == {d: False for d in doc["targets"]}
 
-    rc, doc, err = rr(root, "--json", "install", "--tree", OLLAMA, "--from", str(debian_debs[R52]),
+    rc, doc, err = rr(root, "--json", "install", "--yes", "--tree", OLLAMA, "--from", str(debian_debs[R52]),
                       "--cache", str(tmp_path / "cache"))
     assert rc == 0, err + json.dumps(doc)[:2000]
     (cp,) = doc["copies"]
@@ -191,7 +191,7 @@ def test_ollama_09_bundle_rocblas_43_is_refused_with_the_next_step(tmp_path, deb
     link(deb / "librocblas.so.4.4", runner / "librocblas.so.4")
     library_without(deb / "rocblas/4.4.1/library", runner / "rocblas/library", lambda n: "gfx906" in n)
     before = tree_hash(runner)
-    rc, doc, _ = rr(root, "--json", "install", "--tree", "/usr/lib/ollama/rocm", "--cache", str(tmp_path / "cache"))
+    rc, doc, _ = rr(root, "--json", "install", "--yes", "--tree", "/usr/lib/ollama/rocm", "--cache", str(tmp_path / "cache"))
     (cp,) = doc["copies"]
     assert cp["status"] == "unsupported" and cp["rocblas_version"] == "4"
     assert "; `rocmrevive recipe --tree /usr/lib/ollama/rocm/rocblas/library` writes the build" in cp["reason"]
