@@ -134,6 +134,48 @@ def stage(source: Path, processor: str, tensile_select, work: Path) -> Staged:
     return st
 
 
+_ANY_LAZY = re.compile(r"^TensileLibrary_lazy_gfx[0-9a-z]+(?:-xnack[+-])?\.dat$")
+
+
+def offered_as_build(source: Path, work: Path | None) -> bool:
+    """Whether ``--from source`` is offered as a rocBLAS library build (what ``stage`` takes), rather
+    than as packages for the manifests' pinned sources. By content:
+
+    * a ``.deb`` is a build only when it carries a per-arch index ``TensileLibrary_lazy_gfx*.dat``
+      (one listing pass below ``work``, nothing written); any other package keeps its meaning: an artifact found
+      by its sha256 (a host library to graft, say);
+    * a folder is a build when a per-arch index lies in it (links not followed); else a folder of
+      packages (``*.deb``) or an export made by ``fetch --to`` (``sources/``) keeps its meaning;
+      any other folder is taken as a build, so the content check says what it lacks;
+    * a tarball (no manifest pins one) or anything else: a build (``stage`` names what is wrong)."""
+    from rocmrevive.sources.unpack import archive_kind, extract_selected
+
+    if not source.exists():
+        return True  # stage says "no such file or folder"
+    kind = archive_kind(source)
+    if kind == "deb" and work is not None:
+        seen: list[str] = []
+
+        def note(name: str) -> bool:
+            if _ANY_LAZY.match(name.rsplit("/", 1)[-1]):
+                seen.append(name)
+            return False
+
+        extract_selected(source, note, work / "listing")
+        return bool(seen)
+    if kind != "dir":
+        return True
+    packages = False
+    for dirpath, dirnames, filenames in os.walk(source):
+        if any(_ANY_LAZY.match(f) for f in filenames):
+            return True
+        if dirpath == str(source):
+            packages = "sources" in dirnames or any(
+                f.endswith(".deb") and archive_kind(os.path.join(dirpath, f)) == "deb" for f in filenames
+                if os.path.isfile(os.path.join(dirpath, f)))
+    return not packages
+
+
 def check_version(staged: Staged, tree_version: str | None, where: str) -> None:
     """Version metadata in the source, when there is any, must name the tree's rocBLAS major.minor."""
     want = _mm(tree_version)

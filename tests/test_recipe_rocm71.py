@@ -146,6 +146,31 @@ def test_unpinned_stage_takes_only_the_targets_files(tmp_path, debian_pkgs):
     assert st.library_member == "lib/rocblas/library"
 
 
+def test_what_from_is_offered_as_is_decided_by_content(tmp_path, debian_pkgs, debian_debs):
+    """Only a rocBLAS build goes to the content check; packages and exports keep their meaning
+    (artifacts matched to the manifests by sha256: a library's .deb for a graft or RCCL)."""
+    from rocmrevive import unpinned as U
+
+    w = tmp_path / "w"
+    w.mkdir()
+    prefix = F.good_prefix(tmp_path / "prefix", debian_pkgs)
+    assert U.offered_as_build(prefix, None)                          # <prefix>/lib/rocblas/library/lazy index
+    debs = tmp_path / "debs"
+    debs.mkdir()
+    _link_or_copy(debian_debs["librccl1_5.4.3-3+b1_amd64"], debs / "librccl1_5.4.3-3+b1_amd64.deb")
+    assert not U.offered_as_build(debs, None)                        # a folder of packages
+    export = tmp_path / "export"
+    (export / "sources" / "debian-trixie").mkdir(parents=True)
+    assert not U.offered_as_build(export, None)                      # `fetch --to`'s export
+    empty = tmp_path / "empty"
+    (empty / "lib").mkdir(parents=True)
+    assert U.offered_as_build(empty, None)                           # neither: the check says what it lacks
+    assert not U.offered_as_build(debs / "librccl1_5.4.3-3+b1_amd64.deb", w)    # another library's package
+    assert U.offered_as_build(debian_debs[F.PKG44], w)               # rocBLAS's own package: its index
+    assert U.offered_as_build(F.wrong_tarball(tmp_path / "t.tar.gz", debian_pkgs), w)
+    assert not any(w.rglob("*.dat"))                                 # a listing writes nothing
+
+
 def _link_or_copy(src, dst):
     import os
 

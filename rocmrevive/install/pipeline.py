@@ -46,6 +46,7 @@ class Context:
     log: Log = field(default=lambda s: None)
     progress: object = None
     confirm: Optional[Callable] = None     # confirm(label, plan) -> bool
+    memo: dict = field(default_factory=dict)  # what is decided once per install (shared by the copies of ctx)
 
     @property
     def staging(self) -> Path:

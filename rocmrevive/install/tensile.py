@@ -300,6 +300,21 @@ def _files(summary: dict) -> str:
     return "file" if summary.get("create", 0) + summary.get("replace", 0) == 1 else "files"
 
 
+def _from_is_build(ctx) -> bool:
+    """Whether ``--from`` is a rocBLAS build (``unpinned.offered_as_build``), decided once per install;
+    packages and exports keep their meaning: artifacts matched to the manifests by sha256."""
+    from rocmrevive import unpinned
+
+    if "from_is_build" not in ctx.memo:
+        given = Path(ctx.from_path)
+        if given.is_file():  # a .deb is listed once, in a staging area (nothing is written there)
+            with staging_area(ctx.staging) as area:
+                ctx.memo["from_is_build"] = unpinned.offered_as_build(given, area)
+        else:
+            ctx.memo["from_is_build"] = unpinned.offered_as_build(given, None)
+    return ctx.memo["from_is_build"]
+
+
 def _component(ctx, copy, rec: CopyPlan, real_lib: Path, host_lib) -> TensileFiles | None:
     """The source for this copy: a manifest's pinned source (fetched here), or an unpinned
     ``--from`` when no manifest source is built for its rocBLAS; None (``rec`` says why) when
@@ -307,8 +322,8 @@ def _component(ctx, copy, rec: CopyPlan, real_lib: Path, host_lib) -> TensileFil
     manifest = choose_manifest(ctx.manifests, copy.rocblas_version)
     pinned = None if manifest is None else (manifest.sources if ctx.cross_version
                                             else manifest.sources_for(copy.rocblas_version))
-    if ctx.from_path and not pinned:
-        # no manifest source for this rocBLAS: the folder or tarball must prove itself by content
+    if ctx.from_path and not pinned and _from_is_build(ctx):
+        # no manifest source for this rocBLAS, and --from is a build: it must prove itself by content
         rec.verification = VERIFIED_BY_CONTENT
         rec.manifest = manifest.id if manifest else None
         return UnpinnedTensile(ctx, copy, rec, real_lib, host_lib, manifest)
