@@ -271,7 +271,8 @@ def test_a_second_run_is_told_who_holds_the_lock(m):
 def test_refuses_while_apt_or_dpkg_holds_its_lock(m, holder, which):
     path = m.p(f"/var/lib/dpkg/{which}")
     with holder(path) as proc:
-        err = _refused(m, m.plan(), "LOCKED", "package manager", f"/var/lib/dpkg/{which}", "apt/dpkg")
+        err = _refused(m, m.plan(), "LOCKED", "package manager", f"/var/lib/dpkg/{which}", "apt/dpkg",
+                       "nothing was changed")
         assert f"PID {proc.pid}" in err.message or "PID" not in err.message
     assert path.read_bytes() == b"", "the dpkg lock file was written"
 

@@ -59,8 +59,9 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache,
                      f"({_mb(s.get('bytes', 0))}) from {_artifact_name(rec.artifact)}", markup=False)
         return ui.confirm("apply?", default=True)
 
-    def progress(done, total=None):
-        ui.bars.update("downloading", done, total, unit="bytes")
+    def progress(stage, done, total=None, unit="bytes"):
+        # the core's stages (install.core.feed): downloading bytes, extracting members, verifying checks
+        ui.bars.update(stage, done, total, unit=unit)
 
     def work() -> Outcome:
         if not (yes or check or sys.stdin.isatty()):

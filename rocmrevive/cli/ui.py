@@ -109,19 +109,23 @@ class _Bars:
     def update(self, desc: str, done: int, total: int | None = None, unit: str = "bytes") -> None:
         if not self.ui.show_progress:
             return
-        if self._prog is None:
+        if desc not in self._tasks:
+            # one stage at a time, each with the columns of its unit: the last one is closed first
+            self.close()
             from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn,
                                        TimeRemainingColumn, TransferSpeedColumn)
 
             cols = [TextColumn("{task.description}"), BarColumn()]
-            cols += [DownloadColumn(), TransferSpeedColumn()] if unit == "bytes" else [MofNCompleteColumn()]
+            cols += ([DownloadColumn(), TransferSpeedColumn()] if unit == "bytes"
+                     else [MofNCompleteColumn(), TextColumn(unit)])
             cols.append(TimeRemainingColumn())
             self._prog = Progress(*cols, console=self.ui.err, transient=True)
             self._prog.start()
-        if desc not in self._tasks:
             self._tasks[desc] = (self._prog.add_task(desc, total=total), unit)
         task, _ = self._tasks[desc]
         self._prog.update(task, completed=done, total=total)
+        if total is not None and done >= total:
+            self._prog.refresh()  # the final count is drawn, however fast the stage was
 
     def close(self) -> None:
         if self._prog is not None:

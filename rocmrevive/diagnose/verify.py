@@ -127,8 +127,10 @@ def runtime_limit(rocm_version: str | None, host_report) -> tuple[int | None, st
 
 def verify_copy(library: Path, devices: list[TargetId], *, host_library: Path | None = None,
                 rocm_version: str | None = None, integrity: Check | None = None,
-                show: Callable[[Path], str] = str) -> CopyResult:
-    """Run every check for one rocBLAS copy and each device; never raises for damaged files."""
+                show: Callable[[Path], str] = str,
+                progress: Callable[[int, int], None] | None = None) -> CopyResult:
+    """Run every check for one rocBLAS copy and each device; never raises for damaged files.
+    ``progress(done, total)`` after each check (total: CHECKS per device)."""
     host_report = None
     if host_library is not None:
         from rocmrevive.codeobj.inspect import inspect_file
@@ -139,14 +141,21 @@ def verify_copy(library: Path, devices: list[TargetId], *, host_library: Path | 
                      host_library=show(host_library) if host_library is not None else None,
                      rocm_version=rocm_version, runtime_co_max=limit, runtime_basis=basis,
                      integrity=integrity or Check("integrity", SKIP, "not checked"))
+    total = CHECKS * len(devices)
+    tick = progress or (lambda done, total: None)
+    tick(0, total)
     for dev in devices:
         xr = cross_reference(library, dev)
         d = DeviceResult(dev, xref=xr)
-        d.checks.append(_targets_check(xr, limit, basis))
-        d.checks.append(_tensile_check(xr))
-        d.checks.append(_host_check(host_library, host_report, dev, show))
+        for check in (lambda: _targets_check(xr, limit, basis), lambda: _tensile_check(xr),
+                      lambda: _host_check(host_library, host_report, dev, show)):
+            d.checks.append(check())
+            tick(sum(len(x.checks) for x in res.devices) + len(d.checks), total)
         res.devices.append(d)
     return res
+
+
+CHECKS = 3  # per device: targets, tensile, host
 
 
 def _offender(f) -> dict:

@@ -160,3 +160,15 @@ def install_component(root: Root, component: Component, area: Path, *, state_dir
             component.after_undo()
         raise
     return Applied(Status.INSTALLED if res.changed else Status.UNCHANGED, plan, res, verdict)
+
+
+def feed(progress, stage: str, unit: str):
+    """``progress(stage, done, total, unit)`` narrowed to one stage as ``(done, total)``, or None.
+
+    The core never draws: it reports real counts through this callback, and the CLI renders
+    them. Stages of one copy, in order: "downloading" (bytes, total = the pinned size),
+    "extracting" (members, total = the selected members), "verifying" (checks, total = the
+    checks of every device)."""
+    if progress is None:
+        return None
+    return lambda done, total=None: progress(stage, done, total, unit)

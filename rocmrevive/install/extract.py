@@ -19,6 +19,7 @@ from typing import Callable
 
 from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir
+from rocmrevive.install.core import feed
 
 Log = Callable[[str], None]
 
@@ -32,7 +33,8 @@ def fetch_first(root, sources, cache_dir: Path, *, mirror, from_path, log: Log, 
     for src in sources:
         try:
             log(f"fetching {src.describe()}")
-            return src, fetch_source(src, cache_dir, mirror=mirror, local=from_path, root=root, progress=progress)
+            return src, fetch_source(src, cache_dir, mirror=mirror, local=from_path, root=root,
+                                     progress=feed(progress, "downloading", "bytes"))
         except RevError as exc:
             if exc.code != "NETWORK":
                 raise
@@ -41,7 +43,8 @@ def fetch_first(root, sources, cache_dir: Path, *, mirror, from_path, log: Log, 
     raise last
 
 
-def extracted(fetched, manifest, source, cache_dir: Path, log: Log, area: Path) -> dict[str, Path]:
+def extracted(fetched, manifest, source, cache_dir: Path, log: Log, area: Path,
+              progress=None) -> dict[str, Path]:
     """The manifest's members of a verified artifact, extracted once per (artifact, manifest)
     into the cache and re-hashed on every reuse: a second tree, a re-install after an upgrade
     or a fleet node with a shared cache skips the decompression (most of an install's time)."""
@@ -51,14 +54,15 @@ def extracted(fetched, manifest, source, cache_dir: Path, log: Log, area: Path) 
         # an unpacked folder given with --from has no artifact hash to key a cache entry on, and
         # nothing another user can write is reused (docs/security.md): extract privately
         log(f"extracting {manifest.id} files from {fetched.basename}")
-        return {f.name: f.path for f in _members(fetched, source, manifest, area / "files")}
+        return {f.name: f.path for f in _members(fetched, source, manifest, area / "files", progress)}
     key = _extracted_key(fetched.sha256, manifest)
     # one extraction per (artifact, manifest) at a time: a concurrent install waits, then reuses it
     with Cache(cache_dir).lock(f"extract-{key}"):
-        return _extracted_locked(fetched, manifest, source, cache_dir, key, log)
+        return _extracted_locked(fetched, manifest, source, cache_dir, key, log, progress)
 
 
-def _extracted_locked(fetched, manifest, source, cache_dir: Path, key: str, log: Log) -> dict[str, Path]:
+def _extracted_locked(fetched, manifest, source, cache_dir: Path, key: str, log: Log,
+                      progress=None) -> dict[str, Path]:
     from rocmrevive.fs import printable_name
     from rocmrevive.hashing import sha256_file
 
@@ -69,8 +73,16 @@ def _extracted_locked(fetched, manifest, source, cache_dir: Path, key: str, log:
         try:
             listed = json.loads(index.read_text())
             files = {n: done / "files" / n for n in listed}
-            if all(printable_name(n) and ".." not in n.split("/") and sha256_file(p, follow_symlinks=False)
-                   == tuple(listed[n]) for n, p in files.items()):
+            rehash = feed(progress, "extracting", "members")
+
+            def same(i: int, n: str, p: Path) -> bool:
+                ok = printable_name(n) and ".." not in n.split("/") and sha256_file(p, follow_symlinks=False) \
+                    == tuple(listed[n])
+                if rehash:
+                    rehash(i + 1, len(files))
+                return ok
+
+            if all(same(i, n, p) for i, (n, p) in enumerate(files.items())):
                 log(f"using the {len(files)} files extracted earlier from {fetched.basename}")
                 return files
         except (OSError, ValueError, TypeError):
@@ -83,7 +95,7 @@ def _extracted_locked(fetched, manifest, source, cache_dir: Path, key: str, log:
         sweep_dead(pd)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}.{os.getpid()}-", dir=parent))
     try:
-        staged = _members(fetched, source, manifest, tmp / "files")
+        staged = _members(fetched, source, manifest, tmp / "files", progress)
         (tmp / "index.json").write_text(json.dumps({f.name: [f.sha256, f.size] for f in staged}))
         os.replace(tmp, done)
     except BaseException:
@@ -147,20 +159,27 @@ def staging_parent(cache_dir: Path) -> Path:
     return Path(cache_dir) / "staging"
 
 
-def _members(fetched, source, manifest, dest: Path):
-    """Every component's members (the Tensile and library paths share one extraction)."""
+def _members(fetched, source, manifest, dest: Path, progress=None):
+    """Every component's members (the Tensile and library paths share one extraction); the
+    "extracting" stage counts them (the total, known only at the end of the one pass over the
+    archive, is reported then)."""
     from rocmrevive.sources.unpack import extract_selected
 
-    staged = extract_selected(Path(fetched.path), manifest.select, dest, member_prefix=source.member_prefix)
+    step = feed(progress, "extracting", "members")
+    staged = extract_selected(Path(fetched.path), manifest.select, dest, member_prefix=source.member_prefix,
+                              progress=step and (lambda n: step(n, None)))
+    if step:
+        step(len(staged), len(staged))
     if not staged:
         raise RevError("VERIFY_FAILED", f"{fetched.basename}: no member under {source.member_prefix} "
                                         f"matches manifest {manifest.id}")
     return staged
 
 
-def component_file(fetched, manifest, comp, source, cache_dir: Path, log: Log, area: Path) -> Path:
+def component_file(fetched, manifest, comp, source, cache_dir: Path, log: Log, area: Path,
+                   progress=None) -> Path:
     """The one file of the library component ``comp`` in the artifact."""
-    found = extracted(fetched, manifest, source, cache_dir, log, area)
+    found = extracted(fetched, manifest, source, cache_dir, log, area, progress)
     files = {n: p for n, p in found.items() if comp.select(n)}
     if len(files) != 1:
         raise RevError("VERIFY_FAILED", f"{fetched.basename}: {len(files)} members under {source.member_prefix} "

@@ -118,7 +118,8 @@ class LibraryGraft(Hooks):
         from rocmrevive.hostlib.abi import check_library
 
         ctx, lp = self.ctx, self.lp
-        staged = component_file(self.fetched, self.manifest, self.comp, self.source, ctx.cache_dir, ctx.log, area)
+        staged = component_file(self.fetched, self.manifest, self.comp, self.source, ctx.cache_dir, ctx.log, area,
+                                ctx.progress)
         verdict = check_library(ctx.root, staged, search_dirs=[lp.tree], targets=self.targets,
                                 rocm_version=lp.rocm_version, origin=lp.tree)
         lp.abi, lp.abi_ok, lp.lines = verdict.to_json(), verdict.ok, list(verdict.lines)

@@ -17,7 +17,7 @@ from typing import Callable, Optional
 
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.errors import RevError
-from rocmrevive.install.core import Status
+from rocmrevive.install.core import Status, feed  # noqa: F401 - feed: the progress protocol
 from rocmrevive.install.graft import library_components, library_trees, plan_library
 from rocmrevive.install.report import CopyPlan, InstallReport, LibraryPlan, Record
 from rocmrevive.install.tensile import TARGET, plan_copy
@@ -44,7 +44,7 @@ class Context:
     from_path: Optional[str] = None
     cross_version: bool = False
     log: Log = field(default=lambda s: None)
-    progress: object = None
+    progress: Optional[Callable] = None    # progress(stage, done, total, unit): see ``feed``
     confirm: Optional[Callable] = None     # confirm(label, plan) -> bool
     memo: dict = field(default_factory=dict)  # what is decided once per install (shared by the copies of ctx)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.errors import RevError
-from rocmrevive.install.core import Hooks, Staged, Status, Verdict, install_component, staging_area
+from rocmrevive.install.core import Hooks, Staged, Status, Verdict, feed, install_component, staging_area
 from rocmrevive.install.extract import extracted, fetch_first, forget_extracted
 from rocmrevive.install.report import CopyPlan, record_applied
 from rocmrevive.unpinned import VERIFIED_BY_CONTENT
@@ -121,7 +121,8 @@ class TensileFiles(Hooks):
         ctx, copy = self.ctx, self.copy
         by_name = self.collect(area)
         ov = _overlay(self.real_lib, by_name, area)
-        staged = _verify(copy, ov, self.host_lib, ctx.devices, show=self._shown(ov))
+        staged = _verify(copy, ov, self.host_lib, ctx.devices, show=self._shown(ov),
+                         progress=feed(ctx.progress, "verifying", "checks"))
         self.rec.verify_staged = staged.to_json()
         if not _gating_ok(staged):
             raise RevError("VERIFY_FAILED", self.refusal(_first_failures(staged)))
@@ -171,7 +172,7 @@ class PinnedTensile(TensileFiles):
         ctx, fetched, source = self.ctx, self.fetched, self.source
         tensile = self.manifest.select_kind("tensile")
         by_name = {n: p for n, p in extracted(fetched, self.manifest, source, ctx.cache_dir, ctx.log,
-                                              area).items() if tensile(n)}
+                                              area, ctx.progress).items() if tensile(n)}
         nested = sorted(n for n in by_name if "/" in n)
         if nested:  # rocBLAS reads one flat library folder
             raise RevError("VERIFY_FAILED", f"{fetched.basename}: {len(nested)} selected member(s) lie in a "
@@ -229,10 +230,11 @@ class UnpinnedTensile(TensileFiles):
                  "pinned": False, "artifact": self.artifact})
 
 
-def _verify(copy, library: Path, host_lib, devices, *, show):
+def _verify(copy, library: Path, host_lib, devices, *, show, progress=None):
     from rocmrevive.diagnose.verify import verify_copy
 
-    return verify_copy(library, devices, host_library=host_lib, rocm_version=copy.rocm_version, show=show)
+    return verify_copy(library, devices, host_library=host_lib, rocm_version=copy.rocm_version, show=show,
+                       progress=progress)
 
 
 def plan_copy(ctx, copy, rec: CopyPlan) -> None:

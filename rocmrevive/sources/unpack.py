@@ -75,12 +75,13 @@ class ArchiveError(Exception):
 
 def extract_selected(artifact: Path | os.PathLike, select: Callable[[str], bool], staging: Path | os.PathLike,
                      *, member_prefix: str = "", limits: Limits = Limits(),
-                     external: bool = True) -> list[StagedFile]:
+                     external: bool = True, progress: Callable[[int], None] | None = None) -> list[StagedFile]:
     """Write the members under ``member_prefix`` for which ``select(relative name)`` is true into
     ``staging`` (created if missing; must be empty), and return them in archive order.
 
     ``artifact`` is a ``.deb``, a tarball (plain, xz, zstd, gzip, bzip2: found by magic, not by
     name) or a folder holding an unpacked tree. ``external=False`` forces Python's decompressors.
+    ``progress(n)`` is called with the number of members written so far, after each one.
     Raises RevError("VERIFY_FAILED", ...) for an unsafe or damaged archive, ("USAGE", ...) for a
     missing artifact or a non-empty staging folder.
     """
@@ -89,7 +90,7 @@ def extract_selected(artifact: Path | os.PathLike, select: Callable[[str], bool]
     prefix = norm_prefix(member_prefix)
     if not artifact.exists():
         raise RevError("USAGE", f"{artifact}: no such file or folder")
-    writer = _StagingWriter(staging, limits)
+    writer = _StagingWriter(staging, limits, progress)
     try:
         if artifact.is_dir():
             _extract_tree(artifact, prefix, select, writer)
@@ -182,9 +183,10 @@ def _relative(name: str, prefix: str) -> str | None:
 class _StagingWriter:
     """Creates files only inside one folder, through a directory fd, never following links."""
 
-    def __init__(self, staging: Path, limits: Limits):
+    def __init__(self, staging: Path, limits: Limits, progress: Callable[[int], None] | None = None):
         self.staging = staging
         self.limits = limits
+        self.progress = progress
         self.files: list[StagedFile] = []
         self.selected_bytes = 0
         self._created_root = False
@@ -247,6 +249,8 @@ class _StagingWriter:
         os.fchmod(fd, mode)
         os.close(fd)
         self.files.append(StagedFile(rel, self.staging / rel, size, digest, mode))
+        if self.progress is not None:
+            self.progress(len(self.files))
 
     def _close_fds(self) -> None:
         for fd in set(self._dirfds.values()):

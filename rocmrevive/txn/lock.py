@@ -46,8 +46,8 @@ class TxLock:
         except BlockingIOError:
             who = holder(self.path, fd)
             os.close(fd)
-            raise RevError("LOCKED", f"another rocmrevive{who} holds {self.display}; wait for it to "
-                                     "finish and retry", details={"lock": self.display})
+            raise RevError("LOCKED", f"another rocmrevive{who} holds {self.display}; nothing was changed; "
+                                     "wait for it to finish and retry", details={"lock": self.display})
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()} {' '.join(sys.argv)[:200]}\n".encode(), 0)
@@ -145,5 +145,5 @@ def check_package_managers(root) -> None:
     for mpath in PACKAGE_MANAGER_LOCKS:
         who = is_held(root.path(mpath))
         if who is not None:
-            raise RevError("LOCKED", f"a package manager{who} holds {mpath}; wait for apt/dpkg to finish "
-                                     "and retry", details={"lock": mpath})
+            raise RevError("LOCKED", f"a package manager{who} holds {mpath}; nothing was changed; wait for "
+                                     "apt/dpkg to finish and retry", details={"lock": mpath})

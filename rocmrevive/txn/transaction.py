@@ -130,8 +130,8 @@ class StateDir:
     def probe_lock(self) -> None:
         who = is_held(self.lock_path)
         if who is not None:
-            raise RevError("LOCKED", f"another rocmrevive{who} holds {self.mp(self.lock_path)}; wait for it "
-                                     "to finish and retry")
+            raise RevError("LOCKED", f"another rocmrevive{who} holds {self.mp(self.lock_path)}; nothing was "
+                                     "changed; wait for it to finish and retry")
 
     def ensure(self) -> None:
         with self.open(create=True) as d:
