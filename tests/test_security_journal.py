@@ -86,6 +86,23 @@ def test_crafted_paths_are_damage_not_actions(tmp_path):
     assert not ok.damaged and ok.state == "interrupted"
 
 
+def test_a_tree_at_the_root_still_refuses_what_leaves_it(tmp_path):
+    """A side-by-side install on a machine without /opt plans from "/" (the nearest folder that
+    exists): its journal is whole, but a '..', a '.' or the root itself among its paths is damage."""
+    files = [{"path": "/opt/rocmrevive/rccl/5.4.3/lib/librccl.so.1", "op": "create"}]
+    mkdirs = ["/opt", "/opt/rocmrevive", "/opt/rocmrevive/rccl", "/opt/rocmrevive/rccl/5.4.3",
+              "/opt/rocmrevive/rccl/5.4.3/lib"]
+    begin = {"type": "begin", "tree": "/", "files": files, "mkdirs": mkdirs}
+    ok = TxRecord.from_records("0001", tmp_path / "0001.jsonl", [begin], torn=False)
+    assert not ok.damaged, ok.problems
+    for bad in ({**begin, "files": [{"path": "/opt/../etc/passwd", "op": "create"}]},
+                {**begin, "files": [{"path": "/", "op": "delete"}]},
+                {**begin, "mkdirs": [*mkdirs, "/opt/./x"]},
+                {**begin, "tree": "//"}, {**begin, "tree": "/opt/.."}):
+        tx = TxRecord.from_records("0001", tmp_path / "0001.jsonl", [bad], torn=False)
+        assert tx.damaged and tx.state == "damaged", bad
+
+
 # 6. corrupted journals ---------------------------------------------------------------------------
 def test_a_flipped_byte_in_an_intent_stops_rollback_and_status(applied):
     m, old, new = applied

@@ -327,7 +327,7 @@ def _record_problem(r: dict) -> str | None:
 def clean_path(p) -> bool:
     """An absolute, normalised machine path: no '..', '.', empty parts or NUL."""
     return (isinstance(p, str) and p.startswith("/") and "\x00" not in p and posixpath.normpath(p) == p
-            and ".." not in p.split("/") and p != "/")
+            and not {"..", ""} & set(p.split("/")[1:]))  # "//x": POSIX's normpath keeps two slashes
 
 
 def temp_path(path: str) -> str:
@@ -336,10 +336,13 @@ def temp_path(path: str) -> str:
 
 
 def _path_problems(tx: TxRecord) -> list[str]:
-    """Every path a journal names must be one its ``begin`` planned, inside its tree."""
+    """Every path a journal names must be one its ``begin`` planned, inside its tree. The tree may be
+    the machine's root itself: a side-by-side install (RCCL under ``/opt/rocmrevive``) plans from the
+    nearest folder that exists, which is ``/`` on a machine without ``/opt``; every path in it is
+    still a clean path below it (no ``..``, never ``/`` itself)."""
     out: list[str] = []
     tree = tx.begin.get("tree")
-    if not clean_path(tree):
+    if not (tree == "/" or clean_path(tree)):
         return [f"its tree {ascii(tree)[:80]} is not a clean absolute path"]
 
     def inside(p) -> bool:
