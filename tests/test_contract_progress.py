@@ -108,3 +108,44 @@ def test_pipes_draw_nothing(machine):
     r = subprocess.run(RR + ["--root", str(root), "install", "--check", *args], capture_output=True, text=True,
                        env=__import__("tests.test_contract_readonly", fromlist=["env"]).env())
     assert "members" not in r.stderr and "━" not in r.stderr, r.stderr
+
+
+def test_the_real_280_mb_package_shows_its_140_members_and_its_checks_before_the_prompt(
+        tmp_path, rocblas441, debian_debs, debian_pkgs):
+    """Debian's real librocblas4 .deb with the shipped manifest, on a real pseudo-terminal: the
+    extraction counts the 140 gfx906 members, the checks end at N/N, and no bar is drawn after
+    the prompt; `n` changes nothing."""
+    import os
+    import shutil
+
+    from tests.conftest import TRIPLET
+    from tests.machines.build import build
+
+    root = build("dual-mi50", tmp_path / "m")
+    rocm = root / "opt/rocm-6.4.3"
+    shutil.rmtree(rocm / "lib")
+    lib = rocm / "lib/rocblas/library"
+    lib.mkdir(parents=True)
+    for f in rocblas441.iterdir():
+        if "gfx906" not in f.name:
+            os.link(f, lib / f.name)
+    os.link(debian_pkgs["librocblas4_6.4.4-4_amd64"] / TRIPLET / "librocblas.so.4.4", rocm / "lib/librocblas.so.4.4")
+    os.symlink("librocblas.so.4.4", rocm / "lib/librocblas.so.4")
+    before = tree_hash(root / "opt")
+    deb = debian_debs["librocblas4_6.4.4-4_amd64"]
+    t = Pty(RR + ["--root", str(root), "install", "--no-libraries", "--from", str(deb),
+                  "--cache", str(tmp_path / "cache")], cols=100)
+    t.read_until("apply? [Y/n]", timeout=500)
+    t.send("n\n")
+    rc, out = t.finish()
+    assert rc == 0, out[-2000:]
+    head, prompt, after = out.partition("apply? [Y/n]")
+    assert prompt, out[-2000:]
+    shown = _plain(head)
+    assert ("140", "140") in re.findall(r"extracting.*?(\d+)/(\d+) members", shown), shown[-2000:]
+    checks = re.findall(r"verifying.*?(\d+)/(\d+) checks", shown)
+    assert checks and checks[-1][0] == checks[-1][1] != "0", shown[-2000:]
+    assert "0/? bytes" not in shown
+    for word in ("downloading", "extracting", "verifying", "members", "checks", "━"):
+        assert word not in after, after
+    assert tree_hash(root / "opt") == before
