@@ -312,37 +312,29 @@ class Dir:
     def write_atomic(self, name: str, data: bytes, *, mode: int = 0o644) -> None:
         """Replace ``name`` with ``data``: a fresh temporary, fsync, rename over, fsync the folder.
         (The one atomic small-file writer.)"""
-        _check_name(name)
-        fd, tmp = self.create_temp(name)
-        try:
-            try:
-                write_all(fd, data)
-                os.fchmod(fd, mode)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            self.replace(tmp, name)
-        except OSError as exc:
-            self.unlink(tmp, missing_ok=True)
-            raise _write_error(self, name, exc) from None
-        except BaseException:
-            self.unlink(tmp, missing_ok=True)
-            raise
-        self.fsync()
+        self._publish(name, lambda fd: write_all(fd, data), mode)
 
     def copy_in(self, name: str, src_fd: int, *, mode: int = 0o644, expect_sha256: str | None = None,
                 max_size: int | None = None) -> tuple[str, int]:
         """Copy everything readable from ``src_fd`` into ``name`` (temporary, hash on the way, fsync,
         rename). (sha256, size); RevError("VERIFY_FAILED") when ``expect_sha256`` differs — then
         nothing is left behind."""
+        def fill(fd: int) -> tuple[str, int]:
+            sha, size = copy_fd(src_fd, fd, max_size=max_size, what=self.path / name)
+            if expect_sha256 is not None and sha != expect_sha256:
+                raise RevError("VERIFY_FAILED", f"{self.path / name}: sha256 {sha[:16]}… where "
+                                                f"{expect_sha256[:16]}… was expected; nothing kept")
+            return sha, size
+        return self._publish(name, fill, mode)
+
+    def _publish(self, name: str, fill, mode: int):
+        """Write a fresh temporary with ``fill(fd)``, fsync, rename it over ``name``, fsync the
+        folder; on any failure the temporary is removed. Returns what ``fill`` returned."""
         _check_name(name)
         fd, tmp = self.create_temp(name)
         try:
             try:
-                sha, size = copy_fd(src_fd, fd, max_size=max_size, what=self.path / name)
-                if expect_sha256 is not None and sha != expect_sha256:
-                    raise RevError("VERIFY_FAILED", f"{self.path / name}: sha256 {sha[:16]}… where "
-                                                    f"{expect_sha256[:16]}… was expected; nothing kept")
+                result = fill(fd)
                 os.fchmod(fd, mode)
                 os.fsync(fd)
             finally:
@@ -355,7 +347,7 @@ class Dir:
             self.unlink(tmp, missing_ok=True)
             raise
         self.fsync()
-        return sha, size
+        return result
 
     def replace(self, src: str, dst: str, *, dst_dir: "Dir | None" = None) -> None:
         """``rename(2)`` relative to descriptors: neither name is resolved through a link."""
