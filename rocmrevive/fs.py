@@ -21,13 +21,13 @@ against its pin and never reuses an index the pin does not vouch for).
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import secrets
 import stat
 from pathlib import Path
 
 from rocmrevive.errors import RevError
+from rocmrevive.hashing import hash_fd
 
 SHARED_ENV = "ROCMREVIVE_TRUST_SHARED"
 CHUNK = 1 << 20
@@ -496,23 +496,9 @@ def read_fd(fd: int, *, max_size: int, what="file") -> bytes:
 
 
 def copy_fd(src_fd: int, dst_fd: int, *, max_size: int | None = None, what="file", h=None) -> tuple[str, int]:
-    """Copy ``src_fd`` to ``dst_fd`` hashing on the way; stops with RevError("VERIFY_FAILED")
-    as soon as more than ``max_size`` bytes were actually read. (The one copy-and-hash loop.)"""
-    h = h if h is not None else hashlib.sha256()
-    buf = bytearray(CHUNK)
-    view = memoryview(buf)
-    size = 0
-    while True:
-        n = os.readv(src_fd, [buf])
-        if not n:
-            break
-        size += n
-        if max_size is not None and size > max_size:
-            raise RevError("VERIFY_FAILED", f"{what}: more than the {max_size:,} bytes allowed")
-        chunk = view[:n]
-        h.update(chunk)
-        write_all(dst_fd, chunk)
-    return h.hexdigest(), size
+    """Copy ``src_fd`` to ``dst_fd`` hashing on the way (hashing.hash_fd with a sink); stops with
+    RevError("VERIFY_FAILED") as soon as more than ``max_size`` bytes were actually read."""
+    return hash_fd(src_fd, h, sink=lambda chunk: write_all(dst_fd, chunk), max_size=max_size, what=what)
 
 
 def executable_problem(path: str | os.PathLike, *, hops: int = 0) -> str | None:

@@ -7,12 +7,16 @@ from __future__ import annotations
 import hashlib
 import os
 
+from rocmrevive.errors import RevError
+
 CHUNK = 1 << 20
 
 
-def hash_fd(fd: int, h=None) -> tuple[str, int]:
-    """Feed everything readable from ``fd`` into ``h`` (a new sha256 by default);
-    return (hex digest, bytes read)."""
+def hash_fd(fd: int, h=None, *, sink=None, max_size: int | None = None, what="file") -> tuple[str, int]:
+    """Feed everything readable from ``fd`` into ``h`` (a new sha256 by default), handing each
+    chunk to ``sink`` too when given (a copy); stops with RevError("VERIFY_FAILED") as soon as
+    more than ``max_size`` bytes were actually read. Returns (hex digest, bytes read).
+    (The one hash-and-copy loop.)"""
     h = h if h is not None else hashlib.sha256()
     buf = bytearray(CHUNK)
     view = memoryview(buf)
@@ -21,8 +25,13 @@ def hash_fd(fd: int, h=None) -> tuple[str, int]:
         n = os.readv(fd, [buf])
         if not n:
             break
-        h.update(view[:n])
         size += n
+        if max_size is not None and size > max_size:
+            raise RevError("VERIFY_FAILED", f"{what}: more than the {max_size:,} bytes allowed")
+        chunk = view[:n]
+        h.update(chunk)
+        if sink is not None:
+            sink(chunk)
     return h.hexdigest(), size
 
 
