@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from rocmrevive.errors import RevError
-from rocmrevive.hooks import HookConfig, parse, render
+from rocmrevive.install.hooks import HookConfig, parse, render
 from tests.conftest import REPO
 from tests.machines.build import build
 from tests.test_ansible import DEB, LIB, _manifest, tree_hash

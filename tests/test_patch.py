@@ -25,7 +25,7 @@ from tests.conftest import CACHE, REPO
 from tests.fixtures import fixcache
 
 from rocmrevive.errors import RevError
-from rocmrevive.patches import (PatchMismatch, apply_hunks, apply_patch, find_dist, load_patches, parse_diff,
+from rocmrevive.install.patches import (PatchMismatch, apply_hunks, apply_patch, find_dist, load_patches, parse_diff,
                                 patch_named, patch_status)
 from rocmrevive.rootfs import Root
 

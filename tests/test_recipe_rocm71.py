@@ -136,7 +136,7 @@ def test_a_from_without_the_index_is_refused(machine, tmp_path):
 
 
 def test_unpinned_stage_takes_only_the_targets_files(tmp_path, debian_pkgs):
-    from rocmrevive import unpinned as U
+    from rocmrevive.install import unpinned as U
 
     full = tmp_path / "full"
     shutil.copytree(F.library52(debian_pkgs), full / "lib/rocblas/library", copy_function=_link_or_copy)
@@ -149,7 +149,7 @@ def test_unpinned_stage_takes_only_the_targets_files(tmp_path, debian_pkgs):
 def test_what_from_is_offered_as_is_decided_by_content(tmp_path, debian_pkgs, debian_debs):
     """Only a rocBLAS build goes to the content check; packages and exports keep their meaning
     (artifacts matched to the manifests by sha256: a library's .deb for a graft or RCCL)."""
-    from rocmrevive import unpinned as U
+    from rocmrevive.install import unpinned as U
 
     w = tmp_path / "w"
     w.mkdir()

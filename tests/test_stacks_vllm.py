@@ -26,7 +26,7 @@ from tests.conftest import REPO, TRIPLET
 from tests.fixtures.wheels import cached_wheel, unpack_wheel
 from tests.machines.build import build
 
-from rocmrevive.patches import find_dist
+from rocmrevive.install.patches import find_dist
 from rocmrevive.rccl.envfile import parse_env_text
 from rocmrevive.rootfs import Root
 

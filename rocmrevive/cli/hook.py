@@ -54,7 +54,7 @@ def hook():
 def install(ui, reapply, bin_path, state_dir, from_path, mirror, cache, manifests_dir, trees, dry_run):
     """Install the apt hook (/etc/apt/apt.conf.d/99rocmrevive) as a journaled transaction."""
     from rocmrevive.errors import RevError
-    from rocmrevive.hooks import HOOK_FILE, HookConfig, install_hook, render
+    from rocmrevive.install.hooks import HOOK_FILE, HookConfig, install_hook, render
 
     def work() -> Outcome:
         extra = []
@@ -93,7 +93,7 @@ def install(ui, reapply, bin_path, state_dir, from_path, mirror, cache, manifest
 @click.pass_obj
 def remove(ui, force, dry_run):
     """Remove the apt hook by rolling back its transactions (checks it was not edited)."""
-    from rocmrevive.hooks import HOOK_FILE, remove_hook
+    from rocmrevive.install.hooks import HOOK_FILE, remove_hook
 
     def work() -> Outcome:
         results = remove_hook(ui.root, force=force, dry_run=dry_run)
@@ -121,7 +121,7 @@ def remove(ui, force, dry_run):
 @click.pass_obj
 def status(ui, state_dir):
     """Whether the hook is installed, and what it would report right now."""
-    from rocmrevive.hooks import findings, hook_status
+    from rocmrevive.install.hooks import findings, hook_status
 
     def work() -> Outcome:
         st = hook_status(ui.root)
@@ -166,7 +166,7 @@ def run(ui, mode, state_dir, now, wait_s, log_path, install_args):
     `rocmrevive install --yes INSTALL_ARGS` in the background, once apt has released its locks
     (it holds them while its hooks run), and logs the result.
     """
-    from rocmrevive.hooks import HOOK_LOG, findings, reapply_now, start_reapply
+    from rocmrevive.install.hooks import HOOK_LOG, findings, reapply_now, start_reapply
 
     log_machine = log_path or HOOK_LOG
 

@@ -16,13 +16,13 @@ def patch():
 
 
 def _specs(patches_dir):
-    from rocmrevive.patches import load_patches
+    from rocmrevive.install.patches import load_patches
 
     return load_patches(patches_dir)
 
 
 def _statuses(ui, specs, pythons, state_dir):
-    from rocmrevive.patches import patch_status
+    from rocmrevive.install.patches import patch_status
     from rocmrevive.trees.pythonenv import find_envs
 
     envs, problems = find_envs(ui.root, pythons, common=not pythons)
@@ -36,7 +36,7 @@ def _statuses(ui, specs, pythons, state_dir):
 
 
 def _pick_site(ui, spec, pythons) -> str:
-    from rocmrevive.patches import sites_with
+    from rocmrevive.install.patches import sites_with
 
     sites = sites_with(ui.root, spec, pythons, common=not pythons)
     if not sites:
@@ -82,7 +82,7 @@ def list_(ui, pythons, patches_dir, state_dir):
 def verify(ui, patch_id, pythons, patches_dir, state_dir):
     """Is PATCH_ID applied, and is the file exactly the release's file patched? Exit 0 when
     applied, 6 when the file is modified, 20 when it is not applied yet."""
-    from rocmrevive.patches import patch_named, patch_status
+    from rocmrevive.install.patches import patch_named, patch_status
 
     def work() -> Outcome:
         spec = patch_named(_specs(patches_dir), patch_id)
@@ -106,7 +106,7 @@ def verify(ui, patch_id, pythons, patches_dir, state_dir):
 def apply(ui, patch_id, pythons, patches_dir, dry_run, state_dir):
     """Apply PATCH_ID as one transaction (refused unless the package version is one the patch
     lists and the file is exactly that release's)."""
-    from rocmrevive.patches import apply_patch, patch_named
+    from rocmrevive.install.patches import apply_patch, patch_named
 
     def work() -> Outcome:
         spec = patch_named(_specs(patches_dir), patch_id)
@@ -139,7 +139,7 @@ def apply(ui, patch_id, pythons, patches_dir, dry_run, state_dir):
 @click.pass_obj
 def rollback(ui, patch_id, pythons, patches_dir, force, dry_run, state_dir):
     """Undo PATCH_ID byte for byte (the transaction that applied it)."""
-    from rocmrevive.patches import patch_named, rollback_patch
+    from rocmrevive.install.patches import patch_named, rollback_patch
 
     def work() -> Outcome:
         spec = patch_named(_specs(patches_dir), patch_id)

@@ -16,7 +16,7 @@ from rocmrevive.errors import RevError
 from rocmrevive.install.core import Hooks, Staged, Status, Verdict, feed, install_component, staging_area
 from rocmrevive.install.extract import extracted, fetch_first, forget_extracted
 from rocmrevive.install.report import CopyPlan, record_applied
-from rocmrevive.unpinned import VERIFIED_BY_CONTENT
+from rocmrevive.install.unpinned import VERIFIED_BY_CONTENT
 
 TARGET = "gfx906"
 GATING = ("targets", "tensile")  # the host library's own device code is reported, not gated on
@@ -193,7 +193,7 @@ class PinnedTensile(TensileFiles):
 
 class UnpinnedTensile(TensileFiles):
     """``--from`` a folder or tarball no manifest pins: accepted only by content
-    (``rocmrevive.unpinned``), and journaled as "verified by content, unpinned"."""
+    (``rocmrevive.install.unpinned``), and journaled as "verified by content, unpinned"."""
 
     def __init__(self, ctx, copy, rec: CopyPlan, real_lib: Path, host_lib, manifest):
         super().__init__(ctx, copy, rec, real_lib, host_lib)
@@ -201,7 +201,7 @@ class UnpinnedTensile(TensileFiles):
         self.artifact: dict = {}
 
     def collect(self, area: Path) -> dict[str, Path]:
-        from rocmrevive import unpinned
+        from rocmrevive.install import unpinned
         from rocmrevive.codeobj.inspect import inspect_file
         from rocmrevive.diagnose.verify import runtime_limit
 
@@ -222,7 +222,7 @@ class UnpinnedTensile(TensileFiles):
                 f"against the tree's own index: a build of another rocBLAS release?); nothing was changed")
 
     def provenance(self) -> tuple[str, dict]:
-        from rocmrevive.unpinned import VERIFIED_BY_CONTENT
+        from rocmrevive.install.unpinned import VERIFIED_BY_CONTENT
 
         src = self.ctx.from_path
         return (f"unpinned {src} ({VERIFIED_BY_CONTENT})",
@@ -305,7 +305,7 @@ def _files(summary: dict) -> str:
 def _from_is_build(ctx) -> bool:
     """Whether ``--from`` is a rocBLAS build (``unpinned.offered_as_build``), decided once per install;
     packages and exports keep their meaning: artifacts matched to the manifests by sha256."""
-    from rocmrevive import unpinned
+    from rocmrevive.install import unpinned
 
     if "from_is_build" not in ctx.memo:
         given = Path(ctx.from_path)

@@ -171,7 +171,7 @@ def offered_as_build(source: Path, work: Path | None) -> bool:
             return True
         if dirpath == str(source):
             packages = "sources" in dirnames or any(
-                f.endswith(".deb") and archive_kind(os.path.join(dirpath, f)) == "deb" for f in filenames
+                f.endswith(".deb") and archive_kind(Path(dirpath, f)) == "deb" for f in filenames
                 if os.path.isfile(os.path.join(dirpath, f)))
     return not packages
 

@@ -79,7 +79,8 @@ def parse_diff(text: str) -> tuple[str, list[Hunk]]:
             continue
         n_old = int(m.group(2) or 1)
         n_new = int(m.group(4) or 1)
-        old, new = [], []
+        old: list[str] = []
+        new: list[str] = []
         i += 1
         while i < len(lines) and (len(old) < n_old or len(new) < n_new):
             ln = lines[i]
@@ -158,7 +159,7 @@ def default_patch_dir() -> Path:
     env = os.environ.get("ROCMREVIVE_PATCHES")
     if env:
         return Path(env)
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parent.parent  # the rocmrevive package
     for cand in (here.parent / "patches", here / "data" / "patches"):
         if cand.is_dir():
             return cand
@@ -377,15 +378,18 @@ class PatchedFile(Hooks):
     ``applied``."""
 
     def __init__(self, root: Root, spec: PatchSpec, site: str, st: PatchStatus, state_dir: str | None):
+        if st.file is None:  # an applicable patch always names the installed file
+            raise RevError("VERIFY_FAILED", f"{spec.id}: the patched file is not known")
         self.root, self.spec, self.site, self.st, self.state_dir = root, spec, site, st, state_dir
-        self.label = st.file
+        self.file: str = st.file
+        self.label: str = st.file
 
     def stage(self, area: Path) -> Staged:
         spec, st, site = self.spec, self.st, self.site
         staged = area / os.path.basename(spec.file)
-        staged.write_bytes(apply_hunks(self.root.path(st.file).read_bytes(), list(spec.hunks)))
+        staged.write_bytes(apply_hunks(self.root.path(self.file).read_bytes(), list(spec.hunks)))
         tree = f"{site.rstrip('/')}/{spec.file.split('/')[0]}" if "/" in spec.file else site
-        return Staged(tree, {st.file: staged}, source=f"patch:{spec.id}",
+        return Staged(tree, {self.file: staged}, source=f"patch:{spec.id}",
                       meta={"kind": "patch", "patch": spec.id, "package": spec.package,
                             "version": st.version, "site": site, "file": st.file})
 
