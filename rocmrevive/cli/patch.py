@@ -48,6 +48,13 @@ def _pick_site(ui, spec, pythons) -> str:
     return sites[0]
 
 
+def _one_patch_options(f):
+    """PATCH_ID, --python and --patches: what every single-patch command takes, declared once."""
+    f = click.option("--patches", "patches_dir", metavar="DIR", help="Patch folder (default: the shipped patches/).")(f)
+    f = click.option("--python", "pythons", multiple=True, metavar="PATH", help=PYTHON_HELP)(f)
+    return click.argument("patch_id")(f)
+
+
 @patch.command("list")
 @click.option("--python", "pythons", multiple=True, metavar="PATH", help=PYTHON_HELP)
 @click.option("--patches", "patches_dir", metavar="DIR", help="Patch folder (default: the shipped patches/).")
@@ -74,9 +81,7 @@ def list_(ui, pythons, patches_dir, state_dir):
 
 
 @patch.command("verify")
-@click.argument("patch_id")
-@click.option("--python", "pythons", multiple=True, metavar="PATH", help=PYTHON_HELP)
-@click.option("--patches", "patches_dir", metavar="DIR", help="Patch folder (default: the shipped patches/).")
+@_one_patch_options
 @state_dir_option
 @click.pass_obj
 def verify(ui, patch_id, pythons, patches_dir, state_dir):
@@ -97,9 +102,7 @@ def verify(ui, patch_id, pythons, patches_dir, state_dir):
 
 
 @patch.command("apply")
-@click.argument("patch_id")
-@click.option("--python", "pythons", multiple=True, metavar="PATH", help=PYTHON_HELP)
-@click.option("--patches", "patches_dir", metavar="DIR", help="Patch folder (default: the shipped patches/).")
+@_one_patch_options
 @click.option("--dry-run", is_flag=True, help="Check everything, change nothing.")
 @state_dir_option
 @click.pass_obj
@@ -130,9 +133,7 @@ def apply(ui, patch_id, pythons, patches_dir, dry_run, state_dir):
 
 
 @patch.command("rollback")
-@click.argument("patch_id")
-@click.option("--python", "pythons", multiple=True, metavar="PATH", help=PYTHON_HELP)
-@click.option("--patches", "patches_dir", metavar="DIR", help="Patch folder (default: the shipped patches/).")
+@_one_patch_options
 @click.option("--force", is_flag=True, help="Restore the original even if the file changed since.")
 @click.option("--dry-run", is_flag=True, help="Check, change nothing.")
 @state_dir_option
