@@ -12,111 +12,20 @@ fixes it, or why nothing (in rocmrevive) can. The texts come from real reports
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Iterable
 
-from rocmrevive.codeobj.targetid import TargetId
+from rocmrevive.diagnose.diagnosis import (CONTEXT, ERROR, HIP_ERRORS, WARNING, Context, Diagnosis, Rule, arch_of,
+                                           dir_of, norm_arch, processor, tree_opt)
 from rocmrevive.diagnose.libraries import library_for_text
-
-ERROR, WARNING, CONTEXT = "error", "warning", "context"
-
-# hipError_t values that appear as bare numbers in messages (hip_runtime_api.h).
-HIP_ERRORS = {
-    1: "hipErrorInvalidValue", 2: "hipErrorOutOfMemory", 3: "hipErrorNotInitialized",
-    98: "hipErrorInvalidDeviceFunction", 100: "hipErrorNoDevice", 101: "hipErrorInvalidDevice",
-    200: "hipErrorInvalidImage", 209: "hipErrorNoBinaryForGpu", 217: "hipErrorPeerAccessUnsupported",
-    218: "hipErrorInvalidKernelFile", 300: "hipErrorInvalidSource", 301: "hipErrorFileNotFound",
-    303: "hipErrorSharedObjectInitFailed", 500: "hipErrorNotFound", 700: "hipErrorIllegalAddress",
-    702: "hipErrorLaunchTimeOut", 719: "hipErrorLaunchFailure",
-}
-
-_ARCH = r"gfx[0-9]{2,4}[0-9a-f]?(?:-[0-9]+)*(?:-generic)?(?::(?:sramecc|xnack)[+-])*"
-_ARCH_RE = re.compile(r"(?<![A-Za-z0-9])(?:amdgcn-amd-amdhsa-[a-z]*-)?(" + _ARCH + r")")
-
-
-@dataclass
-class Diagnosis:
-    rule: str
-    severity: str                  # error | warning | context
-    library: str                   # who reports or causes it
-    arch: str | None
-    cause: str
-    fix: str | None                # a command or concrete action
-    fixable_by_rocmrevive: bool
-    why_not: str | None = None     # when the fix is not rocmrevive's (or nothing can)
-    details: dict = field(default_factory=dict)
-    lines: list[int] = field(default_factory=list)  # 1-based line numbers
-    text: str = ""                 # the first matching line
-
-    @property
-    def line_numbers(self) -> list[int]:
-        return self.lines
-
-    def to_json(self) -> dict:
-        return {"rule": self.rule, "severity": self.severity, "library": self.library,
-                "arch": self.arch, "cause": self.cause, "fix": self.fix,
-                "fixable_by_rocmrevive": self.fixable_by_rocmrevive, "why_not": self.why_not,
-                "details": self.details, "lines": self.lines, "text": self.text}
-
-
-@dataclass(frozen=True)
-class Rule:
-    id: str
-    pattern: re.Pattern
-    build: Callable[[re.Match, "Context"], Diagnosis]
-
-
-@dataclass
-class Context:
-    """What the whole text says beyond one line (an arch named elsewhere in the log), and which
-    processors rocmrevive has sources for."""
-
-    arch: str | None = None
-    fixable_processors: tuple[str, ...] = ("gfx906",)
-
-
-# ------------------------------------------------------------------------------------------
-# helpers
-
-def _norm_arch(text: str | None) -> str | None:
-    if not text:
-        return None
-    m = _ARCH_RE.search(text)
-    if not m:
-        return None
-    try:
-        return str(TargetId.parse(m.group(1)))
-    except ValueError:
-        return m.group(1)
-
-
-def _arch_of(m: re.Match, ctx: Context, group: str = "arch") -> str | None:
-    got = m.groupdict().get(group)
-    return _norm_arch(got) or _norm_arch(m.string) or ctx.arch
-
-
-def _processor(arch: str | None) -> str | None:
-    return arch.split(":", 1)[0] if arch else None
-
-
-def _dir_of(path: str | None) -> str | None:
-    if not path or "/" not in path:
-        return None
-    d = path.rsplit("/", 1)[0]
-    return d or "/"
-
-
-def _tree_opt(tree: str | None) -> str:
-    return f" --tree {tree}" if tree else ""
 
 
 def _tensile_advice(rule: str, m: re.Match, ctx: Context, cause: str, libdir: str | None,
                     severity: str = ERROR, extra_fix: str = "") -> Diagnosis:
-    arch = _arch_of(m, ctx)
-    proc = _processor(arch)
+    arch = arch_of(m, ctx)
+    proc = processor(arch)
     details = {"library_dir": libdir} if libdir else {}
     if proc is None or proc in ctx.fixable_processors:
-        fix = (f"sudo rocmrevive install{_tree_opt(libdir)}, then rocmrevive verify{_tree_opt(libdir)}"
+        fix = (f"sudo rocmrevive install{tree_opt(libdir)}, then rocmrevive verify{tree_opt(libdir)}"
                + extra_fix)
         return Diagnosis(rule, severity, "rocBLAS (Tensile)", arch, cause, fix, True,
                          None if proc else "the text names no GPU target; install adds gfx906 files",
@@ -131,8 +40,8 @@ def _tensile_advice(rule: str, m: re.Match, ctx: Context, cause: str, libdir: st
 
 def _r_tensile_cannot_read(m, ctx):
     path = m.group("path")
-    libdir = _dir_of(path)
-    arch = _arch_of(m, ctx)
+    libdir = dir_of(path)
+    arch = arch_of(m, ctx)
     cause = (f"rocBLAS found no Tensile library for {arch or 'this GPU'} in {libdir or 'its library folder'}: "
              "the lazy index (TensileLibrary_lazy_<arch>.dat) is missing, so it fell back to the "
              "old single-file name. AMD's ROCm 6.4+ packages no longer ship gfx906 Tensile files.")
@@ -153,8 +62,8 @@ def _r_tensile_init(m, ctx):
 
 def _r_tensile_no_paths(m, ctx):
     pattern = m.group("path")
-    libdir = _dir_of(pattern)
-    arch = _arch_of(m, ctx)
+    libdir = dir_of(pattern)
+    arch = arch_of(m, ctx)
     cause = (f"rocBLAS looked for {arch or 'the GPU'}'s Tensile code objects in {libdir} and found none: "
              "either that rocBLAS has no files for this GPU, or ROCBLAS_TENSILE_LIBPATH points at "
              "the wrong folder")
@@ -168,7 +77,7 @@ def _r_tensile_no_paths(m, ctx):
 
 def _r_kernel_not_found(m, ctx):
     kernel = m.groupdict().get("kernel")
-    arch = _arch_of(m, ctx)
+    arch = arch_of(m, ctx)
     cause = ("the Tensile library is inconsistent: a .dat names a kernel whose code object is missing, "
              "damaged, built for another GPU, or refused by the runtime (code object v6 needs ROCm 6.3+)")
     d = Diagnosis("rocblas-kernel-not-found", ERROR, "rocBLAS (Tensile)", arch, cause,
@@ -187,7 +96,7 @@ def _host_lib_advice(rule, library, arch, cause, severity=ERROR, lib_key_text=""
 
 
 def _r_rocblas_idf(m, ctx):
-    arch = _arch_of(m, ctx)
+    arch = arch_of(m, ctx)
     cause = ("librocblas.so itself has no code for this GPU: rocBLAS functions outside Tensile "
              "(TRSM, TRMM, GEMV, level-1/2) fail, while GEMMs may work. AMD's 6.4+/7.x builds "
              "leave gfx906 out of the host library.")
@@ -196,7 +105,7 @@ def _r_rocblas_idf(m, ctx):
 
 def _r_ggml_op_failed(m, ctx):
     op = m.group("op")
-    arch = _arch_of(m, ctx)
+    arch = arch_of(m, ctx)
     if op == "SOLVE_TRI":
         cause = ("llama.cpp's SOLVE_TRI runs a triangular solve through rocBLAS TRSM; it fails when "
                  "librocblas.so has no code for this GPU (Tensile files do not cover TRSM)")
@@ -212,18 +121,18 @@ def _r_ggml_op_failed(m, ctx):
 
 
 def _r_ggml_idf(m, ctx):
-    arch = _arch_of(m, ctx)
+    arch = arch_of(m, ctx)
     return Diagnosis(
         "llamacpp-invalid-device-function", ERROR, "llama.cpp (ggml-hip)", arch,
         "a GPU kernel has no code for this GPU: llama.cpp was built without this target "
         "(AMDGPU_TARGETS/GPU_TARGETS), or a ROCm library it calls (rocBLAS, hipBLAS) lacks it",
-        "rebuild llama.cpp with -DGGML_HIP=ON -DAMDGPU_TARGETS=" + (_processor(arch) or "gfx906")
+        "rebuild llama.cpp with -DGGML_HIP=ON -DAMDGPU_TARGETS=" + (processor(arch) or "gfx906")
         + " (GPU_TARGETS on newer versions); rocmrevive audit for the ROCm libraries", False,
         "rocmrevive does not rebuild applications")
 
 
 def _r_torch_idf(m, ctx):
-    arch = _arch_of(m, ctx)
+    arch = arch_of(m, ctx)
     return Diagnosis(
         "torch-invalid-device-function", ERROR, "PyTorch (HIP)", arch,
         "a kernel has no code for this GPU: the PyTorch build does not list it "
@@ -233,7 +142,7 @@ def _r_torch_idf(m, ctx):
 
 
 def _r_hip_idf(m, ctx):
-    arch = _arch_of(m, ctx)
+    arch = arch_of(m, ctx)
     lib = library_for_text(m.string)
     if lib is not None:
         return Diagnosis("hip-invalid-device-function", ERROR, lib.name, arch,
@@ -244,7 +153,7 @@ def _r_hip_idf(m, ctx):
 
 
 def _r_no_binary(m, ctx):
-    arch = _arch_of(m, ctx, "isas")
+    arch = arch_of(m, ctx, "isas")
     isas = (m.groupdict().get("isas") or "").strip()
     d = Diagnosis(
         "hip-no-binary-for-gpu", ERROR, "HIP runtime", arch,
@@ -260,7 +169,7 @@ def _r_no_binary(m, ctx):
 
 def _r_cannot_find_co(m, ctx):
     path = m.group("path")
-    arch = _arch_of(m, ctx)
+    arch = arch_of(m, ctx)
     lib = library_for_text(path)
     name = lib.name if lib else path.rsplit("/", 1)[-1]
     d = Diagnosis(
@@ -276,7 +185,7 @@ def _r_cannot_find_co(m, ctx):
 def _r_static_function(m, ctx):
     code = int(m.group("code"))
     name = HIP_ERRORS.get(code, f"HIP error {code}")
-    arch = _arch_of(m, ctx)
+    arch = arch_of(m, ctx)
     if code == 218:
         cause = ("HIP could not load a library's kernels at start-up (hipErrorInvalidKernelFile): the "
                  "code object is damaged, or is a code object version this runtime cannot load "
@@ -295,7 +204,7 @@ def _r_static_function(m, ctx):
 def _r_invalid_argument(m, ctx):
     return Diagnosis(
         "hip-invalid-argument", ERROR, "PyTorch (HIP)" if "RuntimeError" in m.string else "HIP runtime",
-        _arch_of(m, ctx),
+        arch_of(m, ctx),
         "a HIP call got an argument the runtime rejects; this is not specific to missing code. On "
         "multi-GPU gfx906 machines it most often comes from peer-to-peer copies the PCIe path does "
         "not allow, or from a size the device cannot hold",
@@ -313,7 +222,7 @@ def _r_async_note(m, ctx):
 
 def _r_hipblaslt(m, ctx):
     warning = bool(m.group("override")) or m.string.lstrip().lower().startswith("warning")
-    arch = _arch_of(m, ctx)
+    arch = arch_of(m, ctx)
     if warning:
         cause = ("PyTorch tried hipBLASLt, which does not support this GPU, and fell back to "
                  "hipBLAS/rocBLAS: GEMMs still work")
@@ -329,7 +238,7 @@ def _r_hipblaslt(m, ctx):
 
 def _r_out_of_resources(m, ctx):
     return Diagnosis(
-        "hsa-out-of-resources", ERROR, "ROCr (HSA runtime)", _arch_of(m, ctx),
+        "hsa-out-of-resources", ERROR, "ROCr (HSA runtime)", arch_of(m, ctx),
         "the HSA runtime could not open the GPU: usually the user cannot open /dev/kfd and "
         "/dev/dri/renderD* (not in the render and video groups, or a container started without "
         "--device=/dev/kfd --device=/dev/dri), sometimes too many processes hold GPU queues",
@@ -340,7 +249,7 @@ def _r_out_of_resources(m, ctx):
 
 def _r_no_device(m, ctx):
     return Diagnosis(
-        "hip-no-device", ERROR, "HIP runtime", _arch_of(m, ctx),
+        "hip-no-device", ERROR, "HIP runtime", arch_of(m, ctx),
         "HIP sees no GPU (hipErrorNoDevice): the amdgpu/KFD driver is not loaded, /dev/kfd is not "
         "accessible, or HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES hide every GPU",
         "rocmrevive detect (what the kernel sees) and rocmrevive doctor", False,
@@ -349,7 +258,7 @@ def _r_no_device(m, ctx):
 
 def _r_rccl_failure(m, ctx):
     return Diagnosis(
-        "rccl-failure", ERROR, "RCCL", _arch_of(m, ctx),
+        "rccl-failure", ERROR, "RCCL", arch_of(m, ctx),
         "a HIP call inside RCCL failed. With gfx906 on ROCm 6.4+/7.x the usual causes are an RCCL "
         "built without gfx906 (Debian's and AMD's 7.x builds leave it out) and peer-to-peer "
         "access the PCIe topology refuses",
@@ -375,7 +284,7 @@ def _r_fine_grain(m, ctx):
 
 def _r_no_supported_gpus(m, ctx):
     return Diagnosis(
-        "app-no-supported-gpus", ERROR, "application's bundled ROCm", _arch_of(m, ctx),
+        "app-no-supported-gpus", ERROR, "application's bundled ROCm", arch_of(m, ctx),
         "the application's own ROCm runtime or llama.cpp build does not list this GPU (bundles for "
         "ROCm 6.4+/7.x leave gfx906 out)",
         "rocmrevive audit --tree <the application's lib folder>; use its Vulkan backend, or a "
@@ -385,7 +294,7 @@ def _r_no_supported_gpus(m, ctx):
 def _r_hip_too_old(m, ctx):
     ver = m.group("ver")
     return Diagnosis(
-        "hip-version-too-old", ERROR, "build (HIP version check)", _arch_of(m, ctx),
+        "hip-version-too-old", ERROR, "build (HIP version check)", arch_of(m, ctx),
         f"the build found a HIP older than {ver} (often a distribution's ROCm 5.x, e.g. Ubuntu's "
         "hipcc 5.7.1); llama.cpp's HIP backend requires 6.1",
         f"install ROCm {ver} or newer (6.4 with rocmrevive install for gfx906) and point the build "
@@ -450,7 +359,7 @@ def _r_aborted(m, ctx):
 
 def _r_rccl_system_error(m, ctx):
     return Diagnosis(
-        "rccl-system-error", ERROR, "RCCL", _arch_of(m, ctx),
+        "rccl-system-error", ERROR, "RCCL", arch_of(m, ctx),
         "a system call inside RCCL failed (ncclSystemError): most often too little shared memory "
         "for its buffers (a container's default 64 MB /dev/shm), a peer-to-peer or IPC mapping the "
         "PCIe topology or the IOMMU refuses, or a network interface it cannot use",
@@ -462,7 +371,7 @@ def _r_rccl_system_error(m, ctx):
 def _r_memory_access_fault(m, ctx):
     node, reason = m.group("node"), (m.group("reason") or "").strip().rstrip(".")
     return Diagnosis(
-        "hsa-memory-access-fault", ERROR, "ROCr (HSA runtime)", _arch_of(m, ctx),
+        "hsa-memory-access-fault", ERROR, "ROCr (HSA runtime)", arch_of(m, ctx),
         f"a GPU kernel on KFD node {node} touched memory it may not ({reason or 'no reason given'}): "
         "a bug in the kernel or its library, code built for another GPU forced onto this one "
         "(HSA_OVERRIDE_GFX_VERSION), or a kernel stack too small for gfx906 (RCCL raised it in 2024)",
@@ -475,7 +384,7 @@ def _r_memory_access_fault(m, ctx):
 
 def _r_illegal_address(m, ctx):
     return Diagnosis(
-        "hip-illegal-address", ERROR, "HIP runtime", _arch_of(m, ctx),
+        "hip-illegal-address", ERROR, "HIP runtime", arch_of(m, ctx),
         "a GPU kernel read or wrote an address outside its buffers (hipErrorIllegalAddress); the "
         "report is asynchronous, so the Python line shown may not be the one that launched it",
         "rerun with AMD_SERIALIZE_KERNEL=3 (and HIP_LAUNCH_BLOCKING=1) to find the kernel; unset "
@@ -486,7 +395,7 @@ def _r_illegal_address(m, ctx):
 def _r_hip_oom(m, ctx):
     want = m.groupdict().get("want")
     return Diagnosis(
-        "gpu-out-of-memory", ERROR, "PyTorch / llama.cpp (GPU memory)", _arch_of(m, ctx),
+        "gpu-out-of-memory", ERROR, "PyTorch / llama.cpp (GPU memory)", arch_of(m, ctx),
         "the GPU ran out of memory" + (f" asking for {want}" if want else "")
         + ": the model, context or batch does not fit in VRAM (or another process holds it)",
         "use fewer GPU layers (llama.cpp -ngl), a smaller context or batch, a smaller quantisation, "
@@ -495,8 +404,8 @@ def _r_hip_oom(m, ctx):
 
 
 def _r_ollama_unsupported(m, ctx):
-    arch = _norm_arch(m.group("arch")) or ctx.arch
-    proc = _processor(arch)
+    arch = norm_arch(m.group("arch")) or ctx.arch
+    proc = processor(arch)
     fixable = proc in ctx.fixable_processors
     return Diagnosis(
         "ollama-gpu-not-supported", ERROR, "Ollama (bundled ROCm)", arch,
@@ -637,7 +546,7 @@ def explain_text(text: str, *, fixable_processors: Iterable[str] = ("gfx906",)) 
     lines = text.splitlines()
     ctx = Context(arch=None, fixable_processors=tuple(fixable_processors))
     for ln in lines:
-        a = _norm_arch(ln)
+        a = norm_arch(ln)
         if a:
             ctx.arch = a
             break

@@ -1,0 +1,101 @@
+"""What ``explain`` says about one failure line (``Diagnosis``), the rule that says it (``Rule``), what
+the whole text adds (``Context``), and the small readers every rule uses on a match: the GPU target
+it names, its processor, the folder of a path. The rules themselves are in ``diagnose/explain.py``."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+from rocmrevive.codeobj.targetid import TargetId
+
+ERROR, WARNING, CONTEXT = "error", "warning", "context"
+
+# hipError_t values that appear as bare numbers in messages (hip_runtime_api.h).
+HIP_ERRORS = {
+    1: "hipErrorInvalidValue", 2: "hipErrorOutOfMemory", 3: "hipErrorNotInitialized",
+    98: "hipErrorInvalidDeviceFunction", 100: "hipErrorNoDevice", 101: "hipErrorInvalidDevice",
+    200: "hipErrorInvalidImage", 209: "hipErrorNoBinaryForGpu", 217: "hipErrorPeerAccessUnsupported",
+    218: "hipErrorInvalidKernelFile", 300: "hipErrorInvalidSource", 301: "hipErrorFileNotFound",
+    303: "hipErrorSharedObjectInitFailed", 500: "hipErrorNotFound", 700: "hipErrorIllegalAddress",
+    702: "hipErrorLaunchTimeOut", 719: "hipErrorLaunchFailure",
+}
+
+_ARCH = r"gfx[0-9]{2,4}[0-9a-f]?(?:-[0-9]+)*(?:-generic)?(?::(?:sramecc|xnack)[+-])*"
+_ARCH_RE = re.compile(r"(?<![A-Za-z0-9])(?:amdgcn-amd-amdhsa-[a-z]*-)?(" + _ARCH + r")")
+
+
+@dataclass
+class Diagnosis:
+    rule: str
+    severity: str                  # error | warning | context
+    library: str                   # who reports or causes it
+    arch: str | None
+    cause: str
+    fix: str | None                # a command or concrete action
+    fixable_by_rocmrevive: bool
+    why_not: str | None = None     # when the fix is not rocmrevive's (or nothing can)
+    details: dict = field(default_factory=dict)
+    lines: list[int] = field(default_factory=list)  # 1-based line numbers
+    text: str = ""                 # the first matching line
+
+    @property
+    def line_numbers(self) -> list[int]:
+        return self.lines
+
+    def to_json(self) -> dict:
+        return {"rule": self.rule, "severity": self.severity, "library": self.library,
+                "arch": self.arch, "cause": self.cause, "fix": self.fix,
+                "fixable_by_rocmrevive": self.fixable_by_rocmrevive, "why_not": self.why_not,
+                "details": self.details, "lines": self.lines, "text": self.text}
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    pattern: re.Pattern
+    build: Callable[[re.Match, "Context"], Diagnosis]
+
+
+@dataclass
+class Context:
+    """What the whole text says beyond one line (an arch named elsewhere in the log), and which
+    processors rocmrevive has sources for."""
+
+    arch: str | None = None
+    fixable_processors: tuple[str, ...] = ("gfx906",)
+
+
+# ------------------------------------------------------------------------------------------
+# what every rule reads from a match
+
+def norm_arch(text: str | None) -> str | None:
+    if not text:
+        return None
+    m = _ARCH_RE.search(text)
+    if not m:
+        return None
+    try:
+        return str(TargetId.parse(m.group(1)))
+    except ValueError:
+        return m.group(1)
+
+
+def arch_of(m: re.Match, ctx: Context, group: str = "arch") -> str | None:
+    got = m.groupdict().get(group)
+    return norm_arch(got) or norm_arch(m.string) or ctx.arch
+
+
+def processor(arch: str | None) -> str | None:
+    return arch.split(":", 1)[0] if arch else None
+
+
+def dir_of(path: str | None) -> str | None:
+    if not path or "/" not in path:
+        return None
+    d = path.rsplit("/", 1)[0]
+    return d or "/"
+
+
+def tree_opt(tree: str | None) -> str:
+    return f" --tree {tree}" if tree else ""
