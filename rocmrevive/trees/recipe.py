@@ -169,37 +169,26 @@ def therock_gfx906_command(copy, targets: list[str]) -> tuple[str, list[str]]:
     return cmd, notes
 
 
-def build_recipe(root: Root, *, tree: str | None = None, targets=(), rocm_version: str | None = None,
-                 prefix: str | None = None, jobs: str = "$(nproc)") -> Recipe:
-    from rocmrevive.hardware.devices import resolve_devices
+def _therock_recipe(copy, procs: list[str]) -> Recipe:
+    """A TheRock tree carries device code per target in .kpack archives: AMD's own package of the
+    same release is the recipe, not a build."""
+    cmd, notes = therock_gfx906_command(copy, procs)
+    script = (f"#!/usr/bin/env bash\n# {copy.path} is a TheRock tree (ROCm {copy.rocm_version or '?'}): device code "
+              f"per target in .kpack archives.\n# AMD builds {', '.join(procs)} itself; install its package of the "
+              f"same release instead of patching:\nset -euo pipefail\n{cmd}\n"
+              f"rocmrevive verify --tree {shlex.quote(copy.path)}\n")
+    return Recipe(copy.path, copy.rocblas_version, copy.rocm_version, _rocm_path_of(copy), procs,
+                  "therock-device-package", None, None, None, None, cmd, script, [], notes)
 
-    devices, devices_from = resolve_devices(root, targets)
-    copy = _copy_for(root, tree, rocm_version)
-    procs = sorted({d.processor for d in devices if d.processor not in copy.targets} or
-                   {d.processor for d in devices}, key=lambda p: (p != "gfx906", p))
-    if not procs:
-        raise RevError("NOTHING_SUPPORTED", f"no GPU target to build for under {root.base}; pass --target")
+
+def _source_build_script(copy, *, tag: str, rocm_path: str, prefix: str, procs: list[str], devices_from: str,
+                         expected: list[str], commands: tuple[str, str], jobs: str) -> str:
+    """The bash script that builds rocBLAS at ``tag`` for ``procs`` into ``prefix`` and hands the
+    result to rocmrevive (``commands``: the check, then the install)."""
     q = shlex.quote
-    tree_arg = q(copy.path)
-    if copy.kpack or copy.arch_folders:
-        cmd, notes = therock_gfx906_command(copy, procs)
-        script = (f"#!/usr/bin/env bash\n# {copy.path} is a TheRock tree (ROCm {copy.rocm_version or '?'}): device code "
-                  f"per target in .kpack archives.\n# AMD builds {', '.join(procs)} itself; install its package of the "
-                  f"same release instead of patching:\nset -euo pipefail\n{cmd}\n"
-                  f"rocmrevive verify --tree {tree_arg}\n")
-        return Recipe(copy.path, copy.rocblas_version, copy.rocm_version, _rocm_path_of(copy), procs,
-                      "therock-device-package", None, None, None, None, cmd, script, [], notes)
-
-    rel, notes = rocm_tag(copy.rocblas_version, rocm_version or copy.rocm_version)
-    tag = f"rocm-{rel}"
-    rocm_path = _rocm_path_of(copy) or f"/opt/rocm-{rel}"
-    prefix = (prefix or f"{PREFIX_BASE}/{copy.rocblas_version or rel}-{'-'.join(procs)}").rstrip("/")
-    library = f"{prefix}/lib/rocblas/library"
     targets_s = ";".join(procs)
-    expected = [f"TensileLibrary_lazy_{p}.dat" for p in procs] + [f"Kernels.so-000-{p}.hsaco" for p in procs]
-    install = f"sudo rocmrevive install --tree {tree_arg} --from {q(prefix)}"
-    check = f"rocmrevive install --check --tree {tree_arg} --from {q(prefix)}"
-    script = f"""#!/usr/bin/env bash
+    check, install = commands
+    return f"""#!/usr/bin/env bash
 # Build rocBLAS {copy.rocblas_version or '?'} (tag {tag}) for {targets_s}, the targets {copy.path} lacks
 # ({devices_from}). Written by `rocmrevive recipe`. Needs git, cmake >= 3.16, python3-venv, ninja or
 # make, and the ROCm development packages of {rocm_path} (amdclang++, rocm-cmake, hipBLAS-common headers).
@@ -249,6 +238,32 @@ done
 {check}
 {install}
 """
+
+
+def build_recipe(root: Root, *, tree: str | None = None, targets=(), rocm_version: str | None = None,
+                 prefix: str | None = None, jobs: str = "$(nproc)") -> Recipe:
+    from rocmrevive.hardware.devices import resolve_devices
+
+    devices, devices_from = resolve_devices(root, targets)
+    copy = _copy_for(root, tree, rocm_version)
+    procs = sorted({d.processor for d in devices if d.processor not in copy.targets} or
+                   {d.processor for d in devices}, key=lambda p: (p != "gfx906", p))
+    if not procs:
+        raise RevError("NOTHING_SUPPORTED", f"no GPU target to build for under {root.base}; pass --target")
+    if copy.kpack or copy.arch_folders:
+        return _therock_recipe(copy, procs)
+    q = shlex.quote
+    tree_arg = q(copy.path)
+    rel, notes = rocm_tag(copy.rocblas_version, rocm_version or copy.rocm_version)
+    tag = f"rocm-{rel}"
+    rocm_path = _rocm_path_of(copy) or f"/opt/rocm-{rel}"
+    prefix = (prefix or f"{PREFIX_BASE}/{copy.rocblas_version or rel}-{'-'.join(procs)}").rstrip("/")
+    library = f"{prefix}/lib/rocblas/library"
+    expected = [f"TensileLibrary_lazy_{p}.dat" for p in procs] + [f"Kernels.so-000-{p}.hsaco" for p in procs]
+    install = f"sudo rocmrevive install --tree {tree_arg} --from {q(prefix)}"
+    check = f"rocmrevive install --check --tree {tree_arg} --from {q(prefix)}"
+    script = _source_build_script(copy, tag=tag, rocm_path=rocm_path, prefix=prefix, procs=procs,
+                                  devices_from=devices_from, expected=expected, commands=(check, install), jobs=jobs)
     notes += [f"built against {rocm_path}; the result serves only a rocBLAS {_mm(copy.rocblas_version) or rel} tree",
               f"rocBLAS for ROCm 7.x also lives in {MONOREPO} (projects/rocblas): set ROCBLAS_REPO and "
               f"ROCBLAS_SUBDIR if {tag} is not in {ROCBLAS_REPO}"]
