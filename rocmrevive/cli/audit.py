@@ -47,35 +47,11 @@ def audit(ui, trees, targets, show_all, manifests_dir, cache, pythons, no_progra
     `missing` in --json); 3 when it found no library and no program.
     """
     from rocmrevive.hardware.devices import resolve_devices
-    from rocmrevive.install.verify import system_library_dirs
-    from rocmrevive.diagnose import locate
-    from rocmrevive.diagnose.audit import audit_files, kpack_files, library_files
+    from rocmrevive.diagnose.audit import audit_files, audit_inputs
 
     def work() -> Outcome:
         devices, device_note = resolve_devices(ui.root, targets)
-        files, tensile, shown_trees, kpacks = [], [], [], []
-        if trees:
-            for t in trees:
-                real = ui.root.given(t)
-                if real.is_file():
-                    files.append(real)
-                elif real.is_dir():
-                    files += library_files(locate.lib_dirs(real))
-                    tensile += locate.rocblas_library_dirs(real)
-                    kpacks += kpack_files(real)
-                else:
-                    raise RevError("USAGE", f"--tree {t}: no such file or folder under {ui.root.base}")
-                shown_trees.append(ui.root.machine_path(real))
-        else:
-            dirs = system_library_dirs(ui.root)
-            files += library_files(dirs)
-            from rocmrevive.trees.installs import find_installs
-
-            for inst in find_installs(ui.root)[0]:
-                kpacks += kpack_files(ui.root.path(inst.path))
-            for d in dirs:
-                tensile += locate.rocblas_library_dirs(d)
-            shown_trees += [ui.root.machine_path(d) for d in dirs]
+        files, tensile, kpacks, shown_trees = audit_inputs(ui.root, trees)
         programs = None
         if not no_programs and (pythons or not trees):
             from rocmrevive.diagnose.programs import find_programs

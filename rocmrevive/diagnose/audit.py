@@ -289,3 +289,40 @@ def load_verdict(code: TargetId, device: TargetId) -> str:
         elif mine != theirs:
             return "no"
     return "if-mode" if unsure else "yes"
+
+
+def audit_inputs(root, trees: tuple[str, ...] | list[str]) -> tuple[list, list, list, list[str]]:
+    """What an audit reads: the shared libraries, rocBLAS library folders and .kpack archives of
+    each ``--tree`` (a file, or a folder), or without one of every system library folder and ROCm
+    install; and the trees as the machine names them (``files, tensile_dirs, kpacks, shown``)."""
+    from rocmrevive.diagnose import locate
+    from rocmrevive.errors import RevError
+
+    files: list = []
+    tensile: list = []
+    kpacks: list = []
+    shown: list[str] = []
+    if trees:
+        for t in trees:
+            real = root.given(t)
+            if real.is_file():
+                files.append(real)
+            elif real.is_dir():
+                files += library_files(locate.lib_dirs(real))
+                tensile += locate.rocblas_library_dirs(real)
+                kpacks += kpack_files(real)
+            else:
+                raise RevError("USAGE", f"--tree {t}: no such file or folder under {root.base}")
+            shown.append(root.machine_path(real))
+        return files, tensile, kpacks, shown
+    from rocmrevive.install.verify import system_library_dirs
+    from rocmrevive.trees.installs import find_installs
+
+    dirs = system_library_dirs(root)
+    files += library_files(dirs)
+    for inst in find_installs(root)[0]:
+        kpacks += kpack_files(root.path(inst.path))
+    for d in dirs:
+        tensile += locate.rocblas_library_dirs(d)
+    shown += [root.machine_path(d) for d in dirs]
+    return files, tensile, kpacks, shown
