@@ -67,21 +67,13 @@ def _rocm(root: Root, rocm_path: str | None, rocm_version: str | None) -> tuple[
                             f"or --rocm-version X.Y.Z")
 
 
-def build_recipe(root: Root, *, targets=(), rocm_path: str | None = None, rocm_version: str | None = None,
-                 prefix: str | None = None, jobs: str = "$(nproc)") -> Recipe:
-    gpus, devices_from = machine_gpus(root, targets)
-    if not gpus:
-        raise RevError("NOTHING_SUPPORTED", f"no AMD GPU with a known target under {root.base}; pass --target")
-    procs = sorted({g.processor for g in gpus}, key=lambda p: (p != "gfx906", p))
-    path, ver = _rocm(root, rocm_path, rocm_version)
-    ref = f"rocm-{ver}"
-    prefix = (prefix or f"{ROCMREVIVE_PREFIX}/{ver}-{'-'.join(procs)}").rstrip("/")
-    gpu_targets = ";".join(procs)
+def _build_script(path: str, ref: str, prefix: str, procs: list[str], which: str, check: str, jobs: str) -> str:
+    """The bash script that builds RCCL at ``ref`` against the ROCm at ``path`` for every processor
+    present (``which`` names the GPUs), installs it into ``prefix`` and runs ``check``."""
     q = shlex.quote
-    names = ", ".join(f"GPU{g.index} {g.target} {g.name}" for g in gpus)
-    check = f"rocmrevive rccl audit --no-search --lib {q(prefix + '/lib/librccl.so.1')}"
-    script = f"""#!/usr/bin/env bash
-# Build RCCL for this machine's GPUs ({devices_from}): {names}
+    gpu_targets = ";".join(procs)
+    return f"""#!/usr/bin/env bash
+# Build RCCL for this machine's GPUs {which}
 # Targets: {gpu_targets} -- every processor present, so no card loses RCCL.
 # Written by `rocmrevive rccl recipe`. Needs git, cmake >= 3.16, make or ninja, and the ROCm
 # development packages of {path} (hipcc, rocm-cmake, rocm-smi-lib headers).
@@ -125,6 +117,21 @@ RCCL for $GPU_TARGETS is in $PREFIX/lib. Make programs load it:
 (rocmrevive rccl env --lib $PREFIX/lib/librccl.so.1 writes the whole environment file)
 EOF
 """
+
+
+def build_recipe(root: Root, *, targets=(), rocm_path: str | None = None, rocm_version: str | None = None,
+                 prefix: str | None = None, jobs: str = "$(nproc)") -> Recipe:
+    gpus, devices_from = machine_gpus(root, targets)
+    if not gpus:
+        raise RevError("NOTHING_SUPPORTED", f"no AMD GPU with a known target under {root.base}; pass --target")
+    procs = sorted({g.processor for g in gpus}, key=lambda p: (p != "gfx906", p))
+    path, ver = _rocm(root, rocm_path, rocm_version)
+    ref = f"rocm-{ver}"
+    prefix = (prefix or f"{ROCMREVIVE_PREFIX}/{ver}-{'-'.join(procs)}").rstrip("/")
+    q = shlex.quote
+    names = ", ".join(f"GPU{g.index} {g.target} {g.name}" for g in gpus)
+    check = f"rocmrevive rccl audit --no-search --lib {q(prefix + '/lib/librccl.so.1')}"
+    script = _build_script(path, ref, prefix, procs, f"({devices_from}): {names}", check, jobs)
     notes = [f"built against {path} (ROCm {ver}); programs must use that ROCm's HIP runtime",
              f"RCCL for ROCm 7.x lives in {MONOREPO} under projects/rccl: set RCCL_REPO and RCCL_SUBDIR "
              f"if the {ref} tag is not in {RCCL_REPO}"]
