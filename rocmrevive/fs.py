@@ -327,6 +327,19 @@ class Dir:
             return sha, size
         return self._publish(name, fill, mode)
 
+    def copy_in_closing(self, name: str, src_fd: int, *, mode: int, expect_sha256: str,
+                        changed: RevError) -> None:
+        """``copy_in`` of a file that must still hash to ``expect_sha256``, closing ``src_fd``;
+        a mismatch means the source changed while it was read, reported as ``changed``."""
+        try:
+            self.copy_in(name, src_fd, mode=mode, expect_sha256=expect_sha256)
+        except RevError as exc:
+            if exc.code == "VERIFY_FAILED":
+                raise changed from exc
+            raise
+        finally:
+            os.close(src_fd)
+
     def _publish(self, name: str, fill, mode: int):
         """Write a fresh temporary with ``fill(fd)``, fsync, rename it over ``name``, fsync the
         folder; on any failure the temporary is removed. Returns what ``fill`` returned."""

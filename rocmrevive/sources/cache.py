@@ -186,16 +186,13 @@ class Cache:
         except OSError as exc:
             raise RevError("USAGE", f"cannot read {src}: {exc.strerror}") from None
         try:
-            try:
-                target = Dir.open(self.private_dir(), allow_shared=False) if self.shared else self._sub("sha256")
-                with target as d:
-                    d.copy_in(sha256, fd, mode=0o444, expect_sha256=sha256)
-            except RevError as exc:
-                if exc.code == "VERIFY_FAILED":
-                    raise RevError("VERIFY_FAILED", f"{src} changed while it was copied into the cache") from None
-                raise
-        finally:
+            target = Dir.open(self.private_dir(), allow_shared=False) if self.shared else self._sub("sha256")
+        except BaseException:
             os.close(fd)
+            raise
+        with target as d:
+            d.copy_in_closing(sha256, fd, mode=0o444, expect_sha256=sha256, changed=RevError(
+                "VERIFY_FAILED", f"{src} changed while it was copied into the cache"))
         if self.shared:
             return self.private_dir() / sha256
         return self.path_for(sha256)

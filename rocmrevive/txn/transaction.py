@@ -688,15 +688,8 @@ def _backup(st: StateDir, real: Path, sha: str) -> str:
                 finally:
                     os.close(fd)
             bd.rmtree(sha)  # damaged (or not a file): make it again
-        src = open_regular(real)
-        try:
-            bd.copy_in(sha, src, mode=0o600, expect_sha256=sha)
-        except RevError as exc:
-            if exc.code == "VERIFY_FAILED":
-                raise RevError("DRIFT", f"{st.mp(real)} changed while rocmrevive was backing it up; retry") from exc
-            raise
-        finally:
-            os.close(src)
+        bd.copy_in_closing(sha, open_regular(real), mode=0o600, expect_sha256=sha, changed=RevError(
+            "DRIFT", f"{st.mp(real)} changed while rocmrevive was backing it up; retry"))
     return f"backups/{sha}"
 
 
