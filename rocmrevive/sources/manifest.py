@@ -596,6 +596,22 @@ def _load_one(path: Path) -> tuple[Manifest | None, list[str]]:
                     components=tuple(components), layouts=layouts, sources=tuple(sources), path=path), []
 
 
+def _check_cross(c: _Checker, w: tuple, s: Any, names: tuple[str, str, str], own: Version,
+                 allowed: SpecifierSet, cross: bool, note: str) -> None:
+    """One rule for ROCm and rocBLAS: a source outside the manifest's range must say so (cross_version + note)."""
+    what, own_key, range_key = names
+    inside = allowed.contains(own, prereleases=True)
+    if not inside and not cross:
+        c.err(w + (own_key,), f"{what} {own} is outside this manifest's {range_key} "
+                              f"{spec_text(allowed)}: mark the source cross_version = true and say why in note")
+    if inside and cross:
+        c.err(w + ("cross_version",), f"{what} {own} is inside {range_key} {spec_text(allowed)}: "
+                                      f"cross_version = true is wrong")
+    if cross and not note:
+        c.err(w + ("note",) if "note" in s else w, "a cross_version source needs a note saying what is "
+                                                   "not matched")
+
+
 def _check_source(c: _Checker, s: Any, i: int, mid: str, rocblas: SpecifierSet | None,
                   rocm: SpecifierSet | None = None, *, tensile: bool = True, library: bool = False) -> Source | None:
     w = ("sources", i)
@@ -666,29 +682,11 @@ def _check_source(c: _Checker, s: Any, i: int, mid: str, rocblas: SpecifierSet |
     if rocm_v is not None and rocm_range is not None and not rocm_range.contains(rocm_v, prereleases=True):
         c.err(w + ("rocm_versions",), f"{spec_text(rocm_range)} does not contain the source's own ROCm {rocm_v}")
     if not tensile and rocm_v is not None and rocm is not None:
-        inside = rocm.contains(rocm_v, prereleases=True)
-        if not inside and not cross:
-            c.err(w + ("rocm_version",), f"ROCm {rocm_v} is outside this manifest's rocm_versions "
-                                         f"{spec_text(rocm)}: mark the source cross_version = true and say why in note")
-        if inside and cross:
-            c.err(w + ("cross_version",), f"ROCm {rocm_v} is inside rocm_versions {spec_text(rocm)}: "
-                                          f"cross_version = true is wrong")
-        if cross and not note:
-            c.err(w + ("note",) if "note" in s else w, "a cross_version source needs a note saying what is "
-                                                       "not matched")
+        _check_cross(c, w, s, ("ROCm", "rocm_version", "rocm_versions"), rocm_v, rocm, cross, note)
     if rbv is not None and compat is not None and not compat.contains(rbv, prereleases=True):
         c.err(w + ("compatible",), f"{spec_text(compat)} does not contain the source's own rocBLAS {rbv}")
     if rbv is not None and rocblas is not None:
-        inside = rocblas.contains(rbv, prereleases=True)
-        if not inside and not cross:
-            c.err(w + ("rocblas_version",), f"rocBLAS {rbv} is outside this manifest's rocblas_versions "
-                                            f"{spec_text(rocblas)}: mark the source cross_version = true and say why in note")
-        if inside and cross:
-            c.err(w + ("cross_version",), f"rocBLAS {rbv} is inside rocblas_versions {spec_text(rocblas)}: "
-                                          f"cross_version = true is wrong")
-        if cross and not note:
-            c.err(w + ("note",) if "note" in s else w, "a cross_version source needs a note saying what is "
-                                                       "not matched")
+        _check_cross(c, w, s, ("rocBLAS", "rocblas_version", "rocblas_versions"), rbv, rocblas, cross, note)
     if len(c.errors) != before:
         return None
     return Source(manifest_id=mid, name=name, kind=kind, package=package, version=version, member_prefix=prefix,
