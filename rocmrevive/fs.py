@@ -100,87 +100,13 @@ class Dir:
         strictly; otherwise RevError("PERMISSION") unless shared folders are allowed."""
         allow = shared_allowed() if allow_shared is None else allow_shared
         p = os.path.abspath(os.fspath(path))
-        parts = [x for x in p.split("/") if x]
-        fd = os.open("/", _DIR_FLAGS)
-        cur: list[str] = []
-        shared = False
-        hops = 0
+        walk = _Walk(p, create=create, mode=mode, what=what, allow=allow)
         try:
-            st = os.fstat(fd)
-            parent_trusted = folder_problem(st) is None
-            while parts:
-                name = parts.pop(0)
-                if name == ".":
-                    continue
-                if name == "..":
-                    # only reached through a link we trust; re-walk from / to the parent
-                    cur = cur[:-1]
-                    nfd = _walk_plain(cur)
-                    os.close(fd)
-                    fd = nfd
-                    parent_trusted = True
-                    continue
-                shown = "/" + "/".join(cur + [name])
-                try:
-                    lst = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                except FileNotFoundError:
-                    if not create:
-                        raise RevError("USAGE", f"no such folder: {shown} (for the {what} {p})") from None
-                    if not parent_trusted and not allow:
-                        raise _refuse(what, "/" + "/".join(cur), why_of(fd))
-                    try:
-                        os.mkdir(name, mode, dir_fd=fd)
-                    except FileExistsError:
-                        pass
-                    except OSError as exc:
-                        raise _oserror(what, shown, exc) from None
-                    lst = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                if stat.S_ISLNK(lst.st_mode):
-                    hops += 1
-                    if hops > _MAX_LINKS:
-                        raise RevError("USAGE", f"too many symbolic links on the way to the {what} {p}")
-                    sticky_ok = stat.S_IMODE(os.fstat(fd).st_mode) & stat.S_ISVTX
-                    if not _ours(lst.st_uid) or not (parent_trusted or sticky_ok):
-                        if not allow:
-                            raise RevError("PERMISSION", f"refusing to follow the symbolic link {shown} on the way "
-                                                         f"to the {what} {p}: uid {lst.st_uid} owns it or its folder "
-                                                         f"is writable by others; give the real path instead")
-                        shared = True
-                    target = os.readlink(name, dir_fd=fd)
-                    if target.startswith("/"):
-                        os.close(fd)
-                        fd = os.open("/", _DIR_FLAGS)
-                        cur = []
-                        parent_trusted = folder_problem(os.fstat(fd)) is None
-                    parts = [x for x in target.split("/") if x] + parts
-                    continue
-                if not stat.S_ISDIR(lst.st_mode):
-                    raise RevError("USAGE", f"{shown} is not a folder (for the {what} {p})")
-                try:
-                    nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
-                except OSError as exc:
-                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                        raise RevError("PERMISSION", f"{shown} changed while it was opened (for the {what} "
-                                                     f"{p}); retry") from None
-                    raise _oserror(what, shown, exc) from None
-                st = os.fstat(nfd)
-                os.close(fd)
-                fd = nfd
-                cur.append(name)
-                problem = folder_problem(st)
-                last = not parts
-                sticky = bool(stat.S_IMODE(st.st_mode) & stat.S_ISVTX) and _ours(st.st_uid)
-                if problem and (last or not sticky):
-                    if not allow:
-                        raise _refuse(what, "/" + "/".join(cur), problem)
-                    shared = True
-                if not parent_trusted and not allow:
-                    raise _refuse(what, "/" + "/".join(cur[:-1]), "writable by others")
-                parent_trusted = problem is None or sticky
+            walk.run()
         except BaseException:
-            os.close(fd)
+            os.close(walk.fd)
             raise
-        return cls(fd, p, shared=shared, what=what)
+        return cls(walk.fd, p, shared=walk.shared, what=what)
 
     def sub(self, name: str, *, create: bool = False, mode: int = 0o755) -> "Dir":
         """A folder inside this one (one component; never a link), created with ``create``. Inherits
@@ -420,6 +346,115 @@ def fsync_dir(path: str | os.PathLike) -> None:
 
 def why_of(fd: int) -> str:
     return folder_problem(os.fstat(fd)) or "writable by others"
+
+
+class _Walk:
+    """One ``Dir.open`` walk from ``/`` to ``p``: the folder open now (``fd``, reached by ``cur``),
+    the components still to walk (``parts``; a followed link puts its target in front), and what
+    the walk learned on the way: whether the folder holding the next entry is trusted, whether a
+    shared folder or link was let through (``shared``), how many links were followed."""
+
+    def __init__(self, p: str, *, create: bool, mode: int, what: str, allow: bool):
+        self.p, self.create, self.mode, self.what, self.allow = p, create, mode, what, allow
+        self.parts = [x for x in p.split("/") if x]
+        self.cur: list[str] = []
+        self.shared = False
+        self.hops = 0
+        self.parent_trusted = False
+        self.fd = os.open("/", _DIR_FLAGS)
+
+    def run(self) -> None:
+        self.parent_trusted = folder_problem(os.fstat(self.fd)) is None
+        while self.parts:
+            name = self.parts.pop(0)
+            if name == ".":
+                continue
+            if name == "..":
+                # only reached through a link we trust; re-walk from / to the parent
+                self.cur = self.cur[:-1]
+                self._move_to(_walk_plain(self.cur))
+                self.parent_trusted = True
+                continue
+            lst = self._entry(name)
+            if stat.S_ISLNK(lst.st_mode):
+                self._follow(name, lst)
+            else:
+                self._descend(name, lst)
+
+    def _shown(self, name: str) -> str:
+        return "/" + "/".join(self.cur + [name])
+
+    def _move_to(self, nfd: int) -> None:
+        os.close(self.fd)
+        self.fd = nfd
+
+    def _entry(self, name: str) -> os.stat_result:
+        """``lstat`` of the next component; a missing one is created as a folder with ``create``
+        (only inside a trusted folder unless shared folders are allowed)."""
+        shown = self._shown(name)
+        try:
+            return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            if not self.create:
+                raise RevError("USAGE", f"no such folder: {shown} (for the {self.what} {self.p})") from None
+            if not self.parent_trusted and not self.allow:
+                raise _refuse(self.what, "/" + "/".join(self.cur), why_of(self.fd))
+        try:
+            os.mkdir(name, self.mode, dir_fd=self.fd)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise _oserror(self.what, shown, exc) from None
+        return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+
+    def _follow(self, name: str, lst: os.stat_result) -> None:
+        """Follow a symbolic link only when it is ours and its folder is trusted (or sticky)."""
+        self.hops += 1
+        if self.hops > _MAX_LINKS:
+            raise RevError("USAGE", f"too many symbolic links on the way to the {self.what} {self.p}")
+        sticky_ok = stat.S_IMODE(os.fstat(self.fd).st_mode) & stat.S_ISVTX
+        if not _ours(lst.st_uid) or not (self.parent_trusted or sticky_ok):
+            if not self.allow:
+                raise RevError("PERMISSION", f"refusing to follow the symbolic link {self._shown(name)} on the "
+                                             f"way to the {self.what} {self.p}: uid {lst.st_uid} owns it or its "
+                                             f"folder is writable by others; give the real path instead")
+            self.shared = True
+        target = os.readlink(name, dir_fd=self.fd)
+        if target.startswith("/"):
+            self._move_to(os.open("/", _DIR_FLAGS))
+            self.cur = []
+            self.parent_trusted = folder_problem(os.fstat(self.fd)) is None
+        self.parts = [x for x in target.split("/") if x] + self.parts
+
+    def _descend(self, name: str, lst: os.stat_result) -> None:
+        """Open the next folder ``O_NOFOLLOW`` (refusing it if it changed since the ``lstat``)."""
+        shown = self._shown(name)
+        if not stat.S_ISDIR(lst.st_mode):
+            raise RevError("USAGE", f"{shown} is not a folder (for the {self.what} {self.p})")
+        try:
+            nfd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise RevError("PERMISSION", f"{shown} changed while it was opened (for the {self.what} "
+                                             f"{self.p}); retry") from None
+            raise _oserror(self.what, shown, exc) from None
+        self._move_to(nfd)
+        self.cur.append(name)
+        self._check_trust(os.fstat(nfd))
+
+    def _check_trust(self, st: os.stat_result) -> None:
+        """Every folder on the way must be trusted (a sticky one of ours may hold ours), the last one
+        strictly; otherwise refuse, or mark the result shared when shared folders are allowed."""
+        problem = folder_problem(st)
+        last = not self.parts
+        sticky = bool(stat.S_IMODE(st.st_mode) & stat.S_ISVTX) and _ours(st.st_uid)
+        if problem and (last or not sticky):
+            if not self.allow:
+                raise _refuse(self.what, "/" + "/".join(self.cur), problem)
+            self.shared = True
+        if not self.parent_trusted and not self.allow:
+            raise _refuse(self.what, "/" + "/".join(self.cur[:-1]), "writable by others")
+        self.parent_trusted = problem is None or sticky
 
 
 def _walk_plain(parts: list[str]) -> int:
