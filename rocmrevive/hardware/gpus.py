@@ -24,6 +24,11 @@ from rocmrevive.hardware.topology import PcieLocation, locate
 from rocmrevive.rootfs import Root
 
 
+def _of_kfd(attr: str) -> property:
+    """A ``Gpu`` property read from its KFD node (None without one)."""
+    return property(lambda gpu: getattr(gpu.kfd, attr) if gpu.kfd else None)
+
+
 @dataclass
 class Gpu:
     index: int
@@ -47,17 +52,10 @@ class Gpu:
     def label(self) -> str:
         return f"GPU{self.index}"
 
-    @property
-    def gfx_target_version(self) -> int | None:
-        return self.kfd.gfx_target_version if self.kfd else None
-
-    @property
-    def gpu_id(self) -> int | None:
-        return self.kfd.gpu_id if self.kfd else None
-
-    @property
-    def unique_id(self) -> int | None:
-        return self.kfd.unique_id if self.kfd else None
+    gfx_target_version = _of_kfd("gfx_target_version")
+    gpu_id = _of_kfd("gpu_id")
+    unique_id = _of_kfd("unique_id")
+    cu_count = _of_kfd("cu_count")
 
     @property
     def kfd_location(self) -> int | None:
@@ -66,10 +64,6 @@ class Gpu:
     @property
     def numa_node(self) -> int | None:
         return self.pci.numa_node if self.pci else None
-
-    @property
-    def cu_count(self) -> int | None:
-        return self.kfd.cu_count if self.kfd else None
 
     @property
     def vram_bytes(self) -> int | None:
@@ -189,77 +183,91 @@ def _fill_from_pci(root: Root, gpu: Gpu, fn: PciFunction) -> None:
 
 
 def scan(root: Root, *, rocminfo_text: str | None = None) -> HardwareReport:
+    """Every GPU of the machine under ``root``: the KFD's GPU nodes joined with their PCI
+    functions, then the AMD display functions the KFD does not list; named, paired, and checked
+    against ``rocminfo_text`` when given."""
     host = read_host(root)
     xnack_on = host.amdgpu_params.get("noretry") == "0"
     present = K.kfd_present(root)
-    nodes = K.read_nodes(root) if present else []
     report = HardwareReport(present, [], [], host)
-
-    amd_display = {}
-    for bdf in list_functions(root):
-        vendor, problem = read_text(root.path(f"{DEVICES}/{bdf}/vendor"))
-        if problem:
-            report.problems.append(f"PCI {bdf}: {problem}")
-        if parse_hex(vendor) != VENDOR_AMD_GPU:
-            continue  # only AMD graphics functions are read in full
-        fn = read_function(root, bdf)
-        if fn.is_display:
-            amd_display[bdf] = fn
-
+    amd_display = _amd_display_functions(root, report.problems)
     matched: set[str] = set()
-    for node in nodes:
+    for node in K.read_nodes(root) if present else []:
         if not node.readable:
             report.problems.append(f"KFD node {node.node}: " + "; ".join(node.problems or ["unreadable"]))
-            continue
-        if not node.is_gpu:
-            continue
-        gpu = Gpu(len(report.gpus), node.node, node.bdf, node.processor, None, "kfd",
-                  ModelName("unknown AMD GPU", False, ""), kfd=node, problems=list(node.problems))
-        if node.processor is None:
-            gpu.target_source = "unknown"
-            gpu.problems.append(f"gfx_target_version {node.gfx_target_version!r} names no GPU processor")
-        else:
-            try:
-                gpu.target = device_target(node.processor, node.sramecc, xnack_on)
-            except ValueError as exc:
-                gpu.problems.append(f"target: {exc}")
-        if node.render_minor is not None:
-            gpu.render_node = f"/dev/dri/renderD{node.render_minor}"
-            if not root.path(gpu.render_node).exists():
-                gpu.problems.append(f"{gpu.render_node} does not exist")
-        if node.bdf and node.bdf in amd_display:
-            matched.add(node.bdf)
-            fn = read_function(root, node.bdf, amdgpu_attrs=True)
-            _fill_from_pci(root, gpu, fn)
-        elif node.bdf:
-            gpu.problems.append(f"no PCI device {node.bdf} for KFD node {node.node}")
-        else:
-            gpu.problems.append("KFD node has no location_id: PCI data unavailable")
-        report.gpus.append(gpu)
-
+        elif node.is_gpu:
+            report.gpus.append(_gpu_of_node(root, node, len(report.gpus), xnack_on, amd_display, matched))
     for bdf, fn in sorted(amd_display.items()):
-        if bdf in matched:
-            continue
-        proc = PROCESSOR_BY_PCI_ID.get(fn.device) if fn.device is not None else None
-        gpu = Gpu(len(report.gpus), None, bdf, proc, TargetId.parse(proc) if proc else None,
-                  "pci-id" if proc else "unknown", ModelName("unknown AMD GPU", False, ""))
-        why = ("no kernel driver is bound" if fn.driver is None else
-               f"driver {fn.driver} is bound but did not register the card with the KFD"
-               if present else "the KFD topology is absent (amdgpu/amdkfd not loaded?)")
-        gpu.problems.append(f"the KFD does not list this card: {why}")
-        _fill_from_pci(root, gpu, read_function(root, bdf, amdgpu_attrs=True))
-        report.gpus.append(gpu)
-
+        if bdf not in matched:
+            report.gpus.append(_gpu_without_kfd(root, bdf, fn, len(report.gpus), present))
     for gpu in report.gpus:
-        fn = gpu.pci
-        gpu.model = name_gpu(gpu.processor, fn.device if fn else (gpu.kfd.props.get("device_id") if gpu.kfd else None),
-                             fn.revision if fn else None, gpu.cu_count, gpu.vram_bytes,
-                             fn.pci_class if fn else None, root=root,
-                             kfd_name=gpu.kfd.name if gpu.kfd else None)
-
+        gpu.model = _model_of(root, gpu)
     gs = report.gpus
     report.pairs = [assess(gs[i], gs[j], host) for i in range(len(gs)) for j in range(i + 1, len(gs))]
     if rocminfo_text is not None:
         report.rocminfo = parse_rocminfo(rocminfo_text)
         report.rocminfo_problems = cross_check(report.rocminfo, report.gpus)
     return report
+
+
+def _amd_display_functions(root: Root, problems: list[str]) -> dict[str, PciFunction]:
+    """The AMD display functions on the PCI bus, by BDF (only AMD graphics functions are read in full)."""
+    amd_display = {}
+    for bdf in list_functions(root):
+        vendor, problem = read_text(root.path(f"{DEVICES}/{bdf}/vendor"))
+        if problem:
+            problems.append(f"PCI {bdf}: {problem}")
+        if parse_hex(vendor) != VENDOR_AMD_GPU:
+            continue
+        fn = read_function(root, bdf)
+        if fn.is_display:
+            amd_display[bdf] = fn
+    return amd_display
+
+
+def _gpu_of_node(root: Root, node: K.KfdNode, index: int, xnack_on: bool,
+                 amd_display: dict[str, PciFunction], matched: set[str]) -> Gpu:
+    """A GPU the KFD lists: its target from the node, the rest from its PCI function (added to
+    ``matched``) when there is one."""
+    gpu = Gpu(index, node.node, node.bdf, node.processor, None, "kfd",
+              ModelName("unknown AMD GPU", False, ""), kfd=node, problems=list(node.problems))
+    if node.processor is None:
+        gpu.target_source = "unknown"
+        gpu.problems.append(f"gfx_target_version {node.gfx_target_version!r} names no GPU processor")
+    else:
+        try:
+            gpu.target = device_target(node.processor, node.sramecc, xnack_on)
+        except ValueError as exc:
+            gpu.problems.append(f"target: {exc}")
+    if node.render_minor is not None:
+        gpu.render_node = f"/dev/dri/renderD{node.render_minor}"
+        if not root.path(gpu.render_node).exists():
+            gpu.problems.append(f"{gpu.render_node} does not exist")
+    if node.bdf and node.bdf in amd_display:
+        matched.add(node.bdf)
+        _fill_from_pci(root, gpu, read_function(root, node.bdf, amdgpu_attrs=True))
+    elif node.bdf:
+        gpu.problems.append(f"no PCI device {node.bdf} for KFD node {node.node}")
+    else:
+        gpu.problems.append("KFD node has no location_id: PCI data unavailable")
+    return gpu
+
+
+def _gpu_without_kfd(root: Root, bdf: str, fn: PciFunction, index: int, kfd_present: bool) -> Gpu:
+    """An AMD display device the KFD does not list: its target guessed from the PCI id, with why."""
+    proc = PROCESSOR_BY_PCI_ID.get(fn.device) if fn.device is not None else None
+    gpu = Gpu(index, None, bdf, proc, TargetId.parse(proc) if proc else None,
+              "pci-id" if proc else "unknown", ModelName("unknown AMD GPU", False, ""))
+    why = ("no kernel driver is bound" if fn.driver is None else
+           f"driver {fn.driver} is bound but did not register the card with the KFD"
+           if kfd_present else "the KFD topology is absent (amdgpu/amdkfd not loaded?)")
+    gpu.problems.append(f"the KFD does not list this card: {why}")
+    _fill_from_pci(root, gpu, read_function(root, bdf, amdgpu_attrs=True))
+    return gpu
+
+
+def _model_of(root: Root, gpu: Gpu) -> ModelName:
+    fn, kfd = gpu.pci, gpu.kfd
+    device = fn.device if fn else (kfd.props.get("device_id") if kfd else None)
+    return name_gpu(gpu.processor, device, fn.revision if fn else None, gpu.cu_count, gpu.vram_bytes,
+                    fn.pci_class if fn else None, root=root, kfd_name=kfd.name if kfd else None)
