@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from rocmrevive.sources.fetch import fetch_source  # noqa: E402
 from rocmrevive.sources.http import Downloader  # noqa: E402
-from rocmrevive.sources.manifest import load_manifests  # noqa: E402
+from rocmrevive.sources.manifest_load import load_manifests  # noqa: E402
 from rocmrevive.sources.unpack import extract_selected  # noqa: E402
 
 DEFAULT_DEB = Path(os.environ.get("ROCMREVIVE_TEST_CACHE", "/var/tmp/rocmrevive-test-cache")) / \

@@ -16,7 +16,7 @@ from rocmrevive.rootfs import Root
 from rocmrevive.sources.cache import Cache, default_cache_dir
 from rocmrevive.sources.fetch import export_artifacts, fetch_source
 from rocmrevive.sources.http import Downloader
-from rocmrevive.sources.manifest import load_manifests
+from rocmrevive.sources.manifest_load import load_manifests
 from tests.fixtures.aptrepo import RepoServer, make_world
 
 

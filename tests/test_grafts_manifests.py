@@ -14,7 +14,7 @@ import pytest
 from rocmrevive.diagnose.audit import graft_remedy_text
 from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root
-from rocmrevive.sources.manifest import check_manifests, load_manifests
+from rocmrevive.sources.manifest_load import check_manifests, load_manifests
 from rocmrevive.txn import divert
 from tests.conftest import CACHE, REPO
 

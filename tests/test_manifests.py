@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from rocmrevive.cli.main import cli
 from rocmrevive.errors import RevError
 from rocmrevive.sources.cache import sha256_file
-from rocmrevive.sources.manifest import check_manifests, load_manifests
+from rocmrevive.sources.manifest_load import check_manifests, load_manifests
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = REPO / "manifests"

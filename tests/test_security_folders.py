@@ -343,8 +343,8 @@ def test_a_manifests_folder_in_site_packages_is_never_used(tmp_path):
     (site / "manifests").mkdir()  # some other package's folder
     (site / "manifests" / "evil.toml").write_text('id = "evil"\n')
     env = {k: v for k, v in os.environ.items() if k not in ("ROCMREVIVE_MANIFESTS", "PYTHONPATH")}
-    p = subprocess.run([sys.executable, "-c", "from rocmrevive.sources.manifest import default_manifest_dir as d; "
-                        "print(d())"], env={**env, "PYTHONPATH": str(site)}, capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-c", "from rocmrevive.sources.manifest_load import default_manifest_dir "
+                        "as d; print(d())"], env={**env, "PYTHONPATH": str(site)}, capture_output=True, text=True,
                        cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert Path(p.stdout.strip()) == site / "rocmrevive/data/manifests"

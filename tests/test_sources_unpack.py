@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rocmrevive.errors import RevError
-from rocmrevive.sources.manifest import load_manifests
+from rocmrevive.sources.manifest_load import load_manifests
 from rocmrevive.sources.unpack import Limits, archive_kind, extract_selected
 from tests.fixtures.aptrepo import (PREFIX_DEBIAN, ar_archive, build_deb, gfx906_names, incompressible, raw_deb,
                                     rocblas_library_files)

@@ -89,7 +89,7 @@ def audit(ui, trees, targets, show_all, manifests_dir, cache, pythons, no_progra
 def _manifests(manifests_dir=None) -> list:
     """The manifests (shipped, or ``--manifests``); none when they cannot be read (a remedy
     column is not worth failing the audit over, unless the user named the folder)."""
-    from rocmrevive.sources.manifest import default_manifest_dir, load_manifests
+    from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
 
     try:
         return load_manifests(manifests_dir or default_manifest_dir())

@@ -70,7 +70,7 @@ def fetch(ui, manifest_ids, source_names, all_sources, mirror, from_path, to_dir
     from rocmrevive.sources.cache import Cache, default_cache_dir
     from rocmrevive.sources.fetch import export_artifacts, fetch_manifests
     from rocmrevive.sources.http import Downloader
-    from rocmrevive.sources.manifest import default_manifest_dir, load_manifests
+    from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
 
     def work() -> Outcome:
         mdir = manifests_dir or default_manifest_dir()

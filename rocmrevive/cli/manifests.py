@@ -9,7 +9,7 @@ _DIR_HELP = "Folder of manifests (default: the ones shipped with rocmrevive, or 
 
 
 def _dir(d):
-    from rocmrevive.sources.manifest import default_manifest_dir
+    from rocmrevive.sources.manifest_load import default_manifest_dir
 
     return d or str(default_manifest_dir())
 
@@ -32,7 +32,7 @@ def manifests(ctx, mdir):
 def list_cmd(ctx):
     """One line per manifest and source."""
     ui = ctx.obj
-    from rocmrevive.sources.manifest import load_manifests
+    from rocmrevive.sources.manifest_load import load_manifests
 
     mdir = _dir(ctx.meta.get("rocmrevive.manifest_dir"))
 
@@ -53,7 +53,7 @@ def check(ctx, paths):
     PATHS are manifest files or folders (default: the manifest folder). Exit 2 on any error.
     """
     ui = ctx.obj
-    from rocmrevive.sources.manifest import check_manifests
+    from rocmrevive.sources.manifest_load import check_manifests
 
     targets = list(paths) or [_dir(ctx.meta.get("rocmrevive.manifest_dir"))]
 
@@ -84,7 +84,7 @@ def show(ctx, manifest_id):
     """Everything one manifest says."""
     ui = ctx.obj
     from rocmrevive.errors import RevError
-    from rocmrevive.sources.manifest import load_manifests
+    from rocmrevive.sources.manifest_load import load_manifests
 
     mdir = _dir(ctx.meta.get("rocmrevive.manifest_dir"))
 

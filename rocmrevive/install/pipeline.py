@@ -85,7 +85,7 @@ def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None,
     network, permission, an interrupted transaction) stops everything. ``confirm(record, plan)``
     is asked before each copy or library is changed (False skips it)."""
     from rocmrevive.sources.cache import default_cache_dir
-    from rocmrevive.sources.manifest import default_manifest_dir, load_manifests
+    from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
     from rocmrevive.trees.installs import find_installs
     from rocmrevive.txn.transaction import DEFAULT_STATE_DIR
 
