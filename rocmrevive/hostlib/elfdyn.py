@@ -103,15 +103,8 @@ class DynamicObject:
             versym = None
             if veroff is not None:
                 f.seek(veroff)
-                versym = array("H", f.read(versize))
-                if not little:
-                    versym.byteswap()
-        find = strtab.find
-        n = len(syms) // entsize
-        for i, fields in enumerate(struct.iter_unpack(symfmt, syms[:n * entsize])):
-            if i == 0:
-                continue
-            st_name, st_info, st_other, st_shndx, st_value = _sym_fields(fields, self.elf_class)
+                versym = _versym_array(f.read(versize), little)
+        for i, st_name, st_info, st_other, st_shndx, st_value in _symbols(syms, symfmt, entsize, self.elf_class):
             if st_shndx == SHN_UNDEF:
                 continue
             bind, typ = st_info >> 4, st_info & 0xF
@@ -121,8 +114,7 @@ class DynamicObject:
                 continue
             if st_value == 0 and st_shndx != SHN_ABS and typ != STT_TLS:
                 continue  # glibc check_match: a definition without a value is not one
-            end = find(b"\0", st_name)
-            name = strtab[st_name:end if end >= 0 else None].decode("utf-8", "replace")
+            name = _name_at(strtab, st_name)
             if name not in wanted:
                 continue
             if versym is not None and i < len(versym):
@@ -132,6 +124,28 @@ class DynamicObject:
             else:
                 out.setdefault(name, []).append((None, False, 1))
         return out
+
+
+def _symbols(syms: bytes, symfmt: str, entsize: int, elf_class: int):
+    """``(index, st_name, st_info, st_other, st_shndx, st_value)`` of each symbol-table entry after
+    the null entry 0."""
+    entries = struct.iter_unpack(symfmt, syms[:len(syms) // entsize * entsize])
+    next(entries, None)
+    for i, fields in enumerate(entries, 1):
+        yield (i, *_sym_fields(fields, elf_class))
+
+
+def _name_at(strtab: bytes, off: int) -> str:
+    end = strtab.find(b"\0", off)
+    return strtab[off:end if end >= 0 else None].decode("utf-8", "replace")
+
+
+def _versym_array(data: bytes, little: bool) -> array:
+    """A ``.gnu.version`` section as an array of 16-bit version indexes."""
+    vs = array("H", data)
+    if not little:
+        vs.byteswap()
+    return vs
 
 
 def _sym_fields(fields: tuple, elf_class: int) -> tuple[int, int, int, int, int]:
@@ -177,30 +191,52 @@ def _read(elf: ELFFile, path: Path) -> DynamicObject:
         raise DynamicError(f"{path} is {elf['e_type']}, not a shared object")
     obj = DynamicObject(path=path, elf_class=elf.elfclass, machine=elf["e_machine"],
                         osabi=elf["e_ident"]["EI_OSABI"])
-    dynamic = dynsym = versym = None
-    verdef = verneed = None
-    relocs = []
-    dynsym_index = None
-    for i, sec in enumerate(elf.iter_sections()):
-        t = sec["sh_type"]
-        if t in ("SHT_RELA", "SHT_REL"):
-            relocs.append(sec)
-        elif t == "SHT_DYNAMIC":
-            dynamic = sec
-        elif t == "SHT_DYNSYM":
-            dynsym = sec
-            dynsym_index = i
-        elif t == "SHT_GNU_versym":
-            versym = sec
-        elif t == "SHT_GNU_verdef":
-            verdef = sec
-        elif t == "SHT_GNU_verneed":
-            verneed = sec
-    if dynamic is None:
+    secs = _DynSections.find(elf)
+    if secs.dynamic is None:
         if elf.num_sections() == 0:
             raise DynamicError(f"{path} has no section headers (stripped to segments only); "
                                f"cannot read its dynamic section")
         raise DynamicError(f"{path} has no dynamic section (a static object)")
+    _read_tags(obj, secs.dynamic)
+    if secs.verdef is not None:
+        _read_verdefs(obj, secs.verdef)
+    need_by_index = _read_verneeds(obj, secs.verneed) if secs.verneed is not None else {}
+    if secs.dynsym is not None:
+        used = _relocated_symbols(elf, [r for r in secs.relocs if r["sh_link"] == secs.dynsym_index])
+        _read_undefined(elf, obj, secs.dynsym, secs.versym, need_by_index, used)
+    return obj
+
+
+@dataclass
+class _DynSections:
+    """The dynamic-linking sections of one ELF file, found from its section headers."""
+    dynamic: object = None
+    dynsym: object = None
+    dynsym_index: int | None = None
+    versym: object = None
+    verdef: object = None
+    verneed: object = None
+    relocs: list = field(default_factory=list)
+
+    _BY_TYPE = {"SHT_DYNAMIC": "dynamic", "SHT_GNU_versym": "versym", "SHT_GNU_verdef": "verdef",
+                "SHT_GNU_verneed": "verneed"}
+
+    @classmethod
+    def find(cls, elf: ELFFile) -> "_DynSections":
+        found = cls()
+        for i, sec in enumerate(elf.iter_sections()):
+            t = sec["sh_type"]
+            if t in ("SHT_RELA", "SHT_REL"):
+                found.relocs.append(sec)
+            elif t == "SHT_DYNSYM":
+                found.dynsym, found.dynsym_index = sec, i
+            elif t in cls._BY_TYPE:
+                setattr(found, cls._BY_TYPE[t], sec)
+        return found
+
+
+def _read_tags(obj: DynamicObject, dynamic) -> None:
+    """SONAME, DT_NEEDED, the search paths and the binding flags from the dynamic section."""
     for tag in dynamic.iter_tags():
         d = tag.entry.d_tag
         if d == "DT_NEEDED":
@@ -220,27 +256,29 @@ def _read(elf: ELFFile, path: Path) -> DynamicObject:
             obj.bind_now = True
     if obj.runpath:
         obj.rpath = []  # glibc: with DT_RUNPATH present, DT_RPATH is ignored
-    if verdef is not None:
-        for vd, auxes in verdef.iter_versions():
-            names = [a.name for a in auxes]
-            if not names:
-                continue
-            if vd["vd_flags"] & VER_FLG_BASE:
-                obj.base_version = names[0]
-            else:
-                obj.verdefs[vd["vd_ndx"]] = names[0]
+
+
+def _read_verdefs(obj: DynamicObject, verdef) -> None:
+    """The versions the object defines (``.gnu.version_d``); the base one is its own name."""
+    for vd, auxes in verdef.iter_versions():
+        names = [a.name for a in auxes]
+        if not names:
+            continue
+        if vd["vd_flags"] & VER_FLG_BASE:
+            obj.base_version = names[0]
+        else:
+            obj.verdefs[vd["vd_ndx"]] = names[0]
+
+
+def _read_verneeds(obj: DynamicObject, verneed) -> dict[int, VersionNeed]:
+    """The versions the object requires (``.gnu.version_r``), by their ``vna_other`` index."""
     need_by_index: dict[int, VersionNeed] = {}
-    if verneed is not None:
-        for vn, auxes in verneed.iter_versions():
-            for a in auxes:
-                need = VersionNeed(vn.name, a.name, bool(a["vna_flags"] & VER_FLG_WEAK),
-                                   a["vna_other"])
-                obj.verneeds.append(need)
-                need_by_index[a["vna_other"]] = need
-    if dynsym is not None:
-        used = _relocated_symbols(elf, [r for r in relocs if r["sh_link"] == dynsym_index])
-        _read_undefined(elf, obj, dynsym, versym, need_by_index, used)
-    return obj
+    for vn, auxes in verneed.iter_versions():
+        for a in auxes:
+            need = VersionNeed(vn.name, a.name, bool(a["vna_flags"] & VER_FLG_WEAK), a["vna_other"])
+            obj.verneeds.append(need)
+            need_by_index[a["vna_other"]] = need
+    return need_by_index
 
 
 def _relocated_symbols(elf, sections) -> set[int]:
@@ -274,24 +312,14 @@ def _read_undefined(elf, obj: DynamicObject, dynsym, versym, need_by_index, used
                 strsec["sh_offset"], strsec["sh_size"], veroff, versize, little)
     syms = dynsym.data()
     strtab = strsec.data()
-    vs = None
-    if versym is not None:
-        vs = array("H", versym.data())
-        if not little:
-            vs.byteswap()
-    find = strtab.find
-    n = len(syms) // entsize
-    for i, fields in enumerate(struct.iter_unpack(symfmt, syms[:n * entsize])):
-        if i == 0:
-            continue
-        st_name, st_info, _other, st_shndx, _value = _sym_fields(fields, elf.elfclass)
+    vs = _versym_array(versym.data(), little) if versym is not None else None
+    for i, st_name, st_info, _other, st_shndx, _value in _symbols(syms, symfmt, entsize, elf.elfclass):
         if st_shndx != SHN_UNDEF or st_name == 0:
             continue
         bind = st_info >> 4
         if bind not in (STB_GLOBAL, STB_WEAK):
             continue
-        end = find(b"\0", st_name)
-        name = strtab[st_name:end if end >= 0 else None].decode("utf-8", "replace")
+        name = _name_at(strtab, st_name)
         need = None
         if vs is not None and i < len(vs):
             ndx = vs[i] & 0x7FFF
