@@ -286,7 +286,7 @@ def test_status_does_not_call_a_cpu_test_run_a_pass(tmp_path):
 
 
 def test_wording(machine, tmp_path):
-    from rocmrevive.txn.transaction import _mb
+    from rocmrevive.txn.result import mb as _mb
 
     # sizes that differ are never printed the same
     assert (_mb(200_000, 249_000), _mb(249_000, 200_000)) == ("0.20 MB", "0.25 MB")

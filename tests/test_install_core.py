@@ -11,7 +11,8 @@ from rocmrevive.errors import RevError
 from rocmrevive.install.core import (Decline, Hooks, Staged, Status, Verdict, install_component,
                                      staging_area)
 from rocmrevive.rootfs import Root
-from rocmrevive.txn.transaction import DEFAULT_STATE_DIR, list_transactions
+from rocmrevive.txn.history import list_transactions
+from rocmrevive.txn.state import DEFAULT_STATE_DIR
 
 TREE = "/opt/rocm-6.4.3/lib"
 

@@ -212,7 +212,7 @@ def test_state_folder_links_in_a_user_owned_image(arena, tmp_path):
 
 @pytest.mark.parametrize("kind", ["fifo", "link-to-fifo"])
 def test_a_fifo_as_the_lock_never_hangs(arena, tmp_path, kind):
-    from rocmrevive.txn.transaction import apply_plan
+    from rocmrevive.txn.apply import apply_plan
 
     m = Machine.build(tmp_path)
     apply_plan(m.root, m.plan())  # something to roll back: the lock is needed

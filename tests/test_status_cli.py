@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from rocmrevive.cli.main import cli as rocmrevive
 from rocmrevive.txn.fsutil import sha256_file
 from rocmrevive.txn.plan import FileChange, Plan
-from rocmrevive.txn.transaction import apply_plan
+from rocmrevive.txn.apply import apply_plan
 from rocmrevive.txn.lock import TxLock
 from test_txn_support import LIB, TREE, Machine, cli, run_child
 

@@ -18,8 +18,10 @@ from rocmrevive.errors import RevError
 from rocmrevive.txn.fsutil import sha256_file
 from rocmrevive.txn.journal import read_records
 from rocmrevive.txn.plan import FileChange, Plan, plan_from_staged
-from rocmrevive.txn.transaction import (apply_plan, find_pending, list_transactions, recover_pending, rollback,
-                                        require_no_pending)
+from rocmrevive.txn.apply import apply_plan
+from rocmrevive.txn.history import list_transactions
+from rocmrevive.txn.state import find_pending, require_no_pending
+from rocmrevive.txn.undo import recover_pending, rollback
 from test_txn_support import LIB, OWNER, TREE, Machine, child_cmd, child_env, read_journal, run_child
 
 RLIB = LIB  # the resolved library path (plans go through /opt/rocm)
@@ -400,7 +402,7 @@ def test_permission_denied_for_an_ordinary_user(tmp_path):
         m = Machine.build(where)
         os.chmod(m.stage, 0o755)
         probe = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-                                sys.executable, "-c", "import rocmrevive.txn.transaction"],
+                                sys.executable, "-c", "import rocmrevive.txn.apply"],
                                env=child_env(), capture_output=True, text=True)
         if probe.returncode != 0:
             pytest.skip(f"nobody cannot run this Python: {probe.stderr.strip()[-200:]}")

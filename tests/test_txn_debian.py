@@ -14,7 +14,9 @@ import pytest
 from rocmrevive.rootfs import Root
 from rocmrevive.txn.fsutil import sha256_file, tree_listing
 from rocmrevive.txn.plan import plan_from_staged
-from rocmrevive.txn.transaction import apply_plan, list_transactions, rollback
+from rocmrevive.txn.apply import apply_plan
+from rocmrevive.txn.history import list_transactions
+from rocmrevive.txn.undo import rollback
 
 pytestmark = pytest.mark.debian
 LIB = "/opt/rocm-6.4.3/lib/rocblas/library"

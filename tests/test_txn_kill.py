@@ -18,8 +18,10 @@ from collections import Counter
 import pytest
 
 from rocmrevive.errors import RevError
-from rocmrevive.txn.transaction import (apply_plan, find_pending, list_transactions, recover_pending,
-                                        require_no_pending, rollback)
+from rocmrevive.txn.apply import apply_plan
+from rocmrevive.txn.history import list_transactions
+from rocmrevive.txn.state import find_pending, require_no_pending
+from rocmrevive.txn.undo import recover_pending, rollback
 from test_txn_support import Machine, child_cmd, child_env, cli, run_child
 
 RANDOM_APPLY_RUNS = 200

@@ -29,18 +29,19 @@ import json, sys, time
 from rocmrevive.rootfs import Root
 from rocmrevive.errors import RevError
 from rocmrevive.txn.plan import Plan
-from rocmrevive.txn import transaction as t
+from rocmrevive.txn.apply import apply_plan
+from rocmrevive.txn.undo import recover_pending, rollback
 root, op = Root(sys.argv[1]), sys.argv[2]
 plan = Plan.from_json(json.loads(sys.argv[3])) if len(sys.argv) > 3 and sys.argv[3] else None
 print("go", flush=True)
 t0 = time.perf_counter()
 try:
     if op == "apply":
-        r = t.apply_plan(root, plan)
+        r = apply_plan(root, plan)
     elif op == "rollback":
-        r = t.rollback(root)
+        r = rollback(root)
     elif op == "recover":
-        r = t.recover_pending(root)
+        r = recover_pending(root)
         r = r[0] if r else None
     else:
         raise SystemExit("bad op")

@@ -227,7 +227,7 @@ def test_cov6_code_objects_load_on_rocm_643(tmp_path, rocblas441):
 def test_patched_tree_then_tampered(tmp_path, rocblas441):
     from rocmrevive.rootfs import Root
     from rocmrevive.txn.plan import FileChange, Plan
-    from rocmrevive.txn.transaction import apply_plan
+    from rocmrevive.txn.apply import apply_plan
 
     # AMD's 6.4.3 tree as shipped: no gfx906 Tensile files
     amd_tree(tmp_path, "6.4.3", rocblas441, without="gfx906")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-# the journal folder; txn.transaction.DEFAULT_STATE_DIR is the same (tests/test_cli_options.py)
+# the journal folder; txn.state.DEFAULT_STATE_DIR is the same (tests/test_cli_options.py)
 STATE_DIR = "/var/lib/rocmrevive"
 STATE_DIR_HELP = "Where journals, backups and the lock live (a machine path, under --root)."
 

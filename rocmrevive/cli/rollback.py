@@ -49,8 +49,8 @@ def rollback(ui, txid, force, dry_run, state_dir):
     Every file's sha256 is checked first: if one changed since the install (drift) nothing is
     touched and the files are named (exit 8) unless --force. `rocmrevive status` lists TXIDs.
     """
-    from rocmrevive.txn.transaction import require_no_pending
-    from rocmrevive.txn.transaction import rollback as do_rollback
+    from rocmrevive.txn.state import require_no_pending
+    from rocmrevive.txn.undo import rollback as do_rollback
 
     def work() -> Outcome:
         # An interrupted transaction is not rolled back behind the user's back here: undoing
@@ -93,7 +93,7 @@ def recover(ui, force, dry_run, state_dir):
     If every file of the interrupted install is already in place it is completed (rolled
     forward); otherwise it is undone from its journal and backups. Safe to run at any time.
     """
-    from rocmrevive.txn.transaction import recover_pending
+    from rocmrevive.txn.undo import recover_pending
 
     def work() -> Outcome:
         results = recover_pending(ui.root, state_dir=state_dir, force=force, dry_run=dry_run)

@@ -212,7 +212,8 @@ class UI:
         """For install: finish or undo a transaction a killed run left behind. A dry run must
         not write, so there it stops with INTERRUPTED instead."""
         from rocmrevive.errors import RevError
-        from rocmrevive.txn.transaction import DEFAULT_STATE_DIR, find_pending, recover_pending
+        from rocmrevive.txn.state import DEFAULT_STATE_DIR, find_pending
+        from rocmrevive.txn.undo import recover_pending
 
         sd = state_dir or self.state_dir or DEFAULT_STATE_DIR
         pending = find_pending(self.root, state_dir=sd)
@@ -225,7 +226,7 @@ class UI:
             self.log(f"recovered interrupted transaction {res.txid}: {res.state}")
 
     def _state_dir(self) -> str:
-        from rocmrevive.txn.transaction import DEFAULT_STATE_DIR
+        from rocmrevive.txn.state import DEFAULT_STATE_DIR
 
         ctx = click.get_current_context(silent=True)
         sd = (ctx.params.get("state_dir") if ctx is not None else None) or DEFAULT_STATE_DIR
@@ -234,14 +235,14 @@ class UI:
     def pending(self) -> tuple[RevError | None, str | None]:
         """(the INTERRUPTED error naming the pending transaction or None, a warning when the
         journals could not be read). Reads only; never takes the lock."""
-        from rocmrevive.txn.transaction import require_no_pending
+        from rocmrevive.txn.state import require_no_pending
 
         try:
             require_no_pending(self.root, state_dir=self._state_dir())
         except RevError as exc:
             if exc.code == "INTERRUPTED":
                 if "pending" not in exc.details:  # a damaged journal: still name what is open
-                    from rocmrevive.txn.transaction import find_pending
+                    from rocmrevive.txn.state import find_pending
 
                     try:
                         exc.details["pending"] = find_pending(self.root, state_dir=self._state_dir())
@@ -298,7 +299,7 @@ class UI:
 
     def _interrupted(self, command: str, exc: BaseException) -> None:
         """Ctrl-C: exit 9 naming a transaction it left open, else 130 saying what happened."""
-        from rocmrevive.txn.transaction import find_pending
+        from rocmrevive.txn.state import find_pending
 
         try:
             open_tx = find_pending(self.root, state_dir=self._state_dir())

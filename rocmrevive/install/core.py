@@ -20,8 +20,10 @@ from typing import Any, Callable, Iterator, Optional, Protocol
 
 from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root
+from rocmrevive.txn.apply import apply_plan
 from rocmrevive.txn.plan import Plan, plan_from_staged
-from rocmrevive.txn.transaction import TxResult, apply_plan, rollback
+from rocmrevive.txn.result import TxResult
+from rocmrevive.txn.undo import rollback
 
 
 class Status(str, Enum):

@@ -155,7 +155,8 @@ def remove_hook(root, *, force: bool = False, dry_run: bool = False) -> list:
     that was there before comes back). A hook file edited since is refused (DRIFT) unless
     ``force``. Returns the TxResults; [] when no hook was installed. A dry run checks the newest
     transaction only (the older ones can be checked only once it is undone)."""
-    from rocmrevive.txn.transaction import list_transactions, rollback
+    from rocmrevive.txn.history import list_transactions
+    from rocmrevive.txn.undo import rollback
 
     txs = [t for t in list_transactions(root, state_dir=HOOK_STATE_DIR, verify=False) if t["state"] == "committed"]
     if dry_run:
@@ -167,7 +168,7 @@ def remove_hook(root, *, force: bool = False, dry_run: bool = False) -> list:
 def hook_status(root) -> dict:
     """Whether the hook is installed, with what configuration, and whether the file is still the
     one rocmrevive wrote."""
-    from rocmrevive.txn.transaction import list_transactions
+    from rocmrevive.txn.history import list_transactions
 
     real = root.path(HOOK_FILE)
     text = real.read_text(errors="replace") if real.is_file() else None
@@ -210,7 +211,8 @@ class Finding:
 
 def findings(root, state_dir: str | None = None) -> list[Finding]:
     """What is wrong with the files of every committed rocBLAS transaction now."""
-    from rocmrevive.txn.transaction import DEFAULT_STATE_DIR, list_transactions
+    from rocmrevive.txn.history import list_transactions
+    from rocmrevive.txn.state import DEFAULT_STATE_DIR
 
     out = []
     for t in list_transactions(root, state_dir=state_dir or DEFAULT_STATE_DIR):

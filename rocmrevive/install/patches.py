@@ -341,7 +341,8 @@ def patch_status(root: Root, spec: PatchSpec, site: str, *, state_dir: str | Non
 
 def _applied_by(root: Root, spec: PatchSpec, site: str, state_dir: str | None) -> str | None:
     """The last committed rocmrevive transaction that applied ``spec`` in ``site``."""
-    from rocmrevive.txn.transaction import DEFAULT_STATE_DIR, list_transactions
+    from rocmrevive.txn.history import list_transactions
+    from rocmrevive.txn.state import DEFAULT_STATE_DIR
 
     try:
         txs = list_transactions(root, state_dir=state_dir or DEFAULT_STATE_DIR, verify=False)
@@ -358,7 +359,7 @@ def apply_patch(root: Root, spec: PatchSpec, site: str, *, state_dir: str | None
     installed, a version the patch does not know), VERIFY_FAILED (the file does not match, or
     does not read as patched afterwards: the transaction is then rolled back)."""
     from rocmrevive.install.core import install_component, staging_area
-    from rocmrevive.txn.transaction import DEFAULT_STATE_DIR
+    from rocmrevive.txn.state import DEFAULT_STATE_DIR
 
     st = patch_status(root, spec, site, state_dir=state_dir)
     if st.state == "applied":
@@ -403,7 +404,8 @@ def rollback_patch(root: Root, spec: PatchSpec, site: str, *, state_dir: str | N
                    force: bool = False, dry_run: bool = False):
     """Undo the transaction that applied ``spec`` in ``site``, byte for byte. Returns (status
     after, TxResult)."""
-    from rocmrevive.txn.transaction import DEFAULT_STATE_DIR, rollback
+    from rocmrevive.txn.state import DEFAULT_STATE_DIR
+    from rocmrevive.txn.undo import rollback
 
     txid = _applied_by(root, spec, site, state_dir)
     if txid is None:

@@ -87,7 +87,7 @@ def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None,
     from rocmrevive.sources.cache import default_cache_dir
     from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
     from rocmrevive.trees.installs import find_installs
-    from rocmrevive.txn.transaction import DEFAULT_STATE_DIR
+    from rocmrevive.txn.state import DEFAULT_STATE_DIR
 
     devices, devices_from, others = _devices(root, targets)
     ctx = Context(root, devices, others, load_manifests(manifests_dir or default_manifest_dir()),

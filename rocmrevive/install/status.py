@@ -80,7 +80,8 @@ def machine_status(root: Root, *, state_dir: str, trees=()) -> StatusReport:
     ``code`` is INTERRUPTED, DRIFT or OK with one line."""
     from rocmrevive.smoke.record import read_last
     from rocmrevive.txn.divert import findings as divert_findings
-    from rocmrevive.txn.transaction import list_transactions, resolve_inside
+    from rocmrevive.txn.history import list_transactions
+    from rocmrevive.txn.state import resolve_inside
 
     txs = list_transactions(root, state_dir=state_dir)
     if trees:

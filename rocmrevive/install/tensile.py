@@ -277,7 +277,7 @@ def plan_copy(ctx, copy, rec: CopyPlan) -> None:
 def _refuse_drift(root, real_lib: Path, machine_lib: str, state_dir: str) -> None:
     """A copy that serves the cards but whose files rocmrevive installed were changed since (edited
     by hand) is not "satisfied": say which files and how to get back to the pinned ones."""
-    from rocmrevive.txn.transaction import list_transactions
+    from rocmrevive.txn.history import list_transactions
 
     drifted: list[tuple[str, str]] = []
     for tx in list_transactions(root, state_dir=state_dir):

@@ -184,7 +184,7 @@ def integrity_check(root, machine_lib: str, machine_files: Sequence[str] = (), s
     from rocmrevive.diagnose.verify import FAIL, PASS, SKIP, Check
 
     try:
-        from rocmrevive.txn.transaction import list_transactions
+        from rocmrevive.txn.history import list_transactions
     except ImportError:
         return Check("integrity", SKIP, "not checked: this build has no transaction journal")
     try:

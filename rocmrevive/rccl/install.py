@@ -171,7 +171,7 @@ def install_rccl(root: Root, *, targets=(), source: str | None = None, from_path
     from rocmrevive.install.extract import staging_parent
     from rocmrevive.sources.cache import default_cache_dir
     from rocmrevive.sources.fetch import fetch_source
-    from rocmrevive.txn.transaction import DEFAULT_STATE_DIR
+    from rocmrevive.txn.state import DEFAULT_STATE_DIR
 
     gpus, devices_from = machine_gpus(root, targets)
     if not gpus:

@@ -156,7 +156,7 @@ def is_diverted(root, machine_path: str) -> bool:
 
 def _wanted(root, state_dir: str) -> dict[str, tuple[bool, dict]]:
     """path -> (diversion wanted, the latest transaction's record) from the journals."""
-    from rocmrevive.txn.transaction import list_transactions
+    from rocmrevive.txn.history import list_transactions
 
     out: dict[str, tuple[bool, dict]] = {}
     for tx in list_transactions(root, state_dir=state_dir, verify=False):

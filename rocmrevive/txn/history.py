@@ -1,0 +1,64 @@
+"""The history of transactions: every journal, oldest first, with its state and, for a committed
+one, whether its files are still as it left them (``status``, ``audit``, the Ansible modules).
+
+    for tx in list_transactions(root): tx["txid"], tx["state"], tx["integrity"]
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from rocmrevive.txn.lock import is_held
+from rocmrevive.txn.observe import matches, observe_all
+from rocmrevive.txn.result import expected_errors
+from rocmrevive.txn.state import DEFAULT_STATE_DIR, StateDir
+
+
+def list_transactions(root, *, state_dir: str = DEFAULT_STATE_DIR, verify: bool = True) -> list[dict]:
+    """Every transaction, oldest first: txid, state (committed, rolled_back, interrupted, damaged,
+    in_progress: another rocmrevive holds the lock), tree, times, meta, file counts and, for a
+    committed one (``verify``), which of its files are intact, drifted or missing now.
+
+    ``integrity``: intact | drifted (some file has other bytes) | missing (every file gone, e.g.
+    an apt upgrade replaced the tree) | partial (some files gone) | None (not committed)."""
+    with expected_errors(root):
+        return _list_transactions(root, StateDir(root, state_dir), verify)
+
+
+def _list_transactions(root, st: StateDir, verify: bool) -> list[dict]:
+    txs = st.load_all()
+    busy = any(tx.pending for tx in txs) and is_held(st.lock_path) is not None
+    owner: dict[str, str] = {}
+    for tx in txs:
+        if tx.state == "committed":
+            for f in tx.planned:
+                owner[f["path"]] = tx.txid
+    out = []
+    for tx in txs:
+        b = tx.begin or {}
+        files = tx.planned
+        state = "in_progress" if busy and tx.pending else tx.state
+        rec = {"txid": tx.txid, "state": state, "tree": tx.tree, "tree_given": b.get("tree_given"),
+               "began": b.get("time"), "committed": (tx.commit or {}).get("time"),
+               "rolled_back": (tx.rolled_back or {}).get("time"), "meta": b.get("meta") or {},
+               "files": len(files), "bytes": sum(f.get("size") or 0 for f in files if f["op"] != "delete"),
+               "ops": dict(Counter(f["op"] for f in files)), "mkdirs": b.get("mkdirs", []),
+               "changes": [{k: f.get(k) for k in ("path", "op", "sha256", "size", "source")} for f in files],
+               "journal": st.mp(tx.path), "tree_exists": bool(tx.tree) and root.path(tx.tree).is_dir(),
+               "integrity": None, "damage": tx.describe_damage() if tx.damaged else None}
+        if tx.state == "committed" and verify:
+            intact, drifted, missing = [], [], []
+            superseded = [f["path"] for f in files if owner.get(f["path"]) != tx.txid]
+            mine = [f for f in files if owner.get(f["path"]) == tx.txid]
+            for f, cur in zip(mine, observe_all([root.path(f["path"]) for f in mine])):
+                want = {"exists": False} if f["op"] == "delete" else {"exists": True, "sha256": f.get("sha256")}
+                if matches(cur, want):
+                    intact.append(f["path"])
+                elif want["exists"] and not cur.get("exists"):
+                    missing.append(f["path"])
+                else:
+                    drifted.append(f["path"])
+            rec.update(intact=intact, drifted=drifted, missing=missing, superseded=superseded)
+            rec["integrity"] = ("drifted" if drifted else "missing" if missing and not intact
+                                else "partial" if missing else "intact")
+        out.append(rec)
+    return out

@@ -1,0 +1,344 @@
+"""Undo a transaction from its journal: a rollback (a committed one, byte for byte), the undo of
+a failed apply, and the recovery of one a kill interrupted (finished when every file is already
+new, else undone). Every undo compares hashes first, so each step may be repeated.
+
+    rollback(root)              # the last committed transaction (or rollback(root, "0003"))
+    recover_pending(root)       # [TxResult(state="rolled_forward" | "rolled_back"), ...]
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import posixpath
+from pathlib import Path
+
+from rocmrevive.errors import RevError
+from rocmrevive.txn.fsutil import HashMismatch, fsync_dir, sha256_file, stage_copy
+from rocmrevive.txn.journal import Journal, TxRecord
+from rocmrevive.txn.lock import check_package_managers
+from rocmrevive.txn.observe import describe, matches, observe_all, temp_for
+from rocmrevive.txn.preflight import check_writable
+from rocmrevive.txn.result import Progress, TxResult, as_rev_error, expected_errors, few
+from rocmrevive.txn.state import DEFAULT_STATE_DIR, StateDir, now, refuse_damaged, refuse_pending, resolve_inside, txid_seq
+from rocmrevive.txn.testseam import checkpoint
+
+
+class Undo:
+    """Bring the files of one transaction back to their ``before`` state, from its journal.
+
+    First every file is observed: already as before → nothing; as after → restore/remove; anything
+    else is drift (refused unless forced; a forced file's current bytes are backed up first, so
+    nothing is lost). Then temporaries are removed and created folders removed (if empty)."""
+
+    def __init__(self, root, st: StateDir, tx: TxRecord, journal: Journal | None, *, reason: str,
+                 force: bool = False, best_effort_journal: bool = False, later: dict | None = None,
+                 progress: Progress | None = None):
+        self.root, self.st, self.tx, self.journal = root, st, tx, journal
+        self.reason, self.force, self.best_effort = reason, force, best_effort_journal
+        self.later = later or {}
+        self.progress = progress or (lambda n: None)
+        self.warnings: list[str] = []
+        self.items: list[dict] = []
+
+    def _write(self, *records: dict) -> None:
+        if self.journal is None:
+            return
+        try:
+            self.journal.write(*records)
+        except OSError:
+            if not self.best_effort:
+                raise
+
+    def _real(self, mpath: str) -> Path:
+        real = self.root.path(mpath)
+        parent = resolve_inside(self.root, posixpath.dirname(mpath), what="path")
+        if parent != real.parent:
+            raise RevError("DRIFT", f"the folder of {mpath} now leads elsewhere (symbolic link); refusing to touch "
+                                    "it: inspect it by hand")
+        return real
+
+    def survey(self) -> list[dict]:
+        forced_before = (self.tx.undo or {}).get("forced") or {}
+        items, drift = [], []
+        intents = list(reversed(self.tx.file_intents))
+        reals = [self._real(it["path"]) for it in intents]
+        for it, real, cur in zip(intents, reals, observe_all(reals)):
+            path = it["path"]
+            before, after = it["before"], it["after"]
+            item = {"path": path, "real": real, "intent": it, "cur": cur, "forced": False}
+            if matches(cur, before):
+                item["op"] = "keep"
+            elif matches(cur, after):
+                item["op"] = "restore" if before.get("exists") else "remove"
+            elif self.force or (path in forced_before and forced_before[path] == cur.get("sha256")):
+                if cur.get("exists") and cur.get("type") not in ("f",):
+                    raise RevError("DRIFT", f"{path} is {describe(cur)}; rocmrevive will not remove it even "
+                                            "with --force: inspect it by hand")
+                item["op"] = "restore" if before.get("exists") else ("remove" if cur.get("exists") else "keep")
+                item["forced"] = item["op"] != "keep"
+            else:
+                by = f" (by transaction {self.later[path]}; roll that back first)" if path in self.later else ""
+                want = describe({"type": "f", **after}) if after.get("exists") else "no file"
+                drift.append(f"{path} ({describe(cur)}, expected {want}){by}")
+            items.append(item)
+        self._check_unrecorded()
+        if drift:
+            raise RevError("DRIFT", f"{len(drift)} {'file' if len(drift) == 1 else 'files'} changed since "
+                                    f"transaction {self.tx.txid}: {few(drift)}; "
+                                    "nothing was changed; `--force` restores them anyway (their current bytes are "
+                                    "kept in the backups folder)", details={"drift": drift})
+        for item in items:
+            b = item["intent"]["before"]
+            if item["op"] == "restore":
+                src = self.st.backup_dir / b["sha256"]
+                if not src.is_file() or sha256_file(src)[0] != b["sha256"]:
+                    raise RevError("VERIFY_FAILED", f"the backup of {item['path']} ({self.st.mp(src)}) is missing or "
+                                                    "damaged; cannot restore it; nothing was changed")
+        dirs = {i["real"].parent for i in items if i["op"] != "keep"}
+        dirs |= {t.parent for t in self._temps() if os.path.lexists(t)}
+        dirs |= {self.root.path(it["path"]).parent for it in self.tx.mkdir_intents
+                 if self.root.path(it["path"]).is_dir()}
+        if dirs:
+            dirs.add(self.st.tx_dir)
+            check_writable(self.root, dirs, {(i["intent"]["before"]["uid"], i["intent"]["before"]["gid"])
+                                              for i in items if i["op"] == "restore"})
+        self.items = items
+        return items
+
+    def _check_unrecorded(self) -> None:
+        """A planned file without an intent was never renamed (intents are fsynced first); if one
+        is in its new state anyway the journal lost records: stop rather than undo half."""
+        intents = {it["path"] for it in self.tx.file_intents}
+        missing = [f for f in self.tx.planned if f["path"] not in intents and f["op"] != "delete"]
+        if not missing:
+            return
+        curs = observe_all([self._real(f["path"]) for f in missing])
+        new = [f["path"] for f, cur in zip(missing, curs) if cur.get("exists") and cur.get("sha256") == f.get("sha256")]
+        if new:
+            raise RevError("INTERRUPTED", f"the journal {self.st.mp(self.tx.path)} of transaction {self.tx.txid} has "
+                                          f"no intent for {len(new)} planned file(s) already in their new state "
+                                          f"({few(new)}): records were lost; rocmrevive will not undo part of it: "
+                                          f"check the files by hand (backups in {self.st.mp(self.st.backup_dir)}), "
+                                          f"then move the journal out of {self.st.mp(self.st.tx_dir)}",
+                           details={"journal": self.st.mp(self.tx.path), "unrecorded": new})
+
+    def _temps(self) -> set[Path]:
+        temps = {self.root.path(t) for t in self.tx.temps}
+        return temps | {temp_for(self.root.path(it["path"])) for it in self.tx.file_intents}
+
+    def actions(self) -> list[dict]:
+        out = []
+        for i in self.items:
+            b = i["intent"]["before"]
+            out.append({"path": i["path"], "op": i["op"], "before": i["cur"].get("sha256"),
+                        "after": b.get("sha256") if i["op"] != "keep" else i["cur"].get("sha256"),
+                        "size": b.get("size"), "forced": i["forced"]})
+        for it in reversed(self.tx.mkdir_intents):
+            if self.root.path(it["path"]).is_dir():
+                out.append({"path": it["path"], "op": "rmdir", "before": None, "after": None})
+        return out
+
+    def run(self) -> list[dict]:
+        if not self.items:
+            self.survey()
+        forced = {i["path"]: i["cur"].get("sha256") for i in self.items if i["forced"]}
+        self._write({"type": "undo_begin", "time": now(), "reason": self.reason, "force": self.force,
+                     "forced": forced, "files": [i["path"] for i in self.items if i["op"] != "keep"]})
+        checkpoint("undo_begin")
+        touched: set[Path] = set()
+        for i in self.items:
+            if i["op"] == "keep":
+                continue
+            real, b, cur = i["real"], i["intent"]["before"], i["cur"]
+            if i["forced"] and cur.get("exists"):
+                self.st.backup(real, cur["sha256"])
+                self.warnings.append(f"{i['path']} had changed; its bytes are kept as "
+                                     f"{self.st.mp(self.st.backup_dir / cur['sha256'])}")
+            if i["op"] == "restore":
+                tmp = temp_for(real)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+                stage_copy(self.st.backup_dir / b["sha256"], tmp, mode=b["mode"], uid=b["uid"], gid=b["gid"],
+                           expect_sha256=b["sha256"], mtime_ns=b.get("mtime_ns"))
+                os.replace(tmp, real)
+                self.progress(b.get("size") or 0)
+            elif i["op"] == "remove":
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(real)
+            touched.add(real.parent)
+            checkpoint("undo")
+        for t in sorted(self._temps()):
+            if os.path.lexists(t):
+                os.unlink(t)
+                touched.add(t.parent)
+                checkpoint("undo_temps")
+        for d in sorted(touched):
+            if d.is_dir():
+                fsync_dir(d)
+        removed_dirs = []
+        for it in reversed(self.tx.mkdir_intents):
+            d = self.root.path(it["path"])
+            if not d.is_dir() or d.is_symlink():
+                continue
+            try:
+                d.rmdir()
+            except OSError as exc:
+                if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                    self.warnings.append(f"left the folder {it['path']} in place: it holds files rocmrevive did not put there")
+                    continue
+                raise
+            fsync_dir(d.parent)
+            removed_dirs.append(it["path"])
+            checkpoint("rmdir")
+        self._write({"type": "rolled_back", "time": now(), "reason": self.reason,
+                     "restored": [i["path"] for i in self.items if i["op"] == "restore"],
+                     "removed": [i["path"] for i in self.items if i["op"] == "remove"],
+                     "rmdirs": removed_dirs})
+        checkpoint("rolled_back")
+        return self.actions_done(removed_dirs)
+
+    def actions_done(self, removed_dirs: list[str]) -> list[dict]:
+        acts = [a for a in self.actions() if a["op"] != "rmdir"]
+        return acts + [{"path": d, "op": "rmdir", "before": None, "after": None} for d in removed_dirs]
+
+
+# rollback ------------------------------------------------------------------------------------
+def _select(txs: list[TxRecord], txid: str | None, st: StateDir) -> TxRecord | None:
+    if txid is None:
+        committed = [t for t in txs if t.state == "committed"]
+        return committed[-1] if committed else None
+    exact = [t for t in txs if t.txid == txid]
+    if not exact and txid.isdigit():
+        exact = [t for t in txs if txid_seq(t.txid) == int(txid)]
+    if not exact:
+        exact = [t for t in txs if t.txid.startswith(txid)]
+    if len(exact) != 1:
+        what = "matches several transactions" if exact else "is not a transaction"
+        raise RevError("USAGE", f"{txid} {what} in {st.mp(st.tx_dir)}; `rocmrevive status` lists them")
+    return exact[0]
+
+
+def rollback(root, txid: str | None = None, *, force: bool = False, state_dir: str = DEFAULT_STATE_DIR,
+             dry_run: bool = False, progress: Progress | None = None) -> TxResult:
+    """Undo a committed transaction (default: the last one) byte for byte. Every file's hash is
+    checked first: a file changed since (drift) stops it with RevError("DRIFT") naming the files,
+    unless ``force``.
+
+        rollback(root)            # the last install
+        rollback(root, "0003")    # a named one
+    """
+    st = StateDir(root, state_dir)
+    if not dry_run:
+        pre = _select(st.load_all(), txid, st)
+        if pre is None or pre.state == "rolled_back":  # nothing to do: answer without taking the lock
+            return rollback(root, txid, force=force, state_dir=state_dir, dry_run=True, progress=progress)
+    with (contextlib.nullcontext() if dry_run else st.lock()):
+        if dry_run:
+            st.probe_lock()
+        check_package_managers(root)
+        refuse_pending(st)
+        txs = st.load_all()
+        damaged = [t for t in txs if t.damaged]
+        if damaged:
+            refuse_damaged(st, damaged[-1])
+        tx = _select(txs, txid, st)
+        if tx is None:
+            return TxResult(None, False, [], None, None, "nothing", ["no committed transaction to roll back"])
+        jpath = st.mp(tx.path)
+        if tx.state == "rolled_back":
+            when = (tx.rolled_back or {}).get("time", "")
+            return TxResult(tx.txid, False, [], jpath, tx.tree, "rolled_back",
+                            [f"transaction {tx.txid} was already rolled back {when}".rstrip()])
+        later = {}
+        for t in txs:
+            if t.state == "committed" and txid_seq(t.txid) > txid_seq(tx.txid):
+                for f in t.planned:
+                    later[f["path"]] = t.txid
+        undo = Undo(root, st, tx, None, reason="rollback", force=force, later=later, progress=progress)
+        with expected_errors(root, "; nothing was changed"):
+            undo.survey()
+        if dry_run:
+            acts = undo.actions()
+            return TxResult(tx.txid, any(a["op"] != "keep" for a in acts), acts, jpath, tx.tree, "dry-run")
+        undo.journal = Journal.reopen(tx.path)
+        try:
+            acts = undo.run()
+        except RevError:
+            raise
+        except (OSError, HashMismatch) as exc:
+            err = as_rev_error(exc, root)
+            raise RevError("INTERRUPTED", f"rollback of {tx.txid} stopped: {err.message}; fix that and run "
+                                          "`rocmrevive recover` to finish it") from exc
+        finally:
+            undo.journal.close()
+        return TxResult(tx.txid, any(a["op"] != "keep" for a in acts), acts, jpath, tx.tree, "rolled_back",
+                        undo.warnings)
+
+
+# recovery ------------------------------------------------------------------------------------
+def recover_pending(root, *, state_dir: str = DEFAULT_STATE_DIR, force: bool = False,
+                    dry_run: bool = False) -> list[TxResult]:
+    """Finish every interrupted transaction, newest first: roll forward when every planned file is
+    already in its new state, else undo it (a rollback that was cut short is completed)."""
+    st = StateDir(root, state_dir)
+    results = []
+    if not dry_run and not any(t.pending for t in st.load_all()):
+        dry_run = True  # nothing to recover: check the locks without taking (or creating) ours
+    with (contextlib.nullcontext() if dry_run else st.lock()), expected_errors(root):
+        if dry_run:
+            st.probe_lock()
+        check_package_managers(root)
+        for tx in reversed([t for t in st.load_all() if t.pending]):
+            results.append(_recover_one(root, st, tx, force=force, dry_run=dry_run))
+    return results
+
+
+def _recover_one(root, st: StateDir, tx: TxRecord, *, force: bool, dry_run: bool) -> TxResult:
+    jpath = st.mp(tx.path)
+    refuse_damaged(st, tx)  # a journal is created with its begin, so none is legitimately empty
+    if tx.phase == "apply" and _all_in_place(root, tx):
+        intents = {it["path"] for it in tx.file_intents}
+        lost = [f["path"] for f in tx.planned if f["path"] not in intents]
+        if lost:  # intents are fsynced before any rename: every file in place without one means lost records
+            raise RevError("INTERRUPTED", f"the journal {jpath} of transaction {tx.txid} has no intent for "
+                                          f"{len(lost)} of its {len(tx.planned)} planned file(s), which are all in "
+                                          f"their new state ({few(lost)}): records were lost, and completing it "
+                                          f"would make a later rollback undo only part of it; check the files by "
+                                          f"hand, then move the journal out of {st.mp(st.tx_dir)}",
+                           details={"journal": jpath, "unrecorded": lost})
+        acts = [{"path": f["path"], "op": f["op"], "before": None, "after": f.get("sha256")} for f in tx.planned]
+        if dry_run:
+            return TxResult(tx.txid, False, acts, jpath, tx.tree, "dry-run")
+        with Journal.reopen(tx.path) as j:
+            temps = {root.path(t) for t in tx.temps}
+            for t in sorted(temps):
+                if os.path.lexists(t):
+                    os.unlink(t)
+            for d in sorted({root.path(f["path"]).parent for f in tx.planned}):
+                fsync_dir(d)
+            j.write(*[{"type": "done", "op": f["op"], "path": f["path"], "sha256": f.get("sha256")}
+                      for f in tx.planned if f["path"] not in tx.done])
+            j.write({"type": "commit", "time": now(), "files": len(tx.planned), "recovered": True})
+            checkpoint("forward")
+        return TxResult(tx.txid, False, acts, jpath, tx.tree, "rolled_forward")
+    undo = Undo(root, st, tx, None, reason="recover", force=force or bool((tx.undo or {}).get("force")))
+    undo.survey()
+    if dry_run:
+        acts = undo.actions()
+        return TxResult(tx.txid, any(a["op"] != "keep" for a in acts), acts, jpath, tx.tree, "dry-run")
+    with Journal.reopen(tx.path) as j:
+        undo.journal = j
+        acts = undo.run()
+    return TxResult(tx.txid, any(a["op"] != "keep" for a in acts), acts, jpath, tx.tree, "rolled_back",
+                    undo.warnings)
+
+
+def _all_in_place(root, tx: TxRecord) -> bool:
+    curs = observe_all([root.path(f["path"]) for f in tx.planned])
+    for f, cur in zip(tx.planned, curs):
+        want = {"exists": False} if f["op"] == "delete" else {"exists": True, "sha256": f.get("sha256")}
+        if not matches(cur, want):
+            return False
+    return True
+
