@@ -135,19 +135,28 @@ def cross_reference(library: Path, device: TargetId) -> XrefReport:
     """Check that every kernel the lazy index can lead rocBLAS to is there and loads on
     ``device``; see the module docstring. Never raises for damaged files: they are findings."""
     t0 = time.perf_counter()
-    proc = device.processor
-    lazy_name = lazy_index_name(proc)
-    rep = XrefReport(library=library, device=device, lazy_index=lazy_name)
+    rep = XrefReport(library=library, device=device, lazy_index=lazy_index_name(device.processor))
     try:
         names = set(os.listdir(library))
     except OSError as exc:
-        rep.findings.append(Finding(LAZY_INDEX_MISSING, lazy_name,
+        rep.findings.append(Finding(LAZY_INDEX_MISSING, rep.lazy_index,
                                     f"cannot list the library folder: {exc.strerror or exc}"))
         return rep
     rep.on_disk = sorted(n for n in names if _is_arch_code_object(n, device))
     reader = _CodeObjectReader(library)
     rep.code_objects = reader.cache
+    index = _read_lazy_index(rep, names)
+    dat_seen = _follow_index(rep, index, names, reader) if index is not None else None
+    _check_helper(rep, names, reader)
+    if dat_seen is not None:
+        _reverse(rep, names, dat_seen)
+    rep.seconds = time.perf_counter() - t0
+    return rep
 
+
+def _read_lazy_index(rep: XrefReport, names: set[str]) -> LazyIndex | None:
+    """The device's lazy index, or None with a finding saying why rocBLAS cannot use it."""
+    proc, lazy_name = rep.device.processor, rep.lazy_index
     if lazy_name not in names:
         detail = (f"no lazy index for {proc}: rocBLAS finds no Tensile library for this GPU "
                   f"(it then fails with 'Cannot read …/TensileLibrary.dat … for GPU arch : {proc}')")
@@ -155,22 +164,23 @@ def cross_reference(library: Path, device: TargetId) -> XrefReport:
             # ROCm 7.13+ (TheRock) keeps per-arch subfolders and .kpack archives (docs/architecture.md, "Every copy of rocBLAS")
             detail += "; this folder uses the per-arch/.kpack layout, which rocmrevive does not read yet"
         rep.findings.append(Finding(LAZY_INDEX_MISSING, lazy_name, detail))
-        _check_helper(rep, names, reader)
-        rep.seconds = time.perf_counter() - t0
-        return rep
+        return None
     try:
-        index = LazyIndex.read(library / lazy_name)
+        index = LazyIndex.read(rep.library / lazy_name)
     except (TensileFormatError, OSError) as exc:
         rep.findings.append(Finding(LAZY_INDEX_UNREADABLE, lazy_name, str(exc)))
-        _check_helper(rep, names, reader)
-        rep.seconds = time.perf_counter() - t0
-        return rep
+        return None
     if index.structure_problem:
         rep.findings.append(Finding(LAZY_INDEX_UNREADABLE, lazy_name,
                                     f"not a master library rocBLAS can read: {index.structure_problem}"))
-        _check_helper(rep, names, reader)
-        rep.seconds = time.perf_counter() - t0
-        return rep
+        return None
+    return index
+
+
+def _follow_index(rep: XrefReport, index: LazyIndex, names: set[str], reader: "_CodeObjectReader") -> set[str]:
+    """Every solution the index leads to, checked in the code object it needs; returns the
+    placeholder files reached (for the reverse check)."""
+    proc, lazy_name = rep.device.processor, rep.lazy_index
     if index.processors and proc not in index.processors:
         rep.findings.append(Finding(
             LAZY_INDEX_OTHER_PROCESSOR, lazy_name,
@@ -189,10 +199,7 @@ def cross_reference(library: Path, device: TargetId) -> XrefReport:
                                     f"no code object is reached: rocBLAS finds no Tensile kernel for {proc}"))
     for co_name, sols in needs.items():
         _check_kernels(rep, reader, names, co_name, sols)
-    _check_helper(rep, names, reader)
-    _reverse(rep, names, dat_seen)
-    rep.seconds = time.perf_counter() - t0
-    return rep
+    return dat_seen
 
 
 def _solutions_by_code_object(rep: XrefReport, index: LazyIndex,
