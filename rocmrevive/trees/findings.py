@@ -9,8 +9,16 @@ from rocmrevive.hardware.findings import Finding
 
 
 def tree_findings(s) -> list[Finding]:
-    out: list[Finding] = []
+    """The findings of a survey ``s``: the machine's ROCm link and copies, then each copy's."""
+    out = _machine_findings(s)
     gpus = {g.index: g for g in s.hardware.gpus}
+    for c in s.copies:
+        out += _copy_findings(s, c, [gpus[i] for i in c.missing_for_gpus if i in gpus])
+    return out
+
+
+def _machine_findings(s) -> list[Finding]:
+    out: list[Finding] = []
     if s.rocm_link and not s.rocm_link.exists:
         out.append(Finding("rocm-link-broken", "error", s.rocm_link.path,
                            f"{s.rocm_link.path} -> {s.rocm_link.target} leads nowhere",
@@ -21,65 +29,76 @@ def tree_findings(s) -> list[Finding]:
         out.append(Finding("no-rocblas", "info", "machine", "no rocBLAS copy found",
                            "no ROCm under /opt, no distribution package, no PyTorch ROCm wheel in the "
                            "places searched", "pass --python for a venv elsewhere, or --tree PATH", "none"))
-    for c in s.copies:
-        missing = [gpus[i] for i in c.missing_for_gpus if i in gpus]
-        m906 = [g for g in missing if g.processor == "gfx906"]
-        what = f"rocBLAS {c.rocblas_version or '?'} in {c.path}"
-        if m906:
-            labels = ", ".join(g.label for g in m906)
-            if "gfx906" in c.targets:
-                targets = sorted({str(g.target) for g in m906})
-                out.append(Finding(
-                    "rocblas-gfx906-wrong-target", "error", c.path,
-                    f"{what} has gfx906 files, but none load on {labels} ({', '.join(targets)})",
-                    "the code objects were built for other target features", f"rocmrevive install --tree {c.path}",
-                    data={"code_object_targets": c.deep.targets if c.deep else None}))
-            elif "gfx906" in c.file_targets:
-                out.append(Finding(
-                    "rocblas-gfx906-no-index", "error", c.path,
-                    f"{what} has gfx906 code objects but no TensileLibrary_lazy_gfx906.dat",
-                    "rocBLAS finds Tensile kernels only through the per-arch lazy index; a copy by "
-                    "file pattern missed it", f"rocmrevive install --tree {c.path}"))
-            else:
-                out.append(Finding(
-                    "rocblas-missing-gfx906", "error", c.path,
-                    f"{what} has no gfx906 Tensile files ({labels} cannot run GEMMs through it)",
-                    "AMD dropped gfx906 from rocBLAS in ROCm 6.4 (ROCm#4625): rocBLAS stops with "
-                    "'Cannot read …TensileLibrary.dat … for GPU arch : gfx906'",
-                    f"rocmrevive install --tree {c.path}",
-                    data={"targets": c.targets, "owner": c.owner, "layout": c.layout}))
-        others = [g for g in missing if g.processor != "gfx906"]
-        if others and s.hardware.gfx906:
-            out.append(Finding(
-                "rocblas-missing-other", "info", c.path,
-                f"{what} does not serve {', '.join(f'{g.label} ({g.processor})' for g in others)}",
-                "rocmrevive adds gfx906 files only", "none", "none"))
-        if c.kpack or c.arch_folders:
-            from rocmrevive.trees.recipe import therock_gfx906_command
-
-            layout = ", ".join(x for x, on in (("per-arch folders", c.arch_folders),
-                                               (f".kpack archives for {', '.join(c.kpack_arches) or '?'}", c.kpack))
-                               if on)
-            if m906:
-                cmd, _notes = therock_gfx906_command(c, ["gfx906"])
-                out.append(Finding(
-                    "rocblas-therock-gfx906", "error", c.path,
-                    f"{what} uses TheRock's layout ({layout}) and has no gfx906 device code",
-                    "ROCm 7.13+ (TheRock) ships device code per GPU target as packages of its own; rocmrevive "
-                    "does not patch such trees: AMD builds gfx906 itself",
-                    cmd, data={"kpack_archives": c.kpack_archives, "kpack_arches": c.kpack_arches}))
-            else:
-                out.append(Finding(
-                    "rocblas-new-layout", "info", c.path, f"{what} uses TheRock's layout ({layout})",
-                    "ROCm 7.13+ builds move device code into per-target packages; rocmrevive reads them, "
-                    "and leaves them to AMD's packages", "none", "none",
-                    data={"kpack_archives": c.kpack_archives, "kpack_arches": c.kpack_arches}))
-        if c.problems:
-            out.append(Finding("rocblas-read-problems", "info", c.path, f"{c.path}: " + "; ".join(c.problems[:3]),
-                               "files missing or unreadable", "none", "none"))
-        if c.deep and c.deep.not_code:
-            out.append(Finding("rocblas-not-code", "warning", c.path,
-                               f"{len(c.deep.not_code)} file(s) named .co/.hsaco in {c.path} are not code objects",
-                               "placeholders or damaged files: " + ", ".join(c.deep.not_code[:5]),
-                               f"rocmrevive install --tree {c.path}"))
     return out
+
+
+def _copy_findings(s, c, missing: list) -> list[Finding]:
+    """One rocBLAS copy ``c`` against the GPUs it does not serve (``missing``)."""
+    out: list[Finding] = []
+    m906 = [g for g in missing if g.processor == "gfx906"]
+    what = f"rocBLAS {c.rocblas_version or '?'} in {c.path}"
+    if m906:
+        out.append(_gfx906_missing(c, what, m906))
+    others = [g for g in missing if g.processor != "gfx906"]
+    if others and s.hardware.gfx906:
+        out.append(Finding(
+            "rocblas-missing-other", "info", c.path,
+            f"{what} does not serve {', '.join(f'{g.label} ({g.processor})' for g in others)}",
+            "rocmrevive adds gfx906 files only", "none", "none"))
+    if c.kpack or c.arch_folders:
+        out.append(_therock_layout(c, what, m906))
+    if c.problems:
+        out.append(Finding("rocblas-read-problems", "info", c.path, f"{c.path}: " + "; ".join(c.problems[:3]),
+                           "files missing or unreadable", "none", "none"))
+    if c.deep and c.deep.not_code:
+        out.append(Finding("rocblas-not-code", "warning", c.path,
+                           f"{len(c.deep.not_code)} file(s) named .co/.hsaco in {c.path} are not code objects",
+                           "placeholders or damaged files: " + ", ".join(c.deep.not_code[:5]),
+                           f"rocmrevive install --tree {c.path}"))
+    return out
+
+
+def _gfx906_missing(c, what: str, m906: list) -> Finding:
+    """Why a copy does not serve the gfx906 GPUs ``m906``: wrong target, no index, or no files."""
+    labels = ", ".join(g.label for g in m906)
+    if "gfx906" in c.targets:
+        targets = sorted({str(g.target) for g in m906})
+        return Finding(
+            "rocblas-gfx906-wrong-target", "error", c.path,
+            f"{what} has gfx906 files, but none load on {labels} ({', '.join(targets)})",
+            "the code objects were built for other target features", f"rocmrevive install --tree {c.path}",
+            data={"code_object_targets": c.deep.targets if c.deep else None})
+    if "gfx906" in c.file_targets:
+        return Finding(
+            "rocblas-gfx906-no-index", "error", c.path,
+            f"{what} has gfx906 code objects but no TensileLibrary_lazy_gfx906.dat",
+            "rocBLAS finds Tensile kernels only through the per-arch lazy index; a copy by "
+            "file pattern missed it", f"rocmrevive install --tree {c.path}")
+    return Finding(
+        "rocblas-missing-gfx906", "error", c.path,
+        f"{what} has no gfx906 Tensile files ({labels} cannot run GEMMs through it)",
+        "AMD dropped gfx906 from rocBLAS in ROCm 6.4 (ROCm#4625): rocBLAS stops with "
+        "'Cannot read …TensileLibrary.dat … for GPU arch : gfx906'",
+        f"rocmrevive install --tree {c.path}",
+        data={"targets": c.targets, "owner": c.owner, "layout": c.layout})
+
+
+def _therock_layout(c, what: str, m906: list) -> Finding:
+    """A copy in TheRock's per-arch/.kpack layout: an error when gfx906 GPUs need it, else a note."""
+    from rocmrevive.trees.recipe import therock_gfx906_command
+
+    layout = ", ".join(x for x, on in (("per-arch folders", c.arch_folders),
+                                       (f".kpack archives for {', '.join(c.kpack_arches) or '?'}", c.kpack))
+                       if on)
+    kpacks = {"kpack_archives": c.kpack_archives, "kpack_arches": c.kpack_arches}
+    if m906:
+        cmd, _notes = therock_gfx906_command(c, ["gfx906"])
+        return Finding(
+            "rocblas-therock-gfx906", "error", c.path,
+            f"{what} uses TheRock's layout ({layout}) and has no gfx906 device code",
+            "ROCm 7.13+ (TheRock) ships device code per GPU target as packages of its own; rocmrevive "
+            "does not patch such trees: AMD builds gfx906 itself", cmd, data=kpacks)
+    return Finding(
+        "rocblas-new-layout", "info", c.path, f"{what} uses TheRock's layout ({layout})",
+        "ROCm 7.13+ builds move device code into per-target packages; rocmrevive reads them, "
+        "and leaves them to AMD's packages", "none", "none", data=kpacks)

@@ -340,29 +340,41 @@ def _plain_copy(root: Root, lib: str, layout: str, owner: str | None) -> Rocblas
 
 def find_copies(root: Root, *, installs: list[RocmInstall] = (), envs: list[PythonEnv] = (),
                 extra: list[str] = (), deep: bool = False, progress=None) -> list[RocblasCopy]:
+    """Every copy of rocBLAS under ``root`` in the layouts above (``extra``: folders the user
+    named), each real folder once, with its targets scanned (code objects read with ``deep``)."""
     dpkg = read_dpkg_status(root)
-    found: list[RocblasCopy] = []
-    for inst in installs:
-        c = _amd_copy(root, inst, dpkg)
-        if c:
-            found.append(c)
-    for lib in _glob(root, "/usr/lib/*/rocblas/*/library"):
-        found.append(_debian_copy(root, lib, dpkg))
-    for lib in _glob(root, "/usr/lib64/rocblas/library") + _glob(root, "/usr/lib64/rocm/gfx*/lib/rocblas/library"):
-        found.append(_plain_copy(root, lib, "fedora", None))
+    found = [c for c in (_amd_copy(root, inst, dpkg) for inst in installs) if c]
+    found += [_debian_copy(root, lib, dpkg) for lib in _glob(root, "/usr/lib/*/rocblas/*/library")]
+    found += [_plain_copy(root, lib, "fedora", None) for lib in
+              _glob(root, "/usr/lib64/rocblas/library") + _glob(root, "/usr/lib64/rocm/gfx*/lib/rocblas/library")]
     for env in envs:
-        lib = f"{env.site_packages}/torch/lib/rocblas/library"
-        if root.path(lib).is_dir():
-            c = _plain_copy(root, lib, "python-torch", env.label)
-            if c.rocblas_version is None:
-                c.rocblas_version, c.version_source = _soname_version(root, f"{env.site_packages}/torch/lib")
-            if env.torch_hip:
-                c.rocm_version = ".".join(env.torch_hip.split(".")[:2])
-                c.rocm_version_source = f"torch.version.hip {env.torch_hip}"
-                _place_by_rocm(c, c.rocm_version, f"ROCm {c.rocm_version} (torch.version.hip {env.torch_hip})")
-            found.append(c)
-        for lib in _glob(root, f"{glob.escape(env.site_packages)}/_rocm_sdk_libraries_*/*/rocblas/library"):
-            found.append(_plain_copy(root, lib, "python-rocm-sdk", env.label))
+        found += _python_copies(root, env)
+    found += _bundle_copies(root)
+    found += [_user_copy(root, lib) for lib in extra]
+    return _scan_each_once(root, found, deep, progress)
+
+
+def _python_copies(root: Root, env: PythonEnv) -> list[RocblasCopy]:
+    """PyTorch's wheel copy (placed by ``torch.version.hip``) and TheRock's rocm-sdk wheels."""
+    found = []
+    lib = f"{env.site_packages}/torch/lib/rocblas/library"
+    if root.path(lib).is_dir():
+        c = _plain_copy(root, lib, "python-torch", env.label)
+        if c.rocblas_version is None:
+            c.rocblas_version, c.version_source = _soname_version(root, f"{env.site_packages}/torch/lib")
+        if env.torch_hip:
+            c.rocm_version = ".".join(env.torch_hip.split(".")[:2])
+            c.rocm_version_source = f"torch.version.hip {env.torch_hip}"
+            _place_by_rocm(c, c.rocm_version, f"ROCm {c.rocm_version} (torch.version.hip {env.torch_hip})")
+        found.append(c)
+    for lib in _glob(root, f"{glob.escape(env.site_packages)}/_rocm_sdk_libraries_*/*/rocblas/library"):
+        found.append(_plain_copy(root, lib, "python-rocm-sdk", env.label))
+    return found
+
+
+def _bundle_copies(root: Root) -> list[RocblasCopy]:
+    """Copies bundled with Ollama, placed by the ROCm its runner folder is named after."""
+    found = []
     for base in BUNDLE_BASES:
         for pat in ("/rocblas/library", "/*/rocblas/library", "/*/*/rocblas/library"):
             for lib in _glob(root, glob.escape(base) + pat):
@@ -374,14 +386,19 @@ def find_copies(root: Root, *, installs: list[RocmInstall] = (), envs: list[Pyth
                     c.rocm_version_source = f"Ollama runner folder {runner}"
                     _place_by_rocm(c, c.rocm_version, f"ROCm {c.rocm_version} (Ollama's {runner})")
                 found.append(c)
-    for lib in extra:
-        if not root.path(lib).is_dir():
-            c = RocblasCopy(lib, "user")
-            c.problems.append(f"{lib} is not a folder")
-            found.append(c)
-        else:
-            found.append(_plain_copy(root, lib, "user", None))
+    return found
 
+
+def _user_copy(root: Root, lib: str) -> RocblasCopy:
+    if root.path(lib).is_dir():
+        return _plain_copy(root, lib, "user", None)
+    c = RocblasCopy(lib, "user")
+    c.problems.append(f"{lib} is not a folder")
+    return c
+
+
+def _scan_each_once(root: Root, found: list[RocblasCopy], deep: bool, progress) -> list[RocblasCopy]:
+    """Each real folder once (the first layout that found it names it), its library scanned."""
     out, seen = [], set()
     for c in found:
         try:
