@@ -14,7 +14,8 @@ from rocmrevive.cli.main import cli
 from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root
 from rocmrevive.sources.cache import Cache, default_cache_dir
-from rocmrevive.sources.fetch import export_artifacts, fetch_source
+from rocmrevive.sources.export import export_artifacts
+from rocmrevive.sources.fetch import fetch_source
 from rocmrevive.sources.http import Downloader
 from rocmrevive.sources.manifest_load import load_manifests
 from tests.fixtures.aptrepo import RepoServer, make_world

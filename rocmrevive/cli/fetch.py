@@ -2,8 +2,6 @@
 optionally export them for other hosts (``--to``) or unpack the selected files (``--extract``)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from rocmrevive.cli.ui import Outcome
@@ -66,91 +64,26 @@ def fetch(ui, manifest_ids, source_names, all_sources, mirror, from_path, to_dir
     through a signed apt index). Exit 0: done; 5: network trouble (retry); 6: a checksum or
     signature is wrong; 2: bad manifest or options.
     """
-    from rocmrevive.errors import RevError
-    from rocmrevive.sources.cache import Cache, default_cache_dir
-    from rocmrevive.sources.fetch import export_artifacts, fetch_manifests
-    from rocmrevive.sources.http import Downloader
-    from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
+    from rocmrevive.sources.fetch_run import run_fetch
 
     def work() -> Outcome:
-        mdir = manifests_dir or default_manifest_dir()
-        ms = load_manifests(mdir)
-        if manifest_ids:
-            known = {m.id for m in ms}
-            bad = [i for i in manifest_ids if i not in known]
-            if bad:
-                raise RevError("USAGE", f"no manifest {bad[0]!r} in {mdir}; there are: {', '.join(sorted(known))}")
-            ms = [m for m in ms if m.id in manifest_ids]
-        if source_names:
-            known = {s.name for m in ms for s in m.sources}
-            bad = [n for n in source_names if n not in known]
-            if bad:
-                raise RevError("USAGE", f"no source {bad[0]!r} in the chosen manifests; there are: "
-                                        f"{', '.join(sorted(known))}")
-            ms = [m for m in ms if any(s.name in source_names for s in m.sources)]
-        cache = Cache(cache_dir or default_cache_dir(ui.root))
-        dl = Downloader(timeout=(min(15.0, timeout), timeout), retries=retries)
-        results = fetch_manifests(
-            ms, cache, mirror=mirror, local=Path(from_path) if from_path else None, sources=source_names,
-            all_sources=all_sources, root=ui.root, keyrings=[Path(k) for k in keyrings], downloader=dl,
-            progress_for=lambda s: _Bar(ui, f"{s.package} {s.version}"))
-
-        per: dict[str, dict] = {m.id: {"id": m.id, "ok": False, "sources": [], "extracted": None} for m in ms}
-        for r in results:
-            per[r.manifest.id]["sources"].append(r.to_json())
-            if r.result is not None:
-                per[r.manifest.id]["ok"] = True
-        changed = any(r.status in ("downloaded", "local") for r in results)
-        warnings = [f"{r.source.key}: {r.result.provenance['warning']}" for r in results
-                    if r.result is not None and r.result.provenance.get("warning")]
-
-        if extract_dir:
-            for r in results:
-                if r.result is None:
-                    continue
-                per[r.manifest.id]["extracted"] = _extract(r, Path(extract_dir))
-                changed = True
-        export = None
-        if to_dir:
-            got = [r.result for r in results if r.result is not None]
-            files = export_artifacts(got, Path(to_dir))
-            export = {"dir": str(to_dir), "files": files, "sha256sums": str(Path(to_dir) / "SHA256SUMS")}
-            changed = changed or bool(files)
-
-        failed = [m for m in per.values() if not m["ok"]]
-        code, message = "OK", None
-        explicit = bool(manifest_ids or source_names)
-        if failed and (not from_path or explicit or len(failed) == len(per)):
-            first = next((r for r in results if r.manifest.id == failed[0]["id"] and r.error is not None), None)
-            code = first.error.code if first else "NETWORK"
-            message = (f"{failed[0]['id']}: no source could be fetched"
-                       + (f" ({first.error.message})" if first else ""))
-        elif failed:
-            warnings += [f"{m['id']}: nothing in --from {from_path} for this manifest" for m in failed]
-        data = {"cache": str(cache.base), "manifests_dir": str(mdir), "mirror": mirror,
-                "from": from_path, "manifests": list(per.values()), "export": export}
-        return Outcome(data=data, render=lambda con: _render(con, results, per, export, cache), changed=changed,
-                       code=code, message=message, warnings=warnings)
+        run = run_fetch(ui.root, manifests_dir=manifests_dir, manifest_ids=manifest_ids, source_names=source_names,
+                        all_sources=all_sources, mirror=mirror, from_path=from_path, to_dir=to_dir,
+                        extract_dir=extract_dir, cache_dir=cache_dir, keyrings=keyrings, timeout=timeout,
+                        retries=retries, progress_for=lambda s: _Bar(ui, f"{s.package} {s.version}"))
+        return Outcome(data=run.to_json(), render=lambda con: _render(con, run), changed=run.changed,
+                       code=run.code, message=run.message, warnings=run.warnings)
 
     ui.run("fetch", work)
 
 
-def _extract(r, base: Path) -> dict:
-    """Unpack the selected files of one fetched source into base/<manifest>/<source>/, replacing an
-    earlier extraction only once the new one is complete. Every folder is opened through
-    ``rocmrevive.fs`` (a link planted at base/<manifest> is refused, never followed)."""
-    from rocmrevive.sources.extract import extract_into
-
-    return extract_into(r.result.path, base, r.manifest.id, r.source, r.manifest.select)
-
-
-def _render(con, results, per, export, cache) -> None:
+def _render(con, run) -> None:
     from rich.table import Table
 
-    t = Table(show_edge=False, title=f"cache {cache.base}", title_justify="left")
+    t = Table(show_edge=False, title=f"cache {run.cache.base}", title_justify="left")
     for col in ("manifest", "source", "status", "size", "sha256", "from"):
         t.add_column(col)
-    for r in results:
+    for r in run.results:
         res = r.result
         where = ""
         if res is not None:
@@ -160,9 +93,10 @@ def _render(con, results, per, export, cache) -> None:
         t.add_row(r.manifest.id, r.source.name, r.status, f"{res.size:,}" if res and res.size else "",
                   (res.sha256 or "")[:16] if res else "", where)
     con.print(t)
-    for m in per.values():
+    for m in run.manifests.values():
         if m["extracted"]:
             e = m["extracted"]
             con.print(f"{m['id']}: {e['files']} files ({e['bytes']:,} bytes) in {e['dir']}", markup=False)
-    if export:
-        con.print(f"exported {len(export['files'])} files to {export['dir']} (see SHA256SUMS)", markup=False)
+    if run.export:
+        con.print(f"exported {len(run.export['files'])} files to {run.export['dir']} (see SHA256SUMS)",
+                  markup=False)

@@ -27,20 +27,14 @@ Log = Callable[[str], None]
 def fetch_first(root, sources, cache_dir: Path, *, mirror, from_path, log: Log, progress):
     """(source, FetchResult) of the first source that can be fetched; a network failure moves on
     to the next source, any other error stops."""
-    from rocmrevive.sources.fetch import fetch_source
+    from rocmrevive.sources.fetch import fetch_source, first_reachable
 
-    last: RevError | None = None
-    for src in sources:
-        try:
-            log(f"fetching {src.describe()}")
-            return src, fetch_source(src, cache_dir, mirror=mirror, local=from_path, root=root,
-                                     progress=feed(progress, "downloading", "bytes"))
-        except RevError as exc:
-            if exc.code != "NETWORK":
-                raise
-            last = exc
-    assert last is not None
-    raise last
+    def attempt(src):
+        log(f"fetching {src.describe()}")
+        return src, fetch_source(src, cache_dir, mirror=mirror, local=from_path, root=root,
+                                 progress=feed(progress, "downloading", "bytes"))
+
+    return first_reachable(sources, attempt)
 
 
 def extracted(fetched, manifest, source, cache_dir: Path, log: Log, area: Path,
