@@ -194,67 +194,93 @@ def verify_inrelease(data: bytes, fingerprint: str, keyrings: list[Path], *, whe
                                      "install it (apt-get install gpgv)")
     fingerprint = fingerprint.replace(" ", "").upper()
     with tempfile.TemporaryDirectory(prefix="rocmrevive-gpgv-") as tmp:
-        rings = []
-        for i, kr in enumerate(keyrings):
-            try:
-                raw = Path(kr).read_bytes()
-            except OSError:
-                continue
-            ring = Path(tmp) / f"ring{i}.gpg"
-            ring.write_bytes(dearmor(raw))
-            rings.append(ring)
-        signed = Path(tmp) / "InRelease"
-        signed.write_bytes(data)
-        out = Path(tmp) / "Release"
-        cmd = [exe, "--homedir", tmp, "--status-fd", "1", "--output", str(out)]
-        for r in rings:
-            cmd += ["--keyring", str(r)]
-        cmd.append(str(signed))
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env={**os.environ, "LC_ALL": "C"}, timeout=60)
-        status = proc.stdout.decode("utf-8", "replace").splitlines()
-        good, signers, problems, unsigned = False, [], [], False
-        for line in status:
+        proc, out = _run_gpgv(exe, Path(tmp), data, keyrings)
+        status = _GpgvStatus.read(proc.stdout.decode("utf-8", "replace"), fingerprint)
+        status.check(where, fingerprint, proc.stderr.decode("utf-8", "replace"))
+        if not out.is_file():
+            raise RevError("VERIFY_FAILED", f"{where}: gpgv gave no signed text")
+        return out.read_bytes(), fingerprint
+
+
+def _run_gpgv(exe: str, tmp: Path, data: bytes, keyrings: list[Path]) -> tuple[subprocess.CompletedProcess, Path]:
+    """gpgv over ``data`` with the readable ``keyrings`` (dearmoured into ``tmp``); returns the
+    finished process (its --status-fd lines on stdout) and where the signed text goes."""
+    rings = []
+    for i, kr in enumerate(keyrings):
+        try:
+            raw = Path(kr).read_bytes()
+        except OSError:
+            continue
+        ring = tmp / f"ring{i}.gpg"
+        ring.write_bytes(dearmor(raw))
+        rings.append(ring)
+    signed = tmp / "InRelease"
+    signed.write_bytes(data)
+    out = tmp / "Release"
+    cmd = [exe, "--homedir", str(tmp), "--status-fd", "1", "--output", str(out)]
+    for r in rings:
+        cmd += ["--keyring", str(r)]
+    cmd.append(str(signed))
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env={**os.environ, "LC_ALL": "C"}, timeout=60)
+    return proc, out
+
+
+@dataclass
+class _GpgvStatus:
+    """What gpgv's status lines say (doc/DETAILS in GnuPG: VALIDSIG, BADSIG, EXPKEYSIG, ...)."""
+
+    good: bool = False                                  # the pinned key made a valid signature
+    signers: list[str] = field(default_factory=list)    # who signed (or the key that was missing)
+    problems: list[str] = field(default_factory=list)   # bad, expired or revoked signatures
+    unsigned: bool = False                              # no OpenPGP data at all
+
+    @classmethod
+    def read(cls, text: str, fingerprint: str) -> _GpgvStatus:
+        st = cls()
+        for line in text.splitlines():
             t = line.split()
             if len(t) < 2 or t[0] != "[GNUPG:]":
                 continue
             if t[1] == "VALIDSIG" and len(t) >= 3:
                 primary = t[-1].upper() if len(t) >= 12 else t[2].upper()
-                signers.append(primary)
+                st.signers.append(primary)
                 if fingerprint in (primary, t[2].upper()):
-                    good = True
+                    st.good = True
             elif t[1] == "BADSIG":
-                problems.append(f"a BAD signature by key {t[2] if len(t) > 2 else '?'}")
+                st.problems.append(f"a BAD signature by key {t[2] if len(t) > 2 else '?'}")
             elif t[1] in ("EXPKEYSIG", "REVKEYSIG", "EXPSIG"):
                 what = {"EXPKEYSIG": "an expired key", "REVKEYSIG": "a revoked key",
                         "EXPSIG": "an expired signature"}[t[1]]
-                problems.append(f"a signature by {what} ({t[2] if len(t) > 2 else '?'}); refresh the key")
+                st.problems.append(f"a signature by {what} ({t[2] if len(t) > 2 else '?'}); refresh the key")
             elif t[1] == "NO_PUBKEY" and len(t) > 2:
                 if fingerprint.endswith(t[2].upper()):
-                    signers.append(f"the pinned key {t[2]}, which is not in any keyring given (name a key_url "
-                                   f"in the manifest, or pass --keyring)")
+                    st.signers.append(f"the pinned key {t[2]}, which is not in any keyring given (name a key_url "
+                                      f"in the manifest, or pass --keyring)")
                 else:
-                    signers.append(f"unknown key {t[2]}")
+                    st.signers.append(f"unknown key {t[2]}")
             elif t[1] == "NODATA":
-                unsigned = True
-        if problems:
-            raise RevError("VERIFY_FAILED", f"{where}: {problems[0]}; the index was not used")
-        if not good:
-            if unsigned and not signers:
-                raise RevError("VERIFY_FAILED", f"{where} is not signed (no OpenPGP signature in it); the index was "
-                                                f"not used")
-            if signers:
-                who = ", ".join(signers)
-                if "the pinned key" in who:
-                    raise RevError("VERIFY_FAILED", f"{where} is signed by {who}; the index was not used")
-                raise RevError("VERIFY_FAILED", f"{where} is signed by {who}, not by the pinned key {fingerprint}; "
-                                                f"the index was not used")
-            err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise RevError("VERIFY_FAILED", f"{where}: no valid signature by the pinned key {fingerprint}"
-                                            f"{' (' + err[-1] + ')' if err else ''}")
-        if not out.is_file():
-            raise RevError("VERIFY_FAILED", f"{where}: gpgv gave no signed text")
-        return out.read_bytes(), fingerprint
+                st.unsigned = True
+        return st
+
+    def check(self, where: str, fingerprint: str, stderr: str) -> None:
+        """Raise RevError("VERIFY_FAILED") saying why, unless the pinned key signed and nothing was bad."""
+        if self.problems:
+            raise RevError("VERIFY_FAILED", f"{where}: {self.problems[0]}; the index was not used")
+        if self.good:
+            return
+        if self.unsigned and not self.signers:
+            raise RevError("VERIFY_FAILED", f"{where} is not signed (no OpenPGP signature in it); the index was "
+                                            f"not used")
+        if self.signers:
+            who = ", ".join(self.signers)
+            if "the pinned key" in who:
+                raise RevError("VERIFY_FAILED", f"{where} is signed by {who}; the index was not used")
+            raise RevError("VERIFY_FAILED", f"{where} is signed by {who}, not by the pinned key {fingerprint}; "
+                                            f"the index was not used")
+        err = stderr.strip().splitlines()
+        raise RevError("VERIFY_FAILED", f"{where}: no valid signature by the pinned key {fingerprint}"
+                                        f"{' (' + err[-1] + ')' if err else ''}")
 
 
 # --------------------------------------------------------------------------------------------
