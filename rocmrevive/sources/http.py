@@ -25,6 +25,7 @@ from typing import Callable
 
 from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir, open_regular, write_all
+from rocmrevive.hashing import hash_fd
 
 TRANSIENT_STATUS = {408, 425, 429, 500, 502, 503, 504}
 CHUNK = 1 << 20
@@ -56,19 +57,10 @@ def _retry_after(resp) -> float | None:
     return None
 
 
-def _hash_fd(fd: int, h) -> int:
+def _hash_from_start(fd: int, h) -> int:
     """Hash what ``fd`` holds from its start (a partial file being resumed); returns its size."""
     os.lseek(fd, 0, os.SEEK_SET)
-    buf = bytearray(BUFFER)
-    view = memoryview(buf)
-    n = 0
-    while True:
-        k = os.readv(fd, [buf])
-        if not k:
-            return n
-        h.update(view[:k])
-        n += k
-
+    return hash_fd(fd, h)[1]
 
 
 class Downloader:
@@ -163,7 +155,7 @@ class Downloader:
                     os.ftruncate(fd, 0)
                     have = 0
                 h = hashlib.sha256()
-                if have and _hash_fd(fd, h) != have:  # pragma: no cover - file changed under us
+                if have and _hash_from_start(fd, h) != have:  # pragma: no cover - file changed under us
                     os.ftruncate(fd, 0)
                     continue
                 start = have
