@@ -14,8 +14,7 @@ from click.testing import CliRunner
 
 from rocmrevive.cli.main import cli
 from rocmrevive.codeobj.targetid import TargetId
-from rocmrevive.diagnose.audit import (EMBEDDED, MISSING, NOT_GPU, OTHER_MODE, audit_files,
-                                       library_files, load_verdict)
+from rocmrevive.diagnose.audit import EMBEDDED, MISSING, NOT_GPU, OTHER_MODE, audit_files, library_files
 from tests.conftest import CACHE, REPO, TRIPLET
 from tests.test_tensile import link_file, link_folder
 
@@ -149,12 +148,12 @@ def test_tensile_folder_without_gfx906_names_the_install_command(tmp_path, rocbl
 
 def test_load_verdict():
     t = TargetId.parse
-    assert load_verdict(t("gfx906"), t(GFX906)) == "yes"
-    assert load_verdict(t("gfx906:xnack-"), t(GFX906)) == "yes"
-    assert load_verdict(t("gfx906:xnack+"), t(GFX906)) == "no"
-    assert load_verdict(t("gfx906:xnack+"), t("gfx906")) == "if-mode"
-    assert load_verdict(t("gfx9-generic"), t(GFX906)) == "yes"
-    assert load_verdict(t("gfx908"), t(GFX906)) == "no"
+    assert t("gfx906").load_verdict(t(GFX906)) == "yes"
+    assert t("gfx906:xnack-").load_verdict(t(GFX906)) == "yes"
+    assert t("gfx906:xnack+").load_verdict(t(GFX906)) == "no"
+    assert t("gfx906:xnack+").load_verdict(t("gfx906")) == "if-mode"
+    assert t("gfx9-generic").load_verdict(t(GFX906)) == "yes"
+    assert t("gfx908").load_verdict(t(GFX906)) == "no"
 
 
 def test_nothing_to_audit(tmp_path):

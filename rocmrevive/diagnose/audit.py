@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from rocmrevive.codeobj.targetid import ANY, TargetId
+from rocmrevive.codeobj.targetid import IF_MODE, LOADS, TargetId
 from rocmrevive.diagnose.libraries import (GENERIC_BREAKS, GENERIC_WORKAROUND, ROCBLAS_TENSILE,
                                            KnownLibrary, library_for_file)
 
@@ -107,17 +107,25 @@ def library_files(dirs: Iterable[Path]) -> list[Path]:
         for e in ents:
             if not e.name.startswith("lib") or not (e.name.endswith(".so") or ".so." in e.name):
                 continue
-            try:
-                if e.is_symlink() or not e.is_file():
-                    continue
-                st = e.stat()
-            except OSError:
-                continue
-            key = (st.st_dev, st.st_ino)
-            if key not in seen:
-                seen.add(key)
+            if first_sight(e, seen):
                 out.append(Path(e.path))
     return out
+
+
+def first_sight(entry: os.DirEntry | Path, seen: set[tuple[int, int]]) -> bool:
+    """True for a regular file (not a link) whose device and inode are not in ``seen`` yet (then
+    added): how a scan reads each real file once."""
+    try:
+        if entry.is_symlink() or not entry.is_file():
+            return False
+        st = entry.stat()
+    except OSError:
+        return False
+    key = (st.st_dev, st.st_ino)
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
 
 
 KPACK = KnownLibrary(
@@ -260,10 +268,10 @@ def _cell(fr, target: TargetId, known: KnownLibrary | None, remedy_for: RemedyFo
         return Cell(t, MISSING, f"no code for {target.processor} (embeds {have})", breaks, remedy)
     loadable, conditional = [], []
     for e in covering:
-        verdict = load_verdict(e.target, target)
-        if verdict == "yes":
+        verdict = e.target.load_verdict(target)
+        if verdict == LOADS:
             loadable.append(e)
-        elif verdict == "if-mode":
+        elif verdict == IF_MODE:
             conditional.append(e)
     versions = sorted({e.co_version for e in covering if e.co_version is not None})
     cov = f" (code object v{'/'.join(map(str, versions))})" if versions else ""
@@ -274,21 +282,6 @@ def _cell(fr, target: TargetId, known: KnownLibrary | None, remedy_for: RemedyFo
     if conditional:
         return Cell(t, EMBEDDED, f"{', '.join(names)} only: loads if the device runs in that mode" + cov)
     return Cell(t, OTHER_MODE, f"only {', '.join(names)}, which does not load on {t}", breaks, remedy)
-
-
-def load_verdict(code: TargetId, device: TargetId) -> str:
-    """"yes", "if-mode" (the code wants a mode and the device's mode was not given) or "no"."""
-    if not code.covers_processor(device.processor):
-        return "no"
-    unsure = False
-    for mine, theirs in ((code.sramecc, device.sramecc), (code.xnack, device.xnack)):
-        if mine in (None, ANY):
-            continue
-        if theirs in (None, ANY):
-            unsure = True
-        elif mine != theirs:
-            return "no"
-    return "if-mode" if unsure else "yes"
 
 
 def audit_inputs(root, trees: tuple[str, ...] | list[str]) -> tuple[list, list, list, list[str]]:

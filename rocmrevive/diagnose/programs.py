@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmrevive.codeobj.targetid import TargetId
-from rocmrevive.diagnose.audit import EMBEDDED, MISSING, OTHER_MODE, UNREADABLE, Cell, _cell
+from rocmrevive.diagnose.audit import EMBEDDED, MISSING, OTHER_MODE, UNREADABLE, Cell, _cell, first_sight
 from rocmrevive.diagnose.libraries import KnownLibrary
 from rocmrevive.rootfs import Root
 
@@ -194,19 +194,11 @@ def _glob(root: Root, pattern: str) -> list[str]:
 def candidate_files(root: Root, site_packages: list[str]) -> list[tuple[str, ProgramKind | None, str]]:
     """(machine path, kind hint, where) for every file worth reading; each real file once, links
     skipped (they name a file of the same folder, and an absolute one could leave the root)."""
-    out, seen = [], set()
+    out: list[tuple[str, ProgramKind | None, str]] = []
+    seen: set[tuple[int, int]] = set()
 
     def add(mpath: str, hint, where: str) -> None:
-        real = root.path(mpath)
-        try:
-            if real.is_symlink() or not real.is_file():
-                return
-            st = real.stat()
-        except OSError:
-            return
-        key = (st.st_dev, st.st_ino)
-        if key not in seen:
-            seen.add(key)
+        if first_sight(root.path(mpath), seen):
             out.append((mpath, hint, where))
 
     for site in site_packages:

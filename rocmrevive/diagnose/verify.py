@@ -21,7 +21,7 @@ from typing import Callable
 
 from packaging.version import InvalidVersion, Version
 
-from rocmrevive.codeobj.targetid import TargetId
+from rocmrevive.codeobj.targetid import NO, TargetId
 from rocmrevive.tensile.xref import TARGET_KINDS, XrefReport, cross_reference
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
@@ -215,9 +215,7 @@ def _host_check(host_library: Path | None, rep, dev: TargetId, show) -> Check:
                      [{"kind": "host-missing-target", "file": name, "kernels": [],
                        "problem": f"embeds {have}: rocBLAS functions outside Tensile (TRSM, GEMV, "
                                   "level-1/2) fail with hipErrorInvalidDeviceFunction"}])
-    from rocmrevive.diagnose.audit import load_verdict
-
-    good = [e for e in covering if load_verdict(e.target, dev) != "no"]
+    good = [e for e in covering if e.target.load_verdict(dev) != NO]
     targets = ", ".join(sorted({str(e.target) for e in covering}))
     if not good:
         return Check("host", FAIL, f"{name} has {dev.processor} code only for another mode",
