@@ -1,6 +1,6 @@
 """Where a prebuilt RCCL with the needed targets can come from, pinned by size and sha256.
 
-The manifest loader (``manifests/``, ``rocmrevive.sources.manifest``) describes rocBLAS Tensile
+The manifest loader (``manifests/``, ``rocmrevive.sources.manifest_load``) describes rocBLAS Tensile
 components only, so the RCCL sources live here, in the same terms (a Debian package, its pool
 file, the member to take) and are handed to the same fetcher as ``Source`` objects.
 
