@@ -3,7 +3,8 @@
 pipeline a user types by hand, in one run.
 
 Tree: AMD's layout (opt/rocm-6.4.3/lib/rocblas/library) filled with Debian's real rocBLAS 4.4.1
-files minus gfx906 (hard links), on the dual-MI50 fixture machine. Source: Debian's real
+files minus gfx906 (hard links), on the dual-MI50 fixture machine: the tests' machine
+(tests/machines/build.py, build_amd_layout_from_debian). Source: Debian's real
 librocblas4 6.4.4-4 (280 MB), already in the cache.
 
     python bench/bench_install.py
@@ -15,7 +16,6 @@ extraction, staged verification, the journaled apply, verify after.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -26,42 +26,28 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from tests.conftest import TRIPLET, _ensure_debian  # noqa: E402
-from tests.machines.build import build  # noqa: E402
-
-
-def make_tree(base: Path, lib441: Path, host: Path) -> Path:
-    root = build("dual-mi50", base / "m")
-    rocm = root / "opt/rocm-6.4.3"
-    shutil.rmtree(rocm / "lib")
-    lib = rocm / "lib/rocblas/library"
-    lib.mkdir(parents=True)
-    for f in lib441.iterdir():
-        if "gfx906" not in f.name:
-            os.link(f, lib / f.name)
-    os.link(host, rocm / "lib/librocblas.so.4.4")
-    return root
+from tests.machines.build import build_amd_layout_from_debian  # noqa: E402
 
 
 def main() -> int:
     debs, dirs = _ensure_debian()
     deb = debs["librocblas4_6.4.4-4_amd64"]
-    lib441 = dirs["librocblas4_6.4.4-4_amd64"] / TRIPLET / "rocblas/4.4.1/library"
-    host = dirs["librocblas4_6.4.4-4_amd64"] / TRIPLET / "librocblas.so.4.4"
+    pkg = dirs["librocblas4_6.4.4-4_amd64"]
     with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
         tmp = Path(tmp)
         cache = tmp / "cache"
         rr = [sys.executable, "-m", "rocmrevive.cli.main"]
         # warm the cache once (and the page cache)
-        warm = make_tree(tmp / "warm", lib441, host)
+        warm = build_amd_layout_from_debian(tmp / "warm/m", pkg)
         subprocess.run(rr + ["--root", str(warm), "install", "--yes", "--from", str(deb), "--cache", str(cache)],
                        check=True, capture_output=True)
-        root = make_tree(tmp / "t1", lib441, host)
+        root = build_amd_layout_from_debian(tmp / "t1/m", pkg)
         t = time.perf_counter()
         subprocess.run(rr + ["--root", str(root), "install", "--yes", "--cache", str(cache), "--from", str(deb)],
                        check=True, capture_output=True)
         t_install = time.perf_counter() - t
         shutil.rmtree(cache / "extracted")          # only the package cached: extract again
-        root0 = make_tree(tmp / "t0", lib441, host)
+        root0 = build_amd_layout_from_debian(tmp / "t0/m", pkg)
         t = time.perf_counter()
         subprocess.run(rr + ["--root", str(root0), "install", "--yes", "--cache", str(cache), "--from", str(deb)],
                        check=True, capture_output=True)
@@ -70,7 +56,7 @@ def main() -> int:
         subprocess.run(rr + ["--root", str(root), "rollback"], check=True, capture_output=True)
         t_rollback = time.perf_counter() - t
 
-        ref = make_tree(tmp / "t2", lib441, host)
+        ref = build_amd_layout_from_debian(tmp / "t2/m", pkg)
         x = tmp / "x"
         x.mkdir()
         t = time.perf_counter()

@@ -24,14 +24,21 @@ def _plain(text: str) -> str:
     return ANSI.sub("\n", text)
 
 
-def test_the_terminal_shows_members_and_checks_then_no_bar_under_the_prompt(machine):
-    root, args = machine
-    before = tree_hash(root)
-    t = Pty(RR + ["--root", str(root), "install", *args], cols=100)
-    t.read_until("apply? [Y/n]")
+def _declined_install(argv: list[str], timeout: float = 400) -> str:
+    """``rocmrevive ARGV`` on a real pseudo-terminal of 100 columns, answered ``n`` at the apply
+    prompt (waited for up to ``timeout`` seconds); the exit status must be 0. Returns all it drew."""
+    t = Pty(RR + argv, cols=100)
+    t.read_until("apply? [Y/n]", timeout=timeout)
     t.send("n\n")
     rc, out = t.finish()
     assert rc == 0, out[-2000:]
+    return out
+
+
+def test_the_terminal_shows_members_and_checks_then_no_bar_under_the_prompt(machine):
+    root, args = machine
+    before = tree_hash(root)
+    out = _declined_install(["--root", str(root), "install", *args])
     head, prompt, after = out.partition("apply? [Y/n]")
     assert prompt, out[-2000:]
     shown = _plain(head)
@@ -50,11 +57,7 @@ def test_the_terminal_shows_members_and_checks_then_no_bar_under_the_prompt(mach
 @pytest.mark.parametrize("flag", ["--no-progress", "-q"])
 def test_no_bar_with_no_progress_or_quiet(machine, flag):
     root, args = machine
-    t = Pty(RR + [flag, "--root", str(root), "install", *args], cols=100)
-    t.read_until("apply? [Y/n]")
-    t.send("n\n")
-    rc, out = t.finish()
-    assert rc == 0, out[-2000:]
+    out = _declined_install([flag, "--root", str(root), "install", *args])
     assert "members" not in out and "checks" not in out, out[-2000:]
 
 
@@ -111,34 +114,17 @@ def test_pipes_draw_nothing(machine):
 
 
 def test_the_real_280_mb_package_shows_its_140_members_and_its_checks_before_the_prompt(
-        tmp_path, rocblas441, debian_debs, debian_pkgs):
+        tmp_path, debian_debs, debian_pkgs):
     """Debian's real librocblas4 .deb with the shipped manifest, on a real pseudo-terminal: the
     extraction counts the 140 gfx906 members, the checks end at N/N, and no bar is drawn after
     the prompt; `n` changes nothing."""
-    import os
-    import shutil
+    from tests.machines.build import build_amd_layout_from_debian
 
-    from tests.conftest import TRIPLET
-    from tests.machines.build import build
-
-    root = build("dual-mi50", tmp_path / "m")
-    rocm = root / "opt/rocm-6.4.3"
-    shutil.rmtree(rocm / "lib")
-    lib = rocm / "lib/rocblas/library"
-    lib.mkdir(parents=True)
-    for f in rocblas441.iterdir():
-        if "gfx906" not in f.name:
-            os.link(f, lib / f.name)
-    os.link(debian_pkgs["librocblas4_6.4.4-4_amd64"] / TRIPLET / "librocblas.so.4.4", rocm / "lib/librocblas.so.4.4")
-    os.symlink("librocblas.so.4.4", rocm / "lib/librocblas.so.4")
+    root = build_amd_layout_from_debian(tmp_path / "m", debian_pkgs["librocblas4_6.4.4-4_amd64"])
     before = tree_hash(root / "opt")
     deb = debian_debs["librocblas4_6.4.4-4_amd64"]
-    t = Pty(RR + ["--root", str(root), "install", "--no-libraries", "--from", str(deb),
-                  "--cache", str(tmp_path / "cache")], cols=100)
-    t.read_until("apply? [Y/n]", timeout=500)
-    t.send("n\n")
-    rc, out = t.finish()
-    assert rc == 0, out[-2000:]
+    out = _declined_install(["--root", str(root), "install", "--no-libraries", "--from", str(deb),
+                             "--cache", str(tmp_path / "cache")], timeout=500)
     head, prompt, after = out.partition("apply? [Y/n]")
     assert prompt, out[-2000:]
     shown = _plain(head)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, TRIPLET
-from tests.machines.build import build
+from tests.machines.build import build, build_amd_layout_from_debian
 
 sys.path.insert(0, str(REPO / "demo"))
 import minirocblas as mr  # noqa: E402
@@ -163,17 +163,8 @@ def test_real_package_round_trip(tmp_path, rocblas441, debian_debs, debian_pkgs)
     ships the same names without gfx906); install from the real 280 MB package with the shipped
     manifest: the 140 files equal Debian's byte for byte, nothing else changed; rollback
     restores the tree hash."""
-    root = build("dual-mi50", tmp_path / "m")
-    rocm = root / "opt/rocm-6.4.3"
-    shutil.rmtree(rocm / "lib")
-    lib = rocm / "lib/rocblas/library"
-    lib.mkdir(parents=True)
-    for f in rocblas441.iterdir():
-        if "gfx906" not in f.name:
-            os.link(f, lib / f.name)  # hard links: the cache is never written (txn replaces by rename)
-    host = debian_pkgs["librocblas4_6.4.4-4_amd64"] / TRIPLET / "librocblas.so.4.4"
-    os.link(host, rocm / "lib/librocblas.so.4.4")
-    os.symlink("librocblas.so.4.4", rocm / "lib/librocblas.so.4")
+    root = build_amd_layout_from_debian(tmp_path / "m", debian_pkgs["librocblas4_6.4.4-4_amd64"])
+    lib = root / "opt/rocm-6.4.3/lib/rocblas/library"
     before = tree_hash(root / "opt")
     deb = debian_debs["librocblas4_6.4.4-4_amd64"]
     r = rr(root, "--json", "install", "--yes", "--from", str(deb), "--cache", str(tmp_path / "cache"), check_rc=0)

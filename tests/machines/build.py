@@ -360,6 +360,29 @@ def build(name: str, dest: str | os.PathLike, *, no_kfd: bool = False, **overrid
     return build_machine(spec, dest)
 
 
+def build_amd_layout_from_debian(dest: str | os.PathLike, librocblas4: Path) -> Path:
+    """The dual-MI50 machine with AMD's layout (``opt/rocm-6.4.3/lib/rocblas/library``) filled from
+    Debian's real rocBLAS 4.4.1 minus its gfx906 files (AMD's 6.4.x ships the same names without
+    gfx906), and Debian's ``librocblas.so.4.4`` with its ``.so.4`` link. ``librocblas4`` is the
+    unpacked librocblas4 6.4.4-4 package (the ``debian_pkgs`` fixture's folder). Files are hard
+    links: the fixture cache is never written (a transaction replaces files by rename).
+
+        root = build_amd_layout_from_debian(tmp_path / "m", debian_pkgs["librocblas4_6.4.4-4_amd64"])
+    """
+    root = build("dual-mi50", dest)
+    rocm = root / "opt/rocm-6.4.3"
+    shutil.rmtree(rocm / "lib")
+    lib = rocm / "lib/rocblas/library"
+    lib.mkdir(parents=True)
+    debian_lib = Path(librocblas4) / "usr/lib/x86_64-linux-gnu"
+    for f in (debian_lib / "rocblas/4.4.1/library").iterdir():
+        if "gfx906" not in f.name:
+            os.link(f, lib / f.name)
+    os.link(debian_lib / "librocblas.so.4.4", rocm / "lib/librocblas.so.4.4")
+    os.symlink("librocblas.so.4.4", rocm / "lib/librocblas.so.4")
+    return root
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
