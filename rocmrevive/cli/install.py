@@ -95,10 +95,12 @@ def _mb(n: int) -> str:
 def _artifact_name(artifact: dict | None) -> str:
     """What the user would look for: the --from file or folder they gave, else the package's
     file name (not its pool path)."""
+    from rocmrevive.sources.artifact import Origin
+
     if not artifact:
         return "?"
     given = (artifact.get("provenance") or {}).get("from")
-    if artifact.get("origin") in ("local", "local-tree") and given:
+    if artifact.get("origin") in (Origin.LOCAL, Origin.LOCAL_TREE) and given:
         return given
     return (artifact.get("filename") or "?").rsplit("/", 1)[-1]
 

@@ -14,19 +14,19 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Protocol
 
 from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root
+from rocmrevive.strenum import StrEnum
 from rocmrevive.txn.apply import apply_plan
 from rocmrevive.txn.plan import Plan, plan_from_staged
 from rocmrevive.txn.result import TxResult
 from rocmrevive.txn.undo import rollback
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """What an install did (or, with --check, would do) for one thing; the renderers and the JSON
     use the values."""
 
@@ -39,9 +39,6 @@ class Status(str, Enum):
     DECLINED = "declined"          # answered no at the prompt
     ABSENT = "absent"              # not in this tree
     PENDING = "pending"            # not decided yet
-
-    def __str__(self) -> str:
-        return self.value
 
 
 class Decline(Exception):

@@ -1,7 +1,7 @@
 """A source's verified artifact (``FetchResult``), and what the cache remembers of how an unpinned
 source was resolved through its signed index (the record, the index files, the signing key).
 
-    r = FetchResult(path, source, "download", sha, size, "pool/main/r/rocblas/x.deb", url)
+    r = FetchResult(path, source, Origin.DOWNLOAD, sha, size, "pool/main/r/rocblas/x.deb", url)
     Path(r), r.basename                                # the cached file, "x.deb"
     index_files = remember_resolution(cache, source, entry, url, provenance, files)
 
@@ -21,16 +21,25 @@ from pathlib import Path
 from rocmrevive.sources.apt import PackageEntry
 from rocmrevive.sources.cache import Cache
 from rocmrevive.sources.manifest import Source
+from rocmrevive.strenum import StrEnum
+
+
+class Origin(StrEnum):
+    """Where a ``FetchResult`` came from (its JSON ``origin``)."""
+
+    CACHE = "cache"              # already there
+    DOWNLOAD = "download"
+    LOCAL = "local"              # copied from --from into the cache
+    LOCAL_TREE = "local-tree"    # an unpacked folder used in place: not checksummed, ``verified`` False
 
 
 @dataclass
 class FetchResult(os.PathLike):
-    """A verified artifact. ``origin``: "cache" (already there), "download", "local" (copied from
-    --from), "local-tree" (an unpacked folder used in place: not checksummed, ``verified`` False)."""
+    """A verified artifact, with its ``Origin``."""
 
     path: Path
     source: Source
-    origin: str
+    origin: Origin
     sha256: str | None
     size: int | None
     filename: str                         # the artifact's name in its repository ("pool/.../x.deb")
@@ -59,7 +68,7 @@ def repo_filename(source: Source) -> str:
 
 def cached(source: Source, path: Path, sha, size, filename, url, provenance, index_files=None) -> FetchResult:
     """The artifact found in the cache."""
-    return FetchResult(path, source, "cache", sha, size, filename, url, True, dict(provenance),
+    return FetchResult(path, source, Origin.CACHE, sha, size, filename, url, True, dict(provenance),
                        index_files or {})
 
 

@@ -15,7 +15,7 @@ from typing import Iterable
 from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir, open_regular, printable_name
 from rocmrevive.hashing import hash_fd
-from rocmrevive.sources.artifact import FetchResult
+from rocmrevive.sources.artifact import FetchResult, Origin
 
 EXPORT_SUMS = "SHA256SUMS"
 EXPORT_INDEX = "rocmrevive-export.json"
@@ -37,7 +37,7 @@ def export_artifacts(results: Iterable[FetchResult], dest: Path) -> list[dict]:
     exported: list[dict] = []
     with Dir.open(dest, create=True, what="export folder") as dd:
         for r in results:
-            if r.origin == "local-tree" or r.sha256 is None:
+            if r.origin is Origin.LOCAL_TREE or r.sha256 is None:
                 continue
             exported.append(_export_one(dd, r, entries))
         # keep entries of earlier exports into the same folder: only lines that are still true

@@ -18,7 +18,7 @@ from typing import Callable, Iterable, TypeVar
 from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root
 from rocmrevive.sources import apt
-from rocmrevive.sources.artifact import (FetchResult, cached, key_file, remember_resolution, remembered_index_files,
+from rocmrevive.sources.artifact import (FetchResult, Origin, cached, key_file, remember_resolution, remembered_index_files,
                                          repo_filename, resolution_key)
 from rocmrevive.sources.cache import Cache
 from rocmrevive.sources.http import Downloader
@@ -119,14 +119,14 @@ def _mirror_base(mirror: str) -> str:
 
 
 def _download(url: str, source: Source, sha: str, size: int, cache: Cache, dl: Downloader, progress
-              ) -> tuple[Path, str]:
+              ) -> tuple[Path, Origin]:
     with cache.lock(sha):
         got = cache.artifact(sha, size)
         if got is not None:
-            return got, "cache"
+            return got, Origin.CACHE
         part = cache.partial_path(sha)
         dl.download(url, part, size=size, sha256=sha, progress=progress)
-        return cache.commit(part, sha), "download"
+        return cache.commit(part, sha), Origin.DOWNLOAD
 
 
 def _fetch_from(base: str, source: Source, cache: Cache, root: Root, keyrings: list[Path], dl: Downloader,

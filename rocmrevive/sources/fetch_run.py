@@ -13,7 +13,7 @@ from typing import Callable, Iterable
 
 from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root
-from rocmrevive.sources.artifact import FetchResult
+from rocmrevive.sources.artifact import FetchResult, Origin
 from rocmrevive.sources.cache import Cache, default_cache_dir
 from rocmrevive.sources.export import EXPORT_SUMS, export_artifacts
 from rocmrevive.sources.extract import extract_into
@@ -21,8 +21,28 @@ from rocmrevive.sources.fetch import fetch_source
 from rocmrevive.sources.http import Downloader
 from rocmrevive.sources.manifest import Manifest, Source
 from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
+from rocmrevive.strenum import StrEnum
 
 Progress = Callable[[int, int | None], None]
+
+
+class FetchStatus(StrEnum):
+    """What happened to one source in a `fetch` run (its JSON and table ``status``)."""
+
+    CACHED = "cached"
+    DOWNLOADED = "downloaded"
+    LOCAL = "local"
+    LOCAL_TREE = "local-tree"
+    FAILED = "failed"
+    NOT_TRIED = "not-tried"
+
+    @classmethod
+    def of(cls, origin: Origin) -> FetchStatus:
+        return _OF_ORIGIN[origin]
+
+
+_OF_ORIGIN = {Origin.CACHE: FetchStatus.CACHED, Origin.DOWNLOAD: FetchStatus.DOWNLOADED, Origin.LOCAL: FetchStatus.LOCAL,
+              Origin.LOCAL_TREE: FetchStatus.LOCAL_TREE}
 
 
 @dataclass
@@ -31,7 +51,7 @@ class SourceFetch:
 
     manifest: Manifest
     source: Source
-    status: str  # "cached" | "downloaded" | "local" | "local-tree" | "failed" | "not-tried"
+    status: FetchStatus
     result: FetchResult | None = None
     error: RevError | None = None
 
@@ -44,9 +64,6 @@ class SourceFetch:
             out.update(self.result.to_json())
         out["error"] = self.error.to_json() if self.error is not None else None
         return out
-
-
-_STATUS = {"cache": "cached", "download": "downloaded", "local": "local", "local-tree": "local-tree"}
 
 
 def fetch_manifests(manifests: list[Manifest], cache: Path | Cache, *, mirror: str | None = None,
@@ -69,24 +86,24 @@ def fetch_manifests(manifests: list[Manifest], cache: Path | Cache, *, mirror: s
         done = False
         for s in cands:
             if done and not (all_sources or wanted):
-                out.append(SourceFetch(m, s, "not-tried"))
+                out.append(SourceFetch(m, s, FetchStatus.NOT_TRIED))
                 continue
             prog = progress_for(s) if progress_for else None
             try:
                 r = fetch_source(s, cache, mirror=mirror, local=local, progress=prog, root=root, keyrings=keyrings,
                                  downloader=downloader)
             except RevError as exc:
-                out.append(SourceFetch(m, s, "failed", error=exc))
+                out.append(SourceFetch(m, s, FetchStatus.FAILED, error=exc))
                 continue
             finally:
                 close = getattr(prog, "close", None)
                 if close:
                     close()
-            out.append(SourceFetch(m, s, _STATUS[r.origin], r))
+            out.append(SourceFetch(m, s, FetchStatus.of(r.origin), r))
             done = True
         for s in m.sources:
             if s not in cands:
-                out.append(SourceFetch(m, s, "not-tried"))
+                out.append(SourceFetch(m, s, FetchStatus.NOT_TRIED))
     return out
 
 
@@ -130,7 +147,7 @@ def run_fetch(root: Root, *, manifests_dir: str | None = None, manifest_ids: Ite
         all_sources=all_sources, root=root, keyrings=[Path(k) for k in keyrings], downloader=dl,
         progress_for=progress_for)
     run = FetchRun(cache, mdir, mirror, from_path, results, _per_manifest(ms, results))
-    run.changed = any(r.status in ("downloaded", "local") for r in results)
+    run.changed = any(r.status in (FetchStatus.DOWNLOADED, FetchStatus.LOCAL) for r in results)
     run.warnings = [f"{r.source.key}: {r.result.provenance['warning']}" for r in results
                     if r.result is not None and r.result.provenance.get("warning")]
     if extract_dir:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root
-from rocmrevive.sources.artifact import FetchResult, remember_resolution, repo_filename, resolution_key
+from rocmrevive.sources.artifact import FetchResult, Origin, remember_resolution, repo_filename, resolution_key
 from rocmrevive.sources.cache import Cache, sha256_file
 from rocmrevive.sources.export import EXPORT_SUMS
 from rocmrevive.sources.http import Downloader
@@ -50,7 +50,7 @@ def from_local(source: Source, p: Path, cache: Cache, root: Root, keyrings: list
                 continue
     tree = p / norm_prefix(source.member_prefix)
     if tree.is_dir():
-        return FetchResult(p, source, "local-tree", None, None, str(p), None, False,
+        return FetchResult(p, source, Origin.LOCAL_TREE, None, None, str(p), None, False,
                            {"from": str(p), "pinned_by": None,
                             "warning": "an unpacked folder: no package checksum; the code objects are verified "
                                        "when installed"})
@@ -113,7 +113,7 @@ def _adopt(path: Path, source: Source, cache: Cache, expected: tuple[str, int], 
     got = cache.artifact(sha, size)
     if got is not None:
         _check_sha(path, source, sha)
-        return FetchResult(got, source, "cache", sha, size, filename, None, True, prov)
+        return FetchResult(got, source, Origin.CACHE, sha, size, filename, None, True, prov)
     if not cache.shared and cache.has(sha):  # add_local would not hash this file: check it here
         _check_sha(path, source, sha)
     # otherwise one pass: the copy into the cache hashes on the way and keeps nothing unless it is the pin
@@ -124,7 +124,7 @@ def _adopt(path: Path, source: Source, cache: Cache, expected: tuple[str, int], 
             raise
         raise RevError("VERIFY_FAILED", f"{path} is not {source.describe()}: its sha256 is not the pinned "
                                         f"{sha}; nothing was kept") from None
-    return FetchResult(dest, source, "local", sha, size, filename, None, True, prov)
+    return FetchResult(dest, source, Origin.LOCAL, sha, size, filename, None, True, prov)
 
 
 def _check_sha(path: Path, source: Source, sha: str) -> None:
