@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from packaging.version import InvalidVersion, Version
 
@@ -128,9 +128,11 @@ def runtime_limit(rocm_version: str | None, host_report) -> tuple[int | None, st
 def verify_copy(library: Path, devices: list[TargetId], *, host_library: Path | None = None,
                 rocm_version: str | None = None, integrity: Check | None = None,
                 show: Callable[[Path], str] = str,
-                progress: Callable[[int, int], None] | None = None) -> CopyResult:
+                progress: Callable[[int, int], None] | None = None,
+                staged: Mapping[str, Path] | None = None) -> CopyResult:
     """Run every check for one rocBLAS copy and each device; never raises for damaged files.
-    ``progress(done, total)`` after each check (total: CHECKS per device)."""
+    ``progress(done, total)`` after each check (total: CHECKS per device). With ``staged``
+    (file name → path) the folder is checked as it will read once those files are in it."""
     host_report = None
     if host_library is not None:
         from rocmrevive.codeobj.inspect import inspect_file
@@ -145,7 +147,7 @@ def verify_copy(library: Path, devices: list[TargetId], *, host_library: Path | 
     tick = progress or (lambda done, total: None)
     tick(0, total)
     for dev in devices:
-        xr = cross_reference(library, dev)
+        xr = cross_reference(library, dev, staged)
         d = DeviceResult(dev, xref=xr)
         for check in (lambda: _targets_check(xr, limit, basis), lambda: _tensile_check(xr),
                       lambda: _host_check(host_library, host_report, dev, show)):

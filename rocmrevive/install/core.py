@@ -53,12 +53,15 @@ class Decline(Exception):
 @dataclass
 class Staged:
     """What a component would write: machine path → staged file (verified content), all inside
-    ``tree``, with the provenance the journal keeps."""
+    ``tree``, with the provenance the journal keeps. ``sha256``: machine path → (sha256, size)
+    as the step that wrote the staged file recorded it (the plan takes it instead of hashing
+    again; the apply checks every byte it copies against it)."""
 
     tree: str
     files: dict[str, Path]
     source: str
     meta: dict[str, Any] = field(default_factory=dict)
+    sha256: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -140,7 +143,8 @@ def install_component(root: Root, component: Component, area: Path, *, state_dir
         staged = component.stage(area)
     except Decline as why:
         return Applied(why.status, reason=why.reason)
-    plan = plan_from_staged(root, staged.tree, staged.files, source=staged.source, meta=staged.meta)
+    plan = plan_from_staged(root, staged.tree, staged.files, source=staged.source, meta=staged.meta,
+                            known=staged.sha256)
     if not check and confirm is not None and not confirm(component.label, plan):
         return Applied(Status.DECLINED, plan, reason="declined at the prompt; nothing was changed")
     res = apply_plan(root, plan, state_dir=state_dir, dry_run=check)

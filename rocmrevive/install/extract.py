@@ -4,7 +4,8 @@ hash to key the cache on) is extracted into the install's own staging area.
 
     source, fetched = fetch_first(root, manifest.sources, cache_dir, mirror=None, from_path=None,
                                   log=print, progress=None)
-    files = extracted(fetched, manifest, source, cache_dir, print, area)   # {name: Path}
+    files = extracted(fetched, manifest, source, cache_dir, print, area)   # {name: Member}
+    files["TensileLibrary_lazy_gfx906.dat"].path, .sha256, .size
 """
 from __future__ import annotations
 
@@ -15,13 +16,22 @@ import shutil
 import stat
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir
 from rocmrevive.install.core import feed
 
 Log = Callable[[str], None]
+
+
+class Member(NamedTuple):
+    """One extracted member: where it is, and the sha256 and size the extraction recorded as it
+    wrote those bytes (re-checked on every reuse of the cache)."""
+
+    path: Path
+    sha256: str
+    size: int
 
 
 def fetch_first(root, sources, cache_dir: Path, *, mirror, from_path, log: Log, progress):
@@ -38,7 +48,7 @@ def fetch_first(root, sources, cache_dir: Path, *, mirror, from_path, log: Log, 
 
 
 def extracted(fetched, manifest, source, cache_dir: Path, log: Log, area: Path,
-              progress=None) -> dict[str, Path]:
+              progress=None) -> dict[str, Member]:
     """The manifest's members of a verified artifact, extracted once per (artifact, manifest)
     into the cache and re-hashed on every reuse: a second tree, a re-install after an upgrade
     or a fleet node with a shared cache skips the decompression (most of an install's time)."""
@@ -48,7 +58,8 @@ def extracted(fetched, manifest, source, cache_dir: Path, log: Log, area: Path,
         # an unpacked folder given with --from has no artifact hash to key a cache entry on, and
         # nothing another user can write is reused (docs/security.md): extract privately
         log(f"extracting {manifest.id} files from {fetched.basename}")
-        return {f.name: f.path for f in _members(fetched, source, manifest, area / "files", progress)}
+        return {f.name: Member(f.path, f.sha256, f.size) for f in _members(fetched, source, manifest, area / "files",
+                                                                           progress)}
     key = _extracted_key(fetched.sha256, manifest)
     # one extraction per (artifact, manifest) at a time: a concurrent install waits, then reuses it
     with Cache(cache_dir).lock(f"extract-{key}"):
@@ -56,7 +67,7 @@ def extracted(fetched, manifest, source, cache_dir: Path, log: Log, area: Path,
 
 
 def _extracted_locked(fetched, manifest, source, cache_dir: Path, key: str, log: Log,
-                      progress=None) -> dict[str, Path]:
+                      progress=None) -> dict[str, Member]:
     from rocmrevive.fs import printable_name
     from rocmrevive.hashing import sha256_file
 
@@ -66,17 +77,17 @@ def _extracted_locked(fetched, manifest, source, cache_dir: Path, key: str, log:
     if _real_dir(done):
         try:
             listed = json.loads(index.read_text())
-            files = {n: done / "files" / n for n in listed}
+            files = {n: Member(done / "files" / n, *listed[n]) for n in listed}
             rehash = feed(progress, "extracting", "members")
 
-            def same(i: int, n: str, p: Path) -> bool:
-                ok = printable_name(n) and ".." not in n.split("/") and sha256_file(p, follow_symlinks=False) \
-                    == tuple(listed[n])
+            def same(i: int, n: str, m: Member) -> bool:
+                ok = printable_name(n) and ".." not in n.split("/") and sha256_file(m.path, follow_symlinks=False) \
+                    == (m.sha256, m.size)
                 if rehash:
                     rehash(i + 1, len(files))
                 return ok
 
-            if all(same(i, n, p) for i, (n, p) in enumerate(files.items())):
+            if all(same(i, n, m) for i, (n, m) in enumerate(files.items())):
                 log(f"using the {len(files)} files extracted earlier from {fetched.basename}")
                 return files
         except (OSError, ValueError, TypeError):
@@ -95,7 +106,7 @@ def _extracted_locked(fetched, manifest, source, cache_dir: Path, key: str, log:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return {f.name: done / "files" / f.name for f in staged}
+    return {f.name: Member(done / "files" / f.name, f.sha256, f.size) for f in staged}
 
 
 def _extracted_key(sha256: str, manifest) -> str:
@@ -174,7 +185,7 @@ def component_file(fetched, manifest, comp, source, cache_dir: Path, log: Log, a
                    progress=None) -> Path:
     """The one file of the library component ``comp`` in the artifact."""
     found = extracted(fetched, manifest, source, cache_dir, log, area, progress)
-    files = {n: p for n, p in found.items() if comp.select(n)}
+    files = {n: m.path for n, m in found.items() if comp.select(n)}
     if len(files) != 1:
         raise RevError("VERIFY_FAILED", f"{fetched.basename}: {len(files)} members under {source.member_prefix} "
                                         f"match {', '.join(comp.files)} (expected exactly one library file)")

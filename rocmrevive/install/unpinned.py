@@ -58,6 +58,7 @@ class Staged:
     library_member: str                  # the folder inside it that held the index ("." for itself)
     by_name: dict[str, Path]             # file name -> staged real path
     evidence: list[dict] = field(default_factory=list)   # version metadata found: {"file", "version"}
+    sha256: dict[str, tuple[str, int]] = field(default_factory=dict)  # file name -> (sha256, size) as extracted
 
     def versions(self) -> set[str]:
         return {e["version"] for e in self.evidence}
@@ -94,6 +95,7 @@ def stage(source: Path, processor: str, tensile_select, work: Path) -> Staged:
     staging = work / "unpinned"
     files = extract_selected(source, select, staging)
     paths = {f.name: Path(f.path) for f in files}
+    hashes = {f.name: (f.sha256, f.size) for f in files}
     rels = list(paths)
     lazy = f"TensileLibrary_lazy_{processor}.dat"
     homes = sorted({os.path.dirname(r) for r in rels if r.rsplit("/", 1)[-1] == lazy}, key=lambda d: (len(d), d))
@@ -110,7 +112,8 @@ def stage(source: Path, processor: str, tensile_select, work: Path) -> Staged:
         d, base = os.path.dirname(r), r.rsplit("/", 1)[-1]
         if d == home and base not in _META_NAMES and tensile_select(base):
             by_name[base] = paths[r]
-    st = Staged(str(source), kind, home or ".", by_name)
+    st = Staged(str(source), kind, home or ".", by_name,
+                sha256={base: hashes[f"{home}/{base}" if home else base] for base in by_name})
     for r in rels:
         base = r.rsplit("/", 1)[-1]
         if base not in _META_NAMES:

@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Mapping
 
 from rocmrevive.codeobj.targetid import ANY, OFF, ON, TargetId
 from rocmrevive.tensile.dat import (HELPER_PREFIX, LazyIndex, Solution, TensileFormatError,
@@ -102,6 +103,12 @@ class XrefReport:
     on_disk: list[str] = field(default_factory=list)  # code objects for the processor on disk
     findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
+    staged: dict[str, Path] = field(default_factory=dict, repr=False)  # name → a file in its place
+    names: frozenset[str] = field(default_factory=frozenset, repr=False)  # the folder's names as read
+
+    def path(self, name: str) -> Path:
+        """Where the file ``name`` of the folder is read from: a staged file in its place, or the folder's own."""
+        return self.staged.get(name) or self.library / name
 
     @property
     def errors(self) -> list[Finding]:
@@ -131,19 +138,23 @@ class XrefReport:
 
 # ------------------------------------------------------------------------------------------
 
-def cross_reference(library: Path, device: TargetId) -> XrefReport:
+def cross_reference(library: Path, device: TargetId, staged: Mapping[str, Path] | None = None) -> XrefReport:
     """Check that every kernel the lazy index can lead rocBLAS to is there and loads on
-    ``device``; see the module docstring. Never raises for damaged files: they are findings."""
+    ``device``; see the module docstring. Never raises for damaged files: they are findings.
+    ``staged`` (file name → path) are files that take the place of the folder's own: the folder
+    as it will read after an install, checked before a byte of it is written."""
     t0 = time.perf_counter()
-    rep = XrefReport(library=library, device=device, lazy_index=lazy_index_name(device.processor))
+    rep = XrefReport(library=library, device=device, lazy_index=lazy_index_name(device.processor),
+                     staged=dict(staged or {}))
     try:
-        names = set(os.listdir(library))
+        names = set(os.listdir(library)) | set(rep.staged)
+        rep.names = frozenset(names)
     except OSError as exc:
         rep.findings.append(Finding(LAZY_INDEX_MISSING, rep.lazy_index,
                                     f"cannot list the library folder: {exc.strerror or exc}"))
         return rep
     rep.on_disk = sorted(n for n in names if _is_arch_code_object(n, device))
-    reader = _CodeObjectReader(library)
+    reader = _CodeObjectReader(rep.path)
     rep.code_objects = reader.cache
     index = _read_lazy_index(rep, names)
     dat_seen = _follow_index(rep, index, names, reader) if index is not None else None
@@ -166,7 +177,7 @@ def _read_lazy_index(rep: XrefReport, names: set[str]) -> LazyIndex | None:
         rep.findings.append(Finding(LAZY_INDEX_MISSING, lazy_name, detail))
         return None
     try:
-        index = LazyIndex.read(rep.library / lazy_name)
+        index = LazyIndex.read(rep.path(lazy_name))
     except (TensileFormatError, OSError) as exc:
         rep.findings.append(Finding(LAZY_INDEX_UNREADABLE, lazy_name, str(exc)))
         return None
@@ -217,7 +228,7 @@ def _solutions_by_code_object(rep: XrefReport, index: LazyIndex,
                 f"named by {rep.lazy_index} but not in the folder: every problem of this type fails"))
             continue
         try:
-            sols = read_solutions(rep.library / dat)
+            sols = read_solutions(rep.path(dat))
         except (TensileFormatError, OSError) as exc:
             rep.findings.append(Finding(PLACEHOLDER_UNREADABLE, dat, str(exc)))
             continue
@@ -383,16 +394,16 @@ def _is_arch_code_object(name: str, device: TargetId) -> bool:
 
 
 class _CodeObjectReader:
-    """Reads each code object file once (through the code-object core)."""
+    """Reads each code object file once (through the code-object core); ``path(name)`` says where."""
 
-    def __init__(self, library: Path):
-        self.library = library
+    def __init__(self, path: Callable[[str], Path]):
+        self.path = path
         self.cache: dict[str, CodeObjectFile] = {}
 
     def read(self, name: str) -> CodeObjectFile:
         if name in self.cache:
             return self.cache[name]
-        co = read_code_object_file(self.library / name)
+        co = read_code_object_file(self.path(name))
         self.cache[name] = co
         return co
 

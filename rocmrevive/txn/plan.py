@@ -105,17 +105,21 @@ class Plan:
 
 
 def plan_from_staged(root, tree: str, files: Mapping[str, str | os.PathLike], *, source: str = "",
-                     meta: dict | None = None, deletes: tuple[str, ...] = ()) -> Plan:
+                     meta: dict | None = None, deletes: tuple[str, ...] = (),
+                     known: Mapping[str, tuple[str, int]] | None = None) -> Plan:
     """A plan putting each staged file (machine dest -> real staged path) into ``tree``: a create
-    where no file is, a replace (pinned to the current hash) where one is.
+    where no file is, a replace (pinned to the current hash) where one is. ``known`` (dest ->
+    (sha256, size)) is what the step that wrote a staged file recorded: taken instead of hashing
+    it again, since the apply copies only bytes with that hash.
 
         plan_from_staged(root, "/opt/rocm-6.4.3", {"/opt/rocm-6.4.3/lib/rocblas/library/X.co": stage / "X.co"})
     """
     from rocmrevive.txn.fsutil import sha256_file
 
+    known = known or {}
     changes = []
     for dest, staged in sorted(files.items()):
-        sha, size = sha256_file(staged)
+        sha, size = known[dest] if dest in known else sha256_file(staged)
         cur = _current_sha(root, dest)
         if cur is None:
             changes.append(FileChange(dest, Path(staged), sha, size, "create", source))
