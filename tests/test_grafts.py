@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -266,6 +267,41 @@ def test_package_owned_file_is_diverted(tmp_path, troot, codeobjects):
     assert divert.reconcile(Root(root), "/var/lib/rocmrevive") == []
     assert divert.read_diversions(Root(root)) == []
     assert tree_hash(root / "opt") == before
+
+
+def test_an_interrupted_graft_is_recovered_with_its_diversion(tmp_path, troot, codeobjects, monkeypatch):
+    """A graft of a package-owned file killed mid-transaction (dpkg has recorded the diversion, the
+    first file is renamed into place): `recover`, and the recovery `install` runs first, leave the
+    tree and dpkg's diversions as they were before the install (the undo takes the diversion with it)."""
+    if shutil.which("dpkg-divert") is None:
+        pytest.skip("dpkg-divert is not installed")
+    root = compose_machine(tmp_path, troot, codeobjects, owned_by={"librocfft.so.0": "rocfft"})
+    f = f"{TREE}/librocfft.so.0.0.60403"
+    before = tree_hash(root / "opt")
+    for n, recover_with in enumerate(("recover", "install"), start=1):
+        monkeypatch.setenv("ROCMREVIVE_TEST_KILL_AT", "rename:1")  # rocmrevive/txn/testseam.py
+        r = rr(root, "install", *install_args(tmp_path, "rocfft"))
+        monkeypatch.delenv("ROCMREVIVE_TEST_KILL_AT")
+        assert r.returncode == -signal.SIGKILL, (r.returncode, r.stderr[-2000:])
+        assert divert.is_diverted(Root(root), f), "dpkg records the diversion before the graft is renamed in"
+        assert tree_hash(root / "opt") != before
+        (tx,) = [t for t in json.loads(rr(root, "--json", "status", check_rc=9).stdout)["transactions"]
+                 if t["state"] == "interrupted"]
+        assert tx["txid"].startswith(f"{n:04d}-")
+        if recover_with == "recover":
+            doc = json.loads(rr(root, "--json", "recover", check_rc=0).stdout)
+            assert [x["state"] for x in doc["recovered"]] == ["rolled_back"]
+            assert doc["warnings"][-1] == f"dpkg-divert: removed the diversion of {f} (transaction {tx['txid']} was rolled back)"
+        else:
+            # a writer recovers first; without libraries this install has nothing else it may change
+            r = rr(root, "install", "--no-libraries", *install_args(tmp_path, "rocfft"))
+            assert f"recovered interrupted transaction {tx['txid']}: rolled_back" in r.stderr, r.stderr[-2000:]
+        assert tree_hash(root / "opt") == before
+        assert divert.read_diversions(Root(root)) == []
+        assert divert.findings(Root(root), "/var/lib/rocmrevive") == []
+        assert divert.reconcile(Root(root), "/var/lib/rocmrevive") == []
+        states = [t["state"] for t in json.loads(rr(root, "--json", "status", check_rc=0).stdout)["transactions"]]
+        assert states == ["rolled_back"] * n
 
 
 # ------------------------------------------------------------------------------------------

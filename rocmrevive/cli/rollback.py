@@ -61,8 +61,6 @@ def rollback(ui, txid, force, dry_run, state_dir):
         data = res.to_json()
         data.pop("changed")
         data["dry_run"] = dry_run
-        if res.changed and not dry_run:
-            res.warnings.extend(_reconcile_diversions(ui.root, state_dir))
 
         def render(con):
             if res.txid is None:
@@ -99,7 +97,6 @@ def recover(ui, force, dry_run, state_dir):
         results = recover_pending(ui.root, state_dir=state_dir, force=force, dry_run=dry_run)
         docs = [r.to_json() for r in results]
         changed = bool(results) and not dry_run
-        extra = _reconcile_diversions(ui.root, state_dir) if changed else []
 
         def render(con):
             if not results:
@@ -116,13 +113,6 @@ def recover(ui, force, dry_run, state_dir):
                 _render_actions(con, r.actions, ui.verbose)
 
         return Outcome(data={"dry_run": dry_run, "recovered": docs}, render=render, changed=changed,
-                       warnings=[w for r in results for w in r.warnings] + extra)
+                       warnings=[w for r in results for w in r.warnings])
 
     ui.run("recover", work)
-
-
-def _reconcile_diversions(root, state_dir) -> list[str]:
-    """dpkg's diversions of grafted host libraries follow the journals (docs/grafts.md)."""
-    from rocmrevive.txn.divert import reconcile
-
-    return [f"dpkg-divert: {line}" for line in reconcile(root, state_dir)]

@@ -76,7 +76,8 @@ class Verdict:
 class Component(Protocol):
     """One thing to install. ``stage`` writes what it would install into ``area`` (raising
     RevError when it must not be installed); ``verify`` checks the tree after the transaction;
-    ``after_commit``/``after_undo`` keep outside state (dpkg's diversions) in step."""
+    ``after_commit``/``after_undo`` keep the component's own state outside the tree in step (dpkg's
+    diversions need none: every transaction keeps them in step itself, txn.divert.follow)."""
 
     label: str
 

@@ -168,14 +168,9 @@ class LibraryGraft(Hooks):
     def after_commit(self, result) -> None:
         from rocmrevive.txn import divert
 
+        # the transaction diverted the file itself (txn.divert.follow); say whether dpkg has it
         if self.lp.divert and self.lp.divert["wanted"]:
-            divert.reconcile(self.ctx.root, self.ctx.state_dir)
             self.lp.divert["registered"] = divert.is_diverted(self.ctx.root, self.lp.divert["path"])
-
-    def after_undo(self) -> None:
-        from rocmrevive.txn import divert
-
-        divert.reconcile(self.ctx.root, self.ctx.state_dir)
 
     def verify(self, result) -> Verdict:
         from rocmrevive.hostlib.abi import check_library

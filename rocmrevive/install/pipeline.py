@@ -166,7 +166,8 @@ def _plan_libraries(ctx: Context, report: InstallReport, lib_trees, confirm) -> 
     from rocmrevive.txn.divert import reconcile
 
     if not ctx.check:
-        # a rollback or a crash since the last run may have left dpkg's diversions behind
+        # every transaction keeps dpkg's diversions in step (txn.divert.follow); this mends what was
+        # changed outside rocmrevive (a diversion removed by hand): `status` sends the user here
         for line in reconcile(ctx.root, ctx.state_dir):
             ctx.log(line)
     for libdir, rocm_version in lib_trees:

@@ -6,8 +6,9 @@ records and ``docs/transactions.md`` for the reasoning):
     lock → refuse if apt/dpkg busy or a transaction is pending → preflight (paths, tree unchanged
     since the plan, writable, free space) → begin → back up replaced/deleted files into
     backups/<sha256> → mkdir (intent first) → stage temporaries ``.<name>.rocmrevive-new`` next to
-    their targets (copy + sha256 check + owner/mode + fsync, in parallel) → intents → rename each
-    into place → fsync folders → done → commit
+    their targets (copy + sha256 check + owner/mode + fsync, in parallel) → intents → dpkg-divert
+    (a graft of a package-owned file: ``divert.follow``) → rename each into place → fsync folders
+    → done → commit
 
 Any error undoes what was done, from the journal (``undo.Undo``), and reports one line; a kill
 leaves a journal that ``recover_pending`` completes or undoes.
@@ -25,6 +26,7 @@ import sys
 from pathlib import Path
 
 from rocmrevive.errors import RevError
+from rocmrevive.txn import divert
 from rocmrevive.txn.fsutil import fsync_dir, stage_copy
 from rocmrevive.txn.journal import JOURNAL_VERSION, Journal, TxRecord
 from rocmrevive.txn.lock import check_package_managers
@@ -83,6 +85,7 @@ class _Apply:
     def __init__(self, root, st: StateDir, plan: Plan, prep: Prepared, progress: Progress):
         self.root, self.st, self.plan, self.prep, self.progress = root, st, plan, prep, progress
         self.mp = root.machine_path
+        self.warnings: list[str] = []
 
     def run(self, actions: list[dict]) -> TxResult:
         st, prep = self.st, self.prep
@@ -103,7 +106,7 @@ class _Apply:
             raise err from exc
         finally:
             journal.close()
-        return TxResult(txid, True, actions, self.mp(jpath), prep.tree, "committed")
+        return TxResult(txid, True, actions, self.mp(jpath), prep.tree, "committed", self.warnings)
 
     def _begin_record(self, txid: str) -> dict:
         prep = self.prep
@@ -151,6 +154,8 @@ class _Apply:
                          "backup": s.backup, "temp": mp(s.temp) if s.temp else None, "source": s.source}
                         for s in todo])
         checkpoint("intent")
+        # a package-owned file is diverted before the graft takes its place (divert.follow)
+        self.warnings = divert.follow(self.root, st.machine, self.plan.meta, txid, "committed", strict=True)
         for s in todo:
             if s.op == "delete":
                 os.unlink(s.real)

@@ -8,9 +8,10 @@ dpkg writes the package's file to ``<file>.rocmrevive-orig`` instead:
 
     owner = owner_of(root, "/opt/rocm-6.4.3/lib/librocsparse.so.1.0.60403")   # Ownership(package="rocsparse")
     if can_divert(root, owner):
-        plan: create <file>.rocmrevive-orig (the package's bytes) + replace <file> (the graft)
-        apply_plan(...); add_diversion(root, file)          # after the commit
-    reconcile(root, state_dir)                              # after any rollback / recover
+        plan: create <file>.rocmrevive-orig (the package's bytes) + replace <file> (the graft),
+        meta={"divert": {"wanted": True, "path": file, ...}}
+        apply_plan(...)          # the transaction itself runs follow(): diverted before the renames
+    rollback(root); recover_pending(root)    # follow() again: the diversion goes with the graft
 
 The file work stays in the transaction (journal, backups, byte-identical rollback): what
 ``dpkg-divert --rename`` would do by moving the file is done by the transaction as a copy, and
@@ -20,8 +21,12 @@ one ``--rename`` leaves, so a user can undo it with dpkg's own tools (``rm <file
 A root other than ``/`` is handled with ``dpkg-divert --root``, as for a chroot.
 
 Which transactions want a diversion is in their journal (``meta.divert``); ``reconcile`` makes
-dpkg's list agree with the journals (a committed graft: diverted; a rolled-back one: not), so a
-crash between the commit and ``dpkg-divert`` or a rollback needs no special path.
+dpkg's list agree with the journals (a committed graft: diverted; a rolled-back one: not; one still
+open: left as it is until recovery decides). Every transaction that wants one runs ``follow``
+inside ``txn``: an apply after its intents are journaled and before the first rename, an undo
+(rollback, failed apply, recovery) after its files are restored and before ``rolled_back``, a
+roll-forward before its ``commit``; so a kill at any moment leaves a journal whose recovery puts
+the diversion where the files are.
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ import subprocess
 from dataclasses import dataclass
 
 from rocmrevive.errors import RevError
+from rocmrevive.txn.history import list_transactions
 
 DIVERT_SUFFIX = ".rocmrevive-orig"
 PACKAGE = "rocmrevive"
@@ -154,25 +160,37 @@ def is_diverted(root, machine_path: str) -> bool:
     return any(f == machine_path and pkg == PACKAGE for f, _to, pkg in read_diversions(root))
 
 
-def _wanted(root, state_dir: str) -> dict[str, tuple[bool, dict]]:
-    """path -> (diversion wanted, the latest transaction's record) from the journals."""
-    from rocmrevive.txn.history import list_transactions
-
-    out: dict[str, tuple[bool, dict]] = {}
+def _wanted(root, state_dir: str, decided: tuple[str, str] | None = None) -> dict[str, tuple[bool, dict]]:
+    """path -> (diversion wanted, the transaction that decides it) from the journals: wanted while a
+    committed graft of the path wants it, unwanted once each was rolled back (the latest says so);
+    a path whose graft is still open (interrupted, in progress) and none committed is left out,
+    for its recovery to decide. ``decided``: (txid, state) a transaction is about to reach."""
+    committed: dict[str, dict] = {}
+    rolled_back: dict[str, dict] = {}
+    still_open: set[str] = set()
     for tx in list_transactions(root, state_dir=state_dir, verify=False):
         d = (tx.get("meta") or {}).get("divert")
         if not d or not d.get("wanted"):
             continue
-        out[d["path"]] = (tx["state"] == "committed", tx)  # later transactions override earlier ones
+        state = decided[1] if decided is not None and tx["txid"] == decided[0] else tx["state"]
+        if state == "committed":
+            committed[d["path"]] = tx  # later transactions override earlier ones
+        elif state == "rolled_back":
+            rolled_back[d["path"]] = tx
+        else:
+            still_open.add(d["path"])
+    out = {path: (False, tx) for path, tx in rolled_back.items() if path not in still_open}
+    out.update({path: (True, tx) for path, tx in committed.items()})
     return out
 
 
-def reconcile(root, state_dir: str) -> list[str]:
+def reconcile(root, state_dir: str, *, decided: tuple[str, str] | None = None) -> list[str]:
     """Make dpkg's diversions agree with the journals: add the diversion of each committed graft
     that lacks it, remove rocmrevive's diversion of each graft that was rolled back. Returns one
-    line per change. Run after install, rollback and recover; cheap when there is nothing to do."""
+    line per change; cheap when there is nothing to do. ``decided``: (txid, "committed" or
+    "rolled_back"), a transaction about to record that end (``follow``)."""
     done: list[str] = []
-    wanted = _wanted(root, state_dir)
+    wanted = _wanted(root, state_dir, decided)
     if not wanted:
         return done
     have = {f for f, _to, pkg in read_diversions(root) if pkg == PACKAGE}
@@ -184,6 +202,27 @@ def reconcile(root, state_dir: str) -> list[str]:
             remove_diversion(root, path)
             done.append(f"removed the diversion of {path} (transaction {tx['txid']} was rolled back)")
     return done
+
+
+def follow(root, state_dir: str, meta: dict | None, txid: str, state: str, *, strict: bool) -> list[str]:
+    """The hook of every transaction, run by ``txn`` itself: when transaction ``txid`` grafts a
+    package-owned file (``meta.divert``), make dpkg's diversions what they must be once it is
+    ``state`` (committed, rolled_back). Returns lines for the result's warnings. ``strict`` (an
+    apply): a dpkg-divert failure raises, so the apply is undone; otherwise (an undo or a
+    recovery, which must finish) it becomes a warning, and ``status`` shows what is left.
+
+        apply:  follow(root, st.machine, plan.meta, txid, "committed", strict=True)
+        undo:   follow(root, st.machine, tx.begin["meta"], tx.txid, "rolled_back", strict=False)
+    """
+    if not ((meta or {}).get("divert") or {}).get("wanted"):
+        return []
+    try:
+        lines = reconcile(root, state_dir, decided=(txid, state))
+    except RevError as exc:
+        if strict:
+            raise
+        return [f"dpkg-divert: {exc.message}; `rocmrevive status` shows the diversion left over"]
+    return [f"dpkg-divert: {line}" for line in lines]
 
 
 def findings(root, state_dir: str) -> list[dict]:

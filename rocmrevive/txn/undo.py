@@ -14,13 +14,15 @@ import posixpath
 from pathlib import Path
 
 from rocmrevive.errors import RevError
+from rocmrevive.txn import divert
 from rocmrevive.txn.fsutil import HashMismatch, fsync_dir, sha256_file, stage_copy
 from rocmrevive.txn.journal import Journal, TxRecord
 from rocmrevive.txn.lock import check_package_managers
 from rocmrevive.txn.observe import describe, matches, observe_all, temp_for
 from rocmrevive.txn.preflight import check_writable
 from rocmrevive.txn.result import Progress, TxResult, as_rev_error, expected_errors, few
-from rocmrevive.txn.state import DEFAULT_STATE_DIR, StateDir, now, refuse_damaged, refuse_pending, resolve_inside, txid_seq
+from rocmrevive.txn.state import (DEFAULT_STATE_DIR, StateDir, now, refuse_damaged, refuse_pending, resolve_inside,
+                                  txid_seq)
 from rocmrevive.txn.testseam import checkpoint
 
 
@@ -146,6 +148,23 @@ class Undo:
         self._write({"type": "undo_begin", "time": now(), "reason": self.reason, "force": self.force,
                      "forced": forced, "files": [i["path"] for i in self.items if i["op"] != "keep"]})
         checkpoint("undo_begin")
+        for d in sorted(self._restore()):
+            if d.is_dir():
+                fsync_dir(d)
+        removed_dirs = self._remove_folders()
+        # the files are as before: dpkg's diversion of a grafted file goes too (divert.follow)
+        self.warnings += divert.follow(self.root, self.st.machine, (self.tx.begin or {}).get("meta"),
+                                       self.tx.txid, "rolled_back", strict=False)
+        self._write({"type": "rolled_back", "time": now(), "reason": self.reason,
+                     "restored": [i["path"] for i in self.items if i["op"] == "restore"],
+                     "removed": [i["path"] for i in self.items if i["op"] == "remove"],
+                     "rmdirs": removed_dirs})
+        checkpoint("rolled_back")
+        return self.actions_done(removed_dirs)
+
+    def _restore(self) -> set[Path]:
+        """Restore or remove each file (a forced one's bytes backed up first), then remove the
+        temporaries; returns the folders touched."""
         touched: set[Path] = set()
         for i in self.items:
             if i["op"] == "keep":
@@ -173,9 +192,10 @@ class Undo:
                 os.unlink(t)
                 touched.add(t.parent)
                 checkpoint("undo_temps")
-        for d in sorted(touched):
-            if d.is_dir():
-                fsync_dir(d)
+        return touched
+
+    def _remove_folders(self) -> list[str]:
+        """Remove the folders the transaction made, newest first, when empty; returns them."""
         removed_dirs = []
         for it in reversed(self.tx.mkdir_intents):
             d = self.root.path(it["path"])
@@ -191,12 +211,7 @@ class Undo:
             fsync_dir(d.parent)
             removed_dirs.append(it["path"])
             checkpoint("rmdir")
-        self._write({"type": "rolled_back", "time": now(), "reason": self.reason,
-                     "restored": [i["path"] for i in self.items if i["op"] == "restore"],
-                     "removed": [i["path"] for i in self.items if i["op"] == "remove"],
-                     "rmdirs": removed_dirs})
-        checkpoint("rolled_back")
-        return self.actions_done(removed_dirs)
+        return removed_dirs
 
     def actions_done(self, removed_dirs: list[str]) -> list[dict]:
         acts = [a for a in self.actions() if a["op"] != "rmdir"]
@@ -319,9 +334,11 @@ def _recover_one(root, st: StateDir, tx: TxRecord, *, force: bool, dry_run: bool
                 fsync_dir(d)
             j.write(*[{"type": "done", "op": f["op"], "path": f["path"], "sha256": f.get("sha256")}
                       for f in tx.planned if f["path"] not in tx.done])
+            warnings = divert.follow(root, st.machine, (tx.begin or {}).get("meta"), tx.txid, "committed",
+                                     strict=False)
             j.write({"type": "commit", "time": now(), "files": len(tx.planned), "recovered": True})
             checkpoint("forward")
-        return TxResult(tx.txid, False, acts, jpath, tx.tree, "rolled_forward")
+        return TxResult(tx.txid, False, acts, jpath, tx.tree, "rolled_forward", warnings)
     undo = Undo(root, st, tx, None, reason="recover", force=force or bool((tx.undo or {}).get("force")))
     undo.survey()
     if dry_run:
