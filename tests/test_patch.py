@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_support import rr_parsed as rr
 from tests.conftest import CACHE, REPO
 from tests.fixtures import fixcache
 
@@ -71,10 +71,12 @@ def sha(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
 
-def rr(root: Path, *args):
-    r = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), *args],
-                       capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
-    return r.returncode, (json.loads(r.stdout) if "--json" in args else r.stdout), r.stderr
+def gnu_patched(work: Path, pid: str, rel: str, original: bytes) -> bytes:
+    """The bytes GNU patch makes of ``original`` (placed at ``work/rel``) with patches/<pid>.diff."""
+    (work / rel).parent.mkdir(parents=True)
+    (work / rel).write_bytes(original)
+    subprocess.run(["patch", "-s", "-p1", "-i", str(REPO / "patches" / f"{pid}.diff")], cwd=work, check=True)
+    return (work / rel).read_bytes()
 
 
 @pytest.fixture(scope="module")
@@ -102,11 +104,7 @@ def test_apply_verify_rollback_byte_identical(tmp_path, version):
     assert b"    if env_ld_library_path:\n        # rocmrevive: LD_LIBRARY_PATH first" in patched
     assert b"        ] + locs\n" in patched and b"if not locs and env_ld_library_path" not in patched
     if shutil.which("patch"):   # GNU patch, on the release file, gives the same bytes
-        work = tmp_path / "gnu"
-        (work / "vllm").mkdir(parents=True)
-        (work / "vllm/utils.py").write_bytes(original)
-        subprocess.run(["patch", "-s", "-p1", "-i", str(REPO / "patches" / f"{PID}.diff")], cwd=work, check=True)
-        assert (work / "vllm/utils.py").read_bytes() == patched
+        assert gnu_patched(tmp_path / "gnu", PID, "vllm/utils.py", original) == patched
 
     rc, doc, _ = rr(root, "--json", "patch", "verify", PID)
     assert rc == 0 and doc["status"]["state"] == "applied" and doc["status"]["txid"]

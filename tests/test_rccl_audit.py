@@ -4,15 +4,13 @@ which card, found through every channel a program uses (the ROCm tree, the syste
 VLLM_NCCL_SO_PATH in an env file, LD_LIBRARY_PATH, a PyTorch wheel)."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_support import rr_parsed as rr
 from tests.conftest import TRIPLET
 from tests.machines.build import build
 
@@ -70,12 +68,6 @@ def mixed(tmp_path_factory, debian_pkgs) -> Path:
     debian_rccl_as_installed(root, debian_pkgs[R543])
     rocm_tree_with(root, debian_pkgs[R724])
     return root
-
-
-def rr(root: Path, *args):
-    r = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), *args],
-                       capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
-    return r.returncode, (json.loads(r.stdout) if "--json" in args else r.stdout), r.stderr
 
 
 def test_543_serves_both_cards_724_only_the_rx6900xt(mixed):

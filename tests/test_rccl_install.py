@@ -18,11 +18,11 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_support import rr_parsed as rr
 from tests.conftest import CACHE, REPO, TRIPLET
 from tests.fixtures import fixcache
 from tests.machines import machine  # noqa: F401  (pytest fixture)
@@ -111,12 +111,6 @@ def tree_hash(top: Path, skip=("var/lib/rocmrevive",)) -> str:
                 h.update(f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}".encode() if st.st_nlink > 1 else
                          hashlib.sha256(Path(p).read_bytes()).digest())
     return h.hexdigest()
-
-
-def rr(root: Path, *args):
-    r = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), *args],
-                       capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
-    return r.returncode, (json.loads(r.stdout) if "--json" in args else r.stdout), r.stderr
 
 
 @pytest.fixture(scope="module")

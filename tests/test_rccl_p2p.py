@@ -4,13 +4,12 @@ switch (P2P everywhere), the B650E pair whose first all-reduce aborted, the EPYC
 env files are read back by a real bash (`source`) and by the env-file parser."""
 from __future__ import annotations
 
-import json
 import os
 import struct
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.cli_support import rr_parsed as rr
 from tests.machines import fresh_machine, machine  # noqa: F401  (pytest fixtures)
 from tests.machines.build import build_machine
 from tests.machines.catalog import MACHINES
@@ -19,12 +18,6 @@ from rocmrevive.hardware import scan
 from rocmrevive.rccl.envfile import parse_env_text
 from rocmrevive.rccl.p2p import read_acs, readiness
 from rocmrevive.rootfs import Root
-
-
-def rr(root: Path, *args):
-    r = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), *args],
-                       capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
-    return r.returncode, (json.loads(r.stdout) if "--json" in args else r.stdout), r.stderr
 
 
 def sourced(text: str, tmp_path: Path, keys=("HSA_FORCE_FINE_GRAIN_PCIE", "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL",

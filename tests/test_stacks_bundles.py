@@ -19,12 +19,11 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_support import rr_parsed as rr
 from tests.conftest import TRIPLET
 from tests.machines.build import build
 
@@ -35,12 +34,6 @@ R52 = "librocblas5_7.2.4-1~exp1_amd64"
 VENV = "/home/alice/venvs/torch"
 SITE = f"{VENV}/lib/python3.12/site-packages"
 OLLAMA = "/usr/local/lib/ollama/rocm_v7_2"
-
-
-def rr(root: Path, *args):
-    r = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), *args],
-                       capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
-    return r.returncode, (json.loads(r.stdout) if "--json" in args else r.stdout), r.stderr
 
 
 def link(src: Path, dest: Path) -> None:

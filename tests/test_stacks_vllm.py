@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -22,9 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, TRIPLET
+from tests.cli_support import rr_parsed as rr
+from tests.conftest import TRIPLET
 from tests.fixtures.wheels import cached_wheel, unpack_wheel
 from tests.machines.build import build
+from tests.test_patch import gnu_patched
 
 from rocmrevive.install.patches import find_dist
 from rocmrevive.rccl.envfile import parse_env_text
@@ -63,12 +64,6 @@ def venv_with(root: Path, release: Path) -> Path:
     (root / "home/alice/venvs/vllm/pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.12.3\n")
     shutil.copytree(release, site)
     return site
-
-
-def rr(root: Path, *args):
-    r = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), *args],
-                       capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
-    return r.returncode, (json.loads(r.stdout) if "--json" in args else r.stdout), r.stderr
 
 
 def sha(p: Path) -> str:
@@ -116,11 +111,7 @@ def test_patch_apply_verify_rollback_on_the_release(tmp_path, releases, version)
     assert rc == 0 and doc["changed"] is True and doc["status"]["state"] == "applied", err
     patched = rocm.read_bytes()
     if shutil.which("patch"):   # GNU patch, on the release file, gives the same bytes
-        work = tmp_path / "gnu"
-        (work / "vllm/platforms").mkdir(parents=True)
-        (work / "vllm/platforms/rocm.py").write_bytes(original)
-        subprocess.run(["patch", "-s", "-p1", "-i", str(REPO / "patches" / f"{PID}.diff")], cwd=work, check=True)
-        assert (work / "vllm/platforms/rocm.py").read_bytes() == patched
+        assert gnu_patched(tmp_path / "gnu", PID, "vllm/platforms/rocm.py", original) == patched
     compile(patched, "rocm.py", "exec")
     assert classify(patched, "gfx906") == {"cdna": False, "rdna": False, "fp8": False}
     for arch in ("gfx90a", "gfx942", "gfx950", "gfx908"):                 # CDNA stays CDNA
