@@ -11,9 +11,10 @@ import click
 
 from rocmrevive.cli.detect import run_survey, shared_options
 from rocmrevive.cli.ui import UI, Outcome, text_file_option
+from rocmrevive.hardware.findings import Severity
 from rocmrevive.hardware.vulkan import parse_vulkan_devices
 
-STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
 def _n(n: int, one: str, many: str) -> str:
@@ -47,8 +48,8 @@ def render_doctor(doc: dict, root=None):
             if f["fix_kind"] != "none":
                 say(f"         fix:   {runnable(f['fix'], root)}")
         c = doc["counts"]
-        say(f"{_n(c['error'], 'error', 'errors')}, {_n(c['warning'], 'warning', 'warnings')}, "
-            f"{_n(c['info'], 'note', 'notes')}")
+        say(f"{_n(c[Severity.ERROR], 'error', 'errors')}, {_n(c[Severity.WARNING], 'warning', 'warnings')}, "
+            f"{_n(c[Severity.INFO], 'note', 'notes')}")
     return render
 
 
@@ -80,15 +81,15 @@ def doctor(ui: UI, pythons, trees, rocminfo_file, deep, no_search, user, vulkan_
                 progs = find_programs(ui.root, list(dict.fromkeys(targets)), pythons=pythons,
                                       common=not no_search)
                 findings += program_findings(progs)
-        counts = {sev: sum(1 for f in findings if f.severity == sev) for sev in ("error", "warning", "info")}
+        counts = {sev: sum(1 for f in findings if f.severity is sev) for sev in Severity}
         full = s.to_json()
         doc = {"summary": full["summary"], "counts": counts,
                "findings": [f.to_json() for f in findings],
                "gpus": [{k: g[k] for k in ("index", "node", "bdf", "target", "model", "model_certain")}
                         for g in full["gpus"]]}
-        if counts["error"]:
-            code, msg = "PROBLEMS_FOUND", (f"{_n(counts['error'], 'error', 'errors')}: "
-                                          + "; ".join(f.message for f in findings if f.severity == "error"))
+        if counts[Severity.ERROR]:
+            code, msg = "PROBLEMS_FOUND", (f"{_n(counts[Severity.ERROR], 'error', 'errors')}: "
+                                          + "; ".join(f.message for f in findings if f.severity is Severity.ERROR))
         elif not s.supported:
             code, msg = "NOTHING_SUPPORTED", "no gfx906 GPU on this machine; nothing for rocmrevive to do"
         else:

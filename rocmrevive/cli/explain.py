@@ -69,7 +69,9 @@ def _one_message(words) -> bool:
 def _render(con, found) -> None:
     from rich.markup import escape
 
-    colour = {"error": "red", "warning": "yellow", "context": "cyan"}
+    from rocmrevive.diagnose.diagnosis import Severity
+
+    colour = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.CONTEXT: "cyan"}
     for d in found:
         lines = ", ".join(map(str, d.lines[:5])) + (" …" if len(d.lines) > 5 else "")
         head = f"[{colour.get(d.severity, 'white')}]{d.severity}[/] line {lines}: [bold]{escape(d.library)}[/]"

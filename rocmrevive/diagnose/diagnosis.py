@@ -8,8 +8,16 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from rocmrevive.codeobj.targetid import TargetId
+from rocmrevive.strenum import StrEnum
 
-ERROR, WARNING, CONTEXT = "error", "warning", "context"
+
+
+class Severity(StrEnum):
+    """How much one explained line matters (a ``Diagnosis``'s JSON ``severity``)."""
+
+    ERROR = "error"        # the failure itself
+    WARNING = "warning"    # works, slower or degraded
+    CONTEXT = "context"    # a line that explains another, not a failure itself
 
 # hipError_t values that appear as bare numbers in messages (hip_runtime_api.h).
 HIP_ERRORS = {
@@ -28,7 +36,7 @@ _ARCH_RE = re.compile(r"(?<![A-Za-z0-9])(?:amdgcn-amd-amdhsa-[a-z]*-)?(" + _ARCH
 @dataclass
 class Diagnosis:
     rule: str
-    severity: str                  # error | warning | context
+    severity: Severity
     library: str                   # who reports or causes it
     arch: str | None
     cause: str

@@ -14,13 +14,13 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from rocmrevive.diagnose.diagnosis import (CONTEXT, ERROR, HIP_ERRORS, WARNING, Context, Diagnosis, Rule, arch_of,
-                                           dir_of, norm_arch, processor, tree_opt)
+from rocmrevive.diagnose.diagnosis import (HIP_ERRORS, Context, Diagnosis, Rule, Severity, arch_of, dir_of, norm_arch,
+                                           processor, tree_opt)
 from rocmrevive.diagnose.libraries import library_for_text
 
 
 def _tensile_advice(rule: str, m: re.Match, ctx: Context, cause: str, libdir: str | None,
-                    severity: str = ERROR, extra_fix: str = "") -> Diagnosis:
+                    severity: Severity = Severity.ERROR, extra_fix: str = "") -> Diagnosis:
     arch = arch_of(m, ctx)
     proc = processor(arch)
     details = {"library_dir": libdir} if libdir else {}
@@ -51,7 +51,7 @@ def _r_tensile_cannot_read(m, ctx):
 def _r_tensile_list(m, ctx):
     cause = ("rocBLAS lists the Tensile libraries it did find after failing to find one for the GPU; "
              "none of them is for this GPU's target")
-    return _tensile_advice("rocblas-tensile-list", m, ctx, cause, None, severity=CONTEXT)
+    return _tensile_advice("rocblas-tensile-list", m, ctx, cause, None, severity=Severity.CONTEXT)
 
 
 def _r_tensile_init(m, ctx):
@@ -80,7 +80,7 @@ def _r_kernel_not_found(m, ctx):
     arch = arch_of(m, ctx)
     cause = ("the Tensile library is inconsistent: a .dat names a kernel whose code object is missing, "
              "damaged, built for another GPU, or refused by the runtime (code object v6 needs ROCm 6.3+)")
-    d = Diagnosis("rocblas-kernel-not-found", ERROR, "rocBLAS (Tensile)", arch, cause,
+    d = Diagnosis("rocblas-kernel-not-found", Severity.ERROR, "rocBLAS (Tensile)", arch, cause,
                   "rocmrevive verify (names the file and the kernel), then sudo rocmrevive install to "
                   "repair the copy", True)
     if kernel:
@@ -88,7 +88,7 @@ def _r_kernel_not_found(m, ctx):
     return d
 
 
-def _host_lib_advice(rule, library, arch, cause, severity=ERROR, lib_key_text=""):
+def _host_lib_advice(rule, library, arch, cause, severity=Severity.ERROR, lib_key_text=""):
     return Diagnosis(rule, severity, library, arch, cause,
                      "rocmrevive audit (shows which library lacks code for the GPU and what to use instead)",
                      False, "Tensile files fix GEMMs only; this code lives in a host library "
@@ -113,7 +113,7 @@ def _r_ggml_op_failed(m, ctx):
     else:
         cause = (f"llama.cpp's GPU operation {op} failed; the next lines say why (most often "
                  "'invalid device function': llama.cpp or a ROCm library has no code for this GPU)")
-        d = Diagnosis("llamacpp-op-failed", ERROR, "llama.cpp (ggml-hip)", arch, cause,
+        d = Diagnosis("llamacpp-op-failed", Severity.ERROR, "llama.cpp (ggml-hip)", arch, cause,
                       "rocmrevive explain on the whole log, and rocmrevive audit", False,
                       "the operation's own error follows this line")
     d.details["operation"] = op
@@ -123,7 +123,7 @@ def _r_ggml_op_failed(m, ctx):
 def _r_ggml_idf(m, ctx):
     arch = arch_of(m, ctx)
     return Diagnosis(
-        "llamacpp-invalid-device-function", ERROR, "llama.cpp (ggml-hip)", arch,
+        "llamacpp-invalid-device-function", Severity.ERROR, "llama.cpp (ggml-hip)", arch,
         "a GPU kernel has no code for this GPU: llama.cpp was built without this target "
         "(AMDGPU_TARGETS/GPU_TARGETS), or a ROCm library it calls (rocBLAS, hipBLAS) lacks it",
         "rebuild llama.cpp with -DGGML_HIP=ON -DAMDGPU_TARGETS=" + (processor(arch) or "gfx906")
@@ -134,7 +134,7 @@ def _r_ggml_idf(m, ctx):
 def _r_torch_idf(m, ctx):
     arch = arch_of(m, ctx)
     return Diagnosis(
-        "torch-invalid-device-function", ERROR, "PyTorch (HIP)", arch,
+        "torch-invalid-device-function", Severity.ERROR, "PyTorch (HIP)", arch,
         "a kernel has no code for this GPU: the PyTorch build does not list it "
         "(torch.cuda.get_arch_list()), or a ROCm library it loads lacks it",
         "rocmrevive audit --tree <site-packages>/torch/lib (shows which library lacks the target); "
@@ -145,7 +145,7 @@ def _r_hip_idf(m, ctx):
     arch = arch_of(m, ctx)
     lib = library_for_text(m.string)
     if lib is not None:
-        return Diagnosis("hip-invalid-device-function", ERROR, lib.name, arch,
+        return Diagnosis("hip-invalid-device-function", Severity.ERROR, lib.name, arch,
                          f"{lib.name} has no code for this GPU: {lib.breaks}",
                          "rocmrevive audit", False, lib.workaround)
     return _host_lib_advice("hip-invalid-device-function", "HIP runtime", arch,
@@ -156,7 +156,7 @@ def _r_no_binary(m, ctx):
     arch = arch_of(m, ctx, "isas")
     isas = (m.groupdict().get("isas") or "").strip()
     d = Diagnosis(
-        "hip-no-binary-for-gpu", ERROR, "HIP runtime", arch,
+        "hip-no-binary-for-gpu", Severity.ERROR, "HIP runtime", arch,
         "a program or one of its libraries carries no code object for a GPU in the machine, and "
         "HIP refuses to load it (hipErrorNoBinaryForGpu)",
         "rocmrevive audit (every library × GPU target); rebuild or replace what lacks the target; "
@@ -173,7 +173,7 @@ def _r_cannot_find_co(m, ctx):
     lib = library_for_text(path)
     name = lib.name if lib else path.rsplit("/", 1)[-1]
     d = Diagnosis(
-        "hip-cannot-find-co", ERROR, name, arch,
+        "hip-cannot-find-co", Severity.ERROR, name, arch,
         f"{name} ({path}) carries no code object for {arch or 'this GPU'}"
         + (f": {lib.breaks}" if lib and lib.breaks else ""),
         "rocmrevive audit", False,
@@ -194,7 +194,7 @@ def _r_static_function(m, ctx):
         cause = f"a library's kernels have no code for this GPU ({name}), found when HIP registered them at start-up"
     else:
         cause = f"HIP could not register a library's kernels at start-up ({name})"
-    return Diagnosis("hip-static-function", ERROR, "HIP runtime", arch, cause,
+    return Diagnosis("hip-static-function", Severity.ERROR, "HIP runtime", arch, cause,
                      "rocmrevive audit (libraries × targets); HIP_ENABLE_DEFERRED_LOADING=1 (the default) "
                      "postpones this to the first launch", False,
                      "the failing code object is in a host library or program",
@@ -203,7 +203,7 @@ def _r_static_function(m, ctx):
 
 def _r_invalid_argument(m, ctx):
     return Diagnosis(
-        "hip-invalid-argument", ERROR, "PyTorch (HIP)" if "RuntimeError" in m.string else "HIP runtime",
+        "hip-invalid-argument", Severity.ERROR, "PyTorch (HIP)" if "RuntimeError" in m.string else "HIP runtime",
         arch_of(m, ctx),
         "a HIP call got an argument the runtime rejects; this is not specific to missing code. On "
         "multi-GPU gfx906 machines it most often comes from peer-to-peer copies the PCIe path does "
@@ -214,7 +214,7 @@ def _r_invalid_argument(m, ctx):
 
 def _r_async_note(m, ctx):
     return Diagnosis(
-        "torch-async-error-note", CONTEXT, "PyTorch (HIP)", ctx.arch,
+        "torch-async-error-note", Severity.CONTEXT, "PyTorch (HIP)", ctx.arch,
         "PyTorch's note after a HIP error: the stack trace may point at a later call than the one "
         "that failed", "rerun with AMD_SERIALIZE_KERNEL=3 (and HIP_LAUNCH_BLOCKING=1) to get the "
         "failing call", False, "the error itself is on the line before")
@@ -226,11 +226,11 @@ def _r_hipblaslt(m, ctx):
     if warning:
         cause = ("PyTorch tried hipBLASLt, which does not support this GPU, and fell back to "
                  "hipBLAS/rocBLAS: GEMMs still work")
-        sev = WARNING
+        sev = Severity.WARNING
     else:
         cause = ("PyTorch was told to use hipBLASLt (TORCH_BLAS_PREFER_HIPBLASLT=1 or "
                  "torch.backends.cuda.preferred_blas_library), which does not support this GPU")
-        sev = ERROR
+        sev = Severity.ERROR
     return Diagnosis("torch-hipblaslt-unsupported", sev, "PyTorch → hipBLASLt", arch, cause,
                      "export TORCH_BLAS_PREFER_HIPBLASLT=0", False,
                      "hipBLASLt has never had gfx906 kernels; the environment variable is the fix")
@@ -238,7 +238,7 @@ def _r_hipblaslt(m, ctx):
 
 def _r_out_of_resources(m, ctx):
     return Diagnosis(
-        "hsa-out-of-resources", ERROR, "ROCr (HSA runtime)", arch_of(m, ctx),
+        "hsa-out-of-resources", Severity.ERROR, "ROCr (HSA runtime)", arch_of(m, ctx),
         "the HSA runtime could not open the GPU: usually the user cannot open /dev/kfd and "
         "/dev/dri/renderD* (not in the render and video groups, or a container started without "
         "--device=/dev/kfd --device=/dev/dri), sometimes too many processes hold GPU queues",
@@ -249,7 +249,7 @@ def _r_out_of_resources(m, ctx):
 
 def _r_no_device(m, ctx):
     return Diagnosis(
-        "hip-no-device", ERROR, "HIP runtime", arch_of(m, ctx),
+        "hip-no-device", Severity.ERROR, "HIP runtime", arch_of(m, ctx),
         "HIP sees no GPU (hipErrorNoDevice): the amdgpu/KFD driver is not loaded, /dev/kfd is not "
         "accessible, or HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES hide every GPU",
         "rocmrevive detect (what the kernel sees) and rocmrevive doctor", False,
@@ -258,7 +258,7 @@ def _r_no_device(m, ctx):
 
 def _r_rccl_failure(m, ctx):
     return Diagnosis(
-        "rccl-failure", ERROR, "RCCL", arch_of(m, ctx),
+        "rccl-failure", Severity.ERROR, "RCCL", arch_of(m, ctx),
         "a HIP call inside RCCL failed. With gfx906 on ROCm 6.4+/7.x the usual causes are an RCCL "
         "built without gfx906 (Debian's and AMD's 7.x builds leave it out) and peer-to-peer "
         "access the PCIe topology refuses",
@@ -269,7 +269,7 @@ def _r_rccl_failure(m, ctx):
 
 def _r_iommu(m, ctx):
     return Diagnosis(
-        "rccl-iommu-warning", WARNING, "RCCL", ctx.arch,
+        "rccl-iommu-warning", Severity.WARNING, "RCCL", ctx.arch,
         "RCCL recommends the IOMMU in pass-through mode; without it multi-GPU transfers can hang",
         "add iommu=pt to GRUB_CMDLINE_LINUX in /etc/default/grub, run update-grub, reboot", False,
         "a kernel command-line setting")
@@ -277,14 +277,14 @@ def _r_iommu(m, ctx):
 
 def _r_fine_grain(m, ctx):
     return Diagnosis(
-        "rccl-fine-grain-warning", WARNING, "RCCL", ctx.arch,
+        "rccl-fine-grain-warning", Severity.WARNING, "RCCL", ctx.arch,
         "RCCL recommends fine-grained PCIe memory for cards that talk over PCIe",
         "export HSA_FORCE_FINE_GRAIN_PCIE=1", False, "an environment setting")
 
 
 def _r_no_supported_gpus(m, ctx):
     return Diagnosis(
-        "app-no-supported-gpus", ERROR, "application's bundled ROCm", arch_of(m, ctx),
+        "app-no-supported-gpus", Severity.ERROR, "application's bundled ROCm", arch_of(m, ctx),
         "the application's own ROCm runtime or llama.cpp build does not list this GPU (bundles for "
         "ROCm 6.4+/7.x leave gfx906 out)",
         "rocmrevive audit --tree <the application's lib folder>; use its Vulkan backend, or a "
@@ -294,7 +294,7 @@ def _r_no_supported_gpus(m, ctx):
 def _r_hip_too_old(m, ctx):
     ver = m.group("ver")
     return Diagnosis(
-        "hip-version-too-old", ERROR, "build (HIP version check)", arch_of(m, ctx),
+        "hip-version-too-old", Severity.ERROR, "build (HIP version check)", arch_of(m, ctx),
         f"the build found a HIP older than {ver} (often a distribution's ROCm 5.x, e.g. Ubuntu's "
         "hipcc 5.7.1); llama.cpp's HIP backend requires 6.1",
         f"install ROCm {ver} or newer (6.4 with rocmrevive install for gfx906) and point the build "
@@ -305,7 +305,7 @@ def _r_hip_too_old(m, ctx):
 def _r_bar_small(m, ctx):
     pci = m.group("pci")
     return Diagnosis(
-        "pci-bar-too-small", WARNING, "amdgpu-install (GPU auto-detection)", ctx.arch,
+        "pci-bar-too-small", Severity.WARNING, "amdgpu-install (GPU auto-detection)", ctx.arch,
         f"the installer could not read the GPU at {pci} through its PCI BAR, which is smaller than "
         "the card's memory (Above 4G Decoding / Resizable BAR off, or an MI50 vBIOS with a "
         "partial BAR); it then installs the generic packages, which is harmless",
@@ -316,7 +316,7 @@ def _r_bar_small(m, ctx):
 
 def _r_ip_discovery(m, ctx):
     return Diagnosis(
-        "ip-discovery-failed", WARNING, "amdgpu-install (GPU auto-detection)", ctx.arch,
+        "ip-discovery-failed", Severity.WARNING, "amdgpu-install (GPU auto-detection)", ctx.arch,
         "the installer's auto-detection could not read any GPU's IP discovery table (after a "
         "'Bar size smaller than needed' warning); it falls back to the generic ROCm packages, "
         "and the GPU itself is not affected",
@@ -327,7 +327,7 @@ def _r_ip_discovery(m, ctx):
 def _r_glibcxx(m, ctx):
     what = m.group("ver")
     return Diagnosis(
-        "toolchain-newer-runtime", ERROR, "linker", None,
+        "toolchain-newer-runtime", Severity.ERROR, "linker", None,
         f"something was built against a newer C/C++ runtime ({what}) than this system has: "
         "packages or prebuilt libraries for a newer distribution release",
         "use packages built for this distribution release, or build from source here", False,
@@ -341,7 +341,7 @@ def _r_apt_hipcc(m, ctx):
     if mm:
         rocm = f"{mm.group(1)}.{mm.group(2)}.{mm.group(3)}"
     return Diagnosis(
-        "apt-hipcc-conflict", ERROR, "apt (AMD repository vs distribution)", None,
+        "apt-hipcc-conflict", Severity.ERROR, "apt (AMD repository vs distribution)", None,
         f"apt prefers the distribution's {pkg} {got} over AMD's {want}"
         + (f" (ROCm {rocm})" if rocm else "") + ", so AMD's packages cannot be installed",
         "pin AMD's repository: /etc/apt/preferences.d/rocm-pin-600 with 'Package: *', "
@@ -351,7 +351,7 @@ def _r_apt_hipcc(m, ctx):
 
 def _r_aborted(m, ctx):
     return Diagnosis(
-        "process-aborted", CONTEXT, "the program", ctx.arch,
+        "process-aborted", Severity.CONTEXT, "the program", ctx.arch,
         "the program stopped on a fatal error; the cause is in the lines before this one",
         "rocmrevive explain on the whole log (or the lines before this one)", False,
         "this line only says that the program stopped")
@@ -359,7 +359,7 @@ def _r_aborted(m, ctx):
 
 def _r_rccl_system_error(m, ctx):
     return Diagnosis(
-        "rccl-system-error", ERROR, "RCCL", arch_of(m, ctx),
+        "rccl-system-error", Severity.ERROR, "RCCL", arch_of(m, ctx),
         "a system call inside RCCL failed (ncclSystemError): most often too little shared memory "
         "for its buffers (a container's default 64 MB /dev/shm), a peer-to-peer or IPC mapping the "
         "PCIe topology or the IOMMU refuses, or a network interface it cannot use",
@@ -371,7 +371,7 @@ def _r_rccl_system_error(m, ctx):
 def _r_memory_access_fault(m, ctx):
     node, reason = m.group("node"), (m.group("reason") or "").strip().rstrip(".")
     return Diagnosis(
-        "hsa-memory-access-fault", ERROR, "ROCr (HSA runtime)", arch_of(m, ctx),
+        "hsa-memory-access-fault", Severity.ERROR, "ROCr (HSA runtime)", arch_of(m, ctx),
         f"a GPU kernel on KFD node {node} touched memory it may not ({reason or 'no reason given'}): "
         "a bug in the kernel or its library, code built for another GPU forced onto this one "
         "(HSA_OVERRIDE_GFX_VERSION), or a kernel stack too small for gfx906 (RCCL raised it in 2024)",
@@ -384,7 +384,7 @@ def _r_memory_access_fault(m, ctx):
 
 def _r_illegal_address(m, ctx):
     return Diagnosis(
-        "hip-illegal-address", ERROR, "HIP runtime", arch_of(m, ctx),
+        "hip-illegal-address", Severity.ERROR, "HIP runtime", arch_of(m, ctx),
         "a GPU kernel read or wrote an address outside its buffers (hipErrorIllegalAddress); the "
         "report is asynchronous, so the Python line shown may not be the one that launched it",
         "rerun with AMD_SERIALIZE_KERNEL=3 (and HIP_LAUNCH_BLOCKING=1) to find the kernel; unset "
@@ -395,7 +395,7 @@ def _r_illegal_address(m, ctx):
 def _r_hip_oom(m, ctx):
     want = m.groupdict().get("want")
     return Diagnosis(
-        "gpu-out-of-memory", ERROR, "PyTorch / llama.cpp (GPU memory)", arch_of(m, ctx),
+        "gpu-out-of-memory", Severity.ERROR, "PyTorch / llama.cpp (GPU memory)", arch_of(m, ctx),
         "the GPU ran out of memory" + (f" asking for {want}" if want else "")
         + ": the model, context or batch does not fit in VRAM (or another process holds it)",
         "use fewer GPU layers (llama.cpp -ngl), a smaller context or batch, a smaller quantisation, "
@@ -408,7 +408,7 @@ def _r_ollama_unsupported(m, ctx):
     proc = processor(arch)
     fixable = proc in ctx.fixable_processors
     return Diagnosis(
-        "ollama-gpu-not-supported", ERROR, "Ollama (bundled ROCm)", arch,
+        "ollama-gpu-not-supported", Severity.ERROR, "Ollama (bundled ROCm)", arch,
         f"Ollama's bundled ROCm libraries list no {proc or 'code for this GPU'} (supported: "
         f"{m.group('types').strip()}), so it runs on the CPU",
         ("build Ollama against the system ROCm that rocmrevive patched (sudo rocmrevive install, then "
@@ -419,7 +419,7 @@ def _r_ollama_unsupported(m, ctx):
 
 def _r_gpu_reset(m, ctx):
     return Diagnosis(
-        "amdgpu-gpu-reset", ERROR, "kernel (amdgpu)", ctx.arch,
+        "amdgpu-gpu-reset", Severity.ERROR, "kernel (amdgpu)", ctx.arch,
         "the amdgpu driver reset the GPU (a hang, a job timeout or a hardware error); every program "
         "using it lost its context",
         "read the kernel log lines before it (dmesg); check cooling and power (MI50s are passively "
@@ -429,7 +429,7 @@ def _r_gpu_reset(m, ctx):
 
 def _r_job_timeout(m, ctx):
     return Diagnosis(
-        "amdgpu-ring-timeout", ERROR, "kernel (amdgpu)", ctx.arch,
+        "amdgpu-ring-timeout", Severity.ERROR, "kernel (amdgpu)", ctx.arch,
         f"a GPU job on ring {m.group('ring')} did not finish in time (the driver then tries a "
         "soft recovery or a GPU reset)",
         "read dmesg around it; check cooling and power; a kernel or firmware update often fixes "
@@ -440,7 +440,7 @@ def _r_amdgpu_probe(m, ctx):
     err = m.groupdict().get("err")
     enomem = err == "-12"
     return Diagnosis(
-        "amdgpu-init-failed", ERROR, "kernel (amdgpu)", ctx.arch,
+        "amdgpu-init-failed", Severity.ERROR, "kernel (amdgpu)", ctx.arch,
         "the amdgpu driver could not initialise the GPU"
         + (" (error -12: no room to map its memory BARs: Above 4G Decoding / Resizable BAR off)" if enomem else ""),
         "enable Above 4G Decoding (and Resizable BAR) in the firmware setup; rocmrevive detect shows "

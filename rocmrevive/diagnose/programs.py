@@ -277,7 +277,7 @@ def find_programs(root: Root, targets: list[TargetId], *, pythons=(), common: bo
 
 def program_findings(rep: ProgramReport) -> list:
     """Doctor findings: one warning per program that cannot run on a detected card."""
-    from rocmrevive.hardware.findings import Finding
+    from rocmrevive.hardware.findings import Finding, Severity
 
     out = []
     for p in rep.programs:
@@ -286,7 +286,7 @@ def program_findings(rep: ProgramReport) -> list:
             continue
         cards = ", ".join(c.target for c in bad)
         out.append(Finding(
-            "program-missing-target", "warning", p.path,
+            "program-missing-target", Severity.WARNING, p.path,
             f"{p.name} {p.path} cannot run on {cards}: its kernels are for "
             f"{', '.join(p.processors) or 'no known target'} only ({p.code_objects} code objects)",
             BREAKS, bad[0].remedy, data={"program": p.kind.key, "processors": p.processors,

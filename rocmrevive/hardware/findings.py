@@ -10,8 +10,15 @@ from dataclasses import dataclass, field
 
 from rocmrevive.hardware.p2p import format_bytes
 from rocmrevive.hardware.vulkan import parse_vulkan_devices, radv_codename
+from rocmrevive.strenum import StrEnum
 
-SEVERITIES = ("error", "warning", "info")
+
+class Severity(StrEnum):
+    """A finding's severity (its JSON ``severity``), in the order doctor lists them."""
+
+    ERROR = "error"      # ROCm work will fail as things stand
+    WARNING = "warning"  # slow, or failing in some setups (multi-GPU, RCCL)
+    INFO = "info"        # context
 
 RELATION_TEXT = {
     "PIX": "behind one PCIe switch",
@@ -25,7 +32,7 @@ RELATION_TEXT = {
 @dataclass
 class Finding:
     id: str
-    severity: str
+    severity: Severity
     subject: str
     message: str
     cause: str
@@ -51,17 +58,17 @@ def _presence(hw) -> list[Finding]:
     out = []
     if not hw.gpus:
         where = "the KFD topology lists no GPU" if hw.kfd_present else "there is no KFD topology"
-        out.append(Finding("no-amd-gpu", "info", "machine", f"no AMD GPU found: {where} and no AMD "
+        out.append(Finding("no-amd-gpu", Severity.INFO, "machine", f"no AMD GPU found: {where} and no AMD "
                            "display device is on the PCI bus", "nothing for rocmrevive to do here",
                            "none", "none"))
     elif not hw.gfx906:
         procs = ", ".join(sorted({g.processor or "unknown" for g in hw.gpus}))
-        out.append(Finding("no-gfx906", "info", "machine", f"no gfx906 GPU: found {procs}",
+        out.append(Finding("no-gfx906", Severity.INFO, "machine", f"no gfx906 GPU: found {procs}",
                            "rocmrevive restores gfx906 (MI50/MI60/Radeon VII) support only",
                            "none", "none"))
     for g in hw.gpus:
         if g.node is None:
-            sev = "error" if g.processor == "gfx906" else "warning"
+            sev = Severity.ERROR if g.processor == "gfx906" else Severity.WARNING
             out.append(Finding("kfd-missing", sev, g.label,
                                f"{_gpu_name(g)} is on the PCI bus but the KFD does not list it",
                                "; ".join(p for p in g.problems if "KFD" in p) or "amdgpu did not initialise it",
@@ -70,12 +77,12 @@ def _presence(hw) -> list[Finding]:
                                "discovery' message means Above 4G Decoding / Resizable BAR must be enabled"))
         other = [p for p in g.problems if "KFD does not list" not in p]
         if other:
-            out.append(Finding("device-read-problems", "warning", g.label,
+            out.append(Finding("device-read-problems", Severity.WARNING, g.label,
                                f"{_gpu_name(g)}: some sysfs files could not be read",
                                "; ".join(other[:6]), "run as root, or compare with `lspci -vvv -s "
                                f"{(g.bdf or '')[5:]}`", data={"problems": other}))
     for p in hw.problems:
-        out.append(Finding("read-problem", "warning", "machine", p, "a sysfs file is missing or garbled",
+        out.append(Finding("read-problem", Severity.WARNING, "machine", p, "a sysfs file is missing or garbled",
                            "none", "none"))
     return out
 
@@ -85,7 +92,7 @@ def _bars_and_links(hw) -> list[Finding]:
     for g in hw.gpus:
         if g.large_bar is False:
             out.append(Finding(
-                "small-bar", "warning", g.label,
+                "small-bar", Severity.WARNING, g.label,
                 f"{_gpu_name(g)}: BAR {format_bytes(g.bar_bytes)} is smaller than its {format_bytes(g.vram_bytes)} VRAM",
                 "the CPU sees only part of VRAM (no large BAR): the kernel refuses peer-to-peer DMA "
                 "for this card, and some tools skip it ('Bar size smaller than needed')",
@@ -97,7 +104,7 @@ def _bars_and_links(hw) -> list[Finding]:
             (g.pci.link if g.pci else None)
         if link and link.width and link.max_width and link.width < link.max_width:
             out.append(Finding(
-                "link-narrow", "warning", g.label,
+                "link-narrow", Severity.WARNING, g.label,
                 f"{_gpu_name(g)}: PCIe link runs x{link.width} of x{link.max_width}",
                 "the slot is wired narrower than the card (chipset or shared slot), or the card is "
                 "not seated well",
@@ -105,12 +112,12 @@ def _bars_and_links(hw) -> list[Finding]:
                 "board manual", "hardware", link.to_json()))
         if link and link.speed and link.max_speed and link.speed < link.max_speed:
             out.append(Finding(
-                "link-slow", "info", g.label,
+                "link-slow", Severity.INFO, g.label,
                 f"{_gpu_name(g)}: PCIe link at {link.speed:g} GT/s of {link.max_speed:g} GT/s",
                 "amdgpu lowers the link speed while idle; under load it should rise",
                 f"read {_sysfs_dir(g)}/current_link_speed again under load", "none", link.to_json()))
         if loc and loc.flat and g.pci:
-            out.append(Finding("flat-topology", "info", g.label,
+            out.append(Finding("flat-topology", Severity.INFO, g.label,
                                f"{_gpu_name(g)} sits directly on root bus {loc.root_complex}",
                                "a virtual machine flattens the PCIe tree; topology claims are weak here",
                                "none", "none"))
@@ -142,7 +149,7 @@ def _pairs(hw) -> list[Finding]:
         if p.p2p_possible is False:
             fixes.append("until then run RCCL/NCCL with NCCL_P2P_DISABLE=1")
             out.append(Finding(
-                "p2p-impossible", "warning", subject,
+                "p2p-impossible", Severity.WARNING, subject,
                 f"{a.label} and {b.label} are {where}: peer-to-peer DMA is not possible, RCCL "
                 "all-reduce may fail at init or fall back to slow copies",
                 "; ".join(p.blockers), "; ".join(fixes), "setting", p.to_json()))
@@ -150,7 +157,7 @@ def _pairs(hw) -> list[Finding]:
             unverified.append(p)
         if p.risks and p.p2p_possible is not False:
             out.append(Finding(
-                "p2p-risky", "warning", subject,
+                "p2p-risky", Severity.WARNING, subject,
                 f"{a.label} and {b.label} are {where}: peer transfers may be slow or hang",
                 "; ".join(p.risks),
                 "move the card to a CPU-attached slot; or run RCCL/NCCL with NCCL_P2P_DISABLE=1",
@@ -158,7 +165,7 @@ def _pairs(hw) -> list[Finding]:
     if unverified:
         reasons = sorted({r for p in unverified for r in p.unverified})
         out.append(Finding(
-            "p2p-unverified", "info", ",".join(f"GPU{p.a}-GPU{p.b}" for p in unverified),
+            "p2p-unverified", Severity.INFO, ",".join(f"GPU{p.a}-GPU{p.b}" for p in unverified),
             f"peer-to-peer DMA could not be confirmed for {len(unverified)} GPU pair(s): "
             + ", ".join(f"GPU{p.a}-GPU{p.b} ({p.relation})" for p in unverified[:6])
             + (" ..." if len(unverified) > 6 else ""),
@@ -176,7 +183,7 @@ def _iommu(hw) -> list[Finding]:
     want = "amd_iommu=on iommu=pt" if amd else "iommu=pt"
     if io.mode in ("translated", "mixed"):
         return [Finding(
-            "iommu-not-passthrough", "warning", "machine",
+            "iommu-not-passthrough", Severity.WARNING, "machine",
             "the IOMMU translates GPU DMA ("
             + (", ".join(f"{n} {'group' if n == 1 else 'groups'} of type {t}"
                          for t, n in sorted(io.to_json()["group_types"].items())) or "no group types known")
@@ -186,7 +193,7 @@ def _iommu(hw) -> list[Finding]:
             f"add `{want}` to GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub, run "
             "`sudo update-grub` and reboot", "setting", io.to_json())]
     if io.mode == "unknown":
-        return [Finding("iommu-unknown", "info", "machine", "an IOMMU is present; its mode is unknown",
+        return [Finding("iommu-unknown", Severity.INFO, "machine", "an IOMMU is present; its mode is unknown",
                         "no IOMMU group types readable", f"make sure `{want}` is on the kernel command line",
                         "setting", io.to_json())]
     return []
@@ -199,7 +206,7 @@ def _clocks(hw) -> list[Finding]:
             top = max(g.mclk.levels_mhz)
             d = _sysfs_dir(g)
             out.append(Finding(
-                "mclk-lowest", "warning", g.label,
+                "mclk-lowest", Severity.WARNING, g.label,
                 f"{_gpu_name(g)}: memory clock held at its lowest level ({g.mclk.current_mhz} MHz of "
                 f"{top} MHz; performance level {g.performance_level or '?'})",
                 "normal while idle; if it stays there under load, GEMM and token rates drop 2.5-9x "
@@ -208,7 +215,7 @@ def _clocks(hw) -> list[Finding]:
                 f"echo {len(g.mclk.levels_mhz) - 1} | sudo tee {d}/pp_dpm_mclk "
                 "(or `rocm-smi --setperflevel high`)", "command", g.mclk.to_json()))
         if g.performance_level == "low":
-            out.append(Finding("perf-level-low", "warning", g.label,
+            out.append(Finding("perf-level-low", Severity.WARNING, g.label,
                                f"{_gpu_name(g)}: power_dpm_force_performance_level is 'low'",
                                "the card is pinned to its lowest clocks",
                                f"echo auto | sudo tee {_sysfs_dir(g)}/power_dpm_force_performance_level"))
@@ -221,13 +228,13 @@ def access_findings(hw, access) -> list[Finding]:
     out = []
     kfd_node = next((n for n in access.nodes if n.path == "/dev/kfd"), None)
     if kfd_node is not None and not kfd_node.exists and hw.kfd_present:
-        out.append(Finding("dev-kfd-missing", "error", "machine", "/dev/kfd does not exist",
+        out.append(Finding("dev-kfd-missing", Severity.ERROR, "machine", "/dev/kfd does not exist",
                            "the amdkfd device node was not created (udev, or a container started "
                            "without --device=/dev/kfd)",
                            "on the host: `sudo udevadm trigger`; in a container: run with "
                            "--device=/dev/kfd --device=/dev/dri --group-add render"))
     if access.uid is None:
-        out.append(Finding("user-unknown", "info", "machine", access.problems[0] if access.problems
+        out.append(Finding("user-unknown", Severity.INFO, "machine", access.problems[0] if access.problems
                            else f"user {access.user} unknown", "cannot check device-node access",
                            "pass --user NAME", "none"))
     elif access.uid != 0 and access.missing_groups:
@@ -235,7 +242,7 @@ def access_findings(hw, access) -> list[Finding]:
         blocked = [n.path for n in access.nodes if n.user_ok is False]
         assumed = any(n.assumed for n in access.nodes)
         out.append(Finding(
-            "user-not-in-render-group", "error", access.user,
+            "user-not-in-render-group", Severity.ERROR, access.user,
             f"user {access.user} cannot open {', '.join(blocked)}",
             f"the nodes belong to group {'/'.join(access.missing_groups)}"
             + (" (udev default, assumed)" if assumed else "") + f"; {access.user} is in: "
@@ -255,13 +262,13 @@ def vulkan_findings(hw, text: str | None) -> list[Finding]:
         code = g.kfd.name if g.kfd and g.kfd.name else None
         if code and code in seen:
             dev = next(n for n in names if radv_codename(n) == code)
-            out.append(Finding("vulkan-sees-gpu", "info", g.label,
+            out.append(Finding("vulkan-sees-gpu", Severity.INFO, g.label,
                                f"the Vulkan loader sees {g.label} as {dev!r}",
                                "Mesa's RADV driver drives the card without ROCm",
                                "llama.cpp's Vulkan backend is an alternative while a rocBLAS copy "
                                "lacks gfx906", "none", {"vulkan_devices": names}))
         elif g.processor == "gfx906":
-            out.append(Finding("vulkan-missing-gpu", "warning", g.label,
+            out.append(Finding("vulkan-missing-gpu", Severity.WARNING, g.label,
                                f"the Vulkan loader does not list {g.label}",
                                f"Vulkan devices seen: {', '.join(names) or 'none'}",
                                "install Mesa's Vulkan driver (`sudo apt install mesa-vulkan-drivers`)",
@@ -272,7 +279,7 @@ def vulkan_findings(hw, text: str | None) -> list[Finding]:
 def rocminfo_findings(hw) -> list[Finding]:
     if hw.rocminfo is None or not hw.rocminfo_problems:
         return []
-    return [Finding("rocminfo-mismatch", "error", "machine",
+    return [Finding("rocminfo-mismatch", Severity.ERROR, "machine",
                     "rocminfo and the KFD topology disagree: " + "; ".join(hw.rocminfo_problems),
                     "ROCr enumerates a different set of GPUs than sysfs shows (ROCR_VISIBLE_DEVICES, a "
                     "container without all devices, or a card that failed ROCr init)",

@@ -1,11 +1,11 @@
 """Doctor findings about ROCm installs and rocBLAS copies: which copy lacks the Tensile files a
 detected GPU needs, broken ``/opt/rocm`` links, layouts rocmrevive cannot patch yet.
 
-    tree_findings(survey)  # [Finding(id='rocblas-missing-gfx906', severity='error', ...)]
+    tree_findings(survey)  # [Finding(id='rocblas-missing-gfx906', severity=Severity.ERROR, ...)]
 """
 from __future__ import annotations
 
-from rocmrevive.hardware.findings import Finding
+from rocmrevive.hardware.findings import Finding, Severity
 
 
 def tree_findings(s) -> list[Finding]:
@@ -20,13 +20,13 @@ def tree_findings(s) -> list[Finding]:
 def _machine_findings(s) -> list[Finding]:
     out: list[Finding] = []
     if s.rocm_link and not s.rocm_link.exists:
-        out.append(Finding("rocm-link-broken", "error", s.rocm_link.path,
+        out.append(Finding("rocm-link-broken", Severity.ERROR, s.rocm_link.path,
                            f"{s.rocm_link.path} -> {s.rocm_link.target} leads nowhere",
                            "the ROCm release it pointed at was removed",
                            f"sudo ln -sfn <rocm-X.Y.Z> {s.rocm_link.path}  (one of: "
                            + (", ".join(i.path for i in s.installs) or "no install left") + ")"))
     if s.hardware.gfx906 and not s.copies:
-        out.append(Finding("no-rocblas", "info", "machine", "no rocBLAS copy found",
+        out.append(Finding("no-rocblas", Severity.INFO, "machine", "no rocBLAS copy found",
                            "no ROCm under /opt, no distribution package, no PyTorch ROCm wheel in the "
                            "places searched", "pass --python for a venv elsewhere, or --tree PATH", "none"))
     return out
@@ -42,16 +42,16 @@ def _copy_findings(s, c, missing: list) -> list[Finding]:
     others = [g for g in missing if g.processor != "gfx906"]
     if others and s.hardware.gfx906:
         out.append(Finding(
-            "rocblas-missing-other", "info", c.path,
+            "rocblas-missing-other", Severity.INFO, c.path,
             f"{what} does not serve {', '.join(f'{g.label} ({g.processor})' for g in others)}",
             "rocmrevive adds gfx906 files only", "none", "none"))
     if c.kpack or c.arch_folders:
         out.append(_therock_layout(c, what, m906))
     if c.problems:
-        out.append(Finding("rocblas-read-problems", "info", c.path, f"{c.path}: " + "; ".join(c.problems[:3]),
+        out.append(Finding("rocblas-read-problems", Severity.INFO, c.path, f"{c.path}: " + "; ".join(c.problems[:3]),
                            "files missing or unreadable", "none", "none"))
     if c.deep and c.deep.not_code:
-        out.append(Finding("rocblas-not-code", "warning", c.path,
+        out.append(Finding("rocblas-not-code", Severity.WARNING, c.path,
                            f"{len(c.deep.not_code)} file(s) named .co/.hsaco in {c.path} are not code objects",
                            "placeholders or damaged files: " + ", ".join(c.deep.not_code[:5]),
                            f"rocmrevive install --tree {c.path}"))
@@ -64,18 +64,18 @@ def _gfx906_missing(c, what: str, m906: list) -> Finding:
     if "gfx906" in c.targets:
         targets = sorted({str(g.target) for g in m906})
         return Finding(
-            "rocblas-gfx906-wrong-target", "error", c.path,
+            "rocblas-gfx906-wrong-target", Severity.ERROR, c.path,
             f"{what} has gfx906 files, but none load on {labels} ({', '.join(targets)})",
             "the code objects were built for other target features", f"rocmrevive install --tree {c.path}",
             data={"code_object_targets": c.deep.targets if c.deep else None})
     if "gfx906" in c.file_targets:
         return Finding(
-            "rocblas-gfx906-no-index", "error", c.path,
+            "rocblas-gfx906-no-index", Severity.ERROR, c.path,
             f"{what} has gfx906 code objects but no TensileLibrary_lazy_gfx906.dat",
             "rocBLAS finds Tensile kernels only through the per-arch lazy index; a copy by "
             "file pattern missed it", f"rocmrevive install --tree {c.path}")
     return Finding(
-        "rocblas-missing-gfx906", "error", c.path,
+        "rocblas-missing-gfx906", Severity.ERROR, c.path,
         f"{what} has no gfx906 Tensile files ({labels} cannot run GEMMs through it)",
         "AMD dropped gfx906 from rocBLAS in ROCm 6.4 (ROCm#4625): rocBLAS stops with "
         "'Cannot read …TensileLibrary.dat … for GPU arch : gfx906'",
@@ -94,11 +94,11 @@ def _therock_layout(c, what: str, m906: list) -> Finding:
     if m906:
         cmd, _notes = therock_gfx906_command(c, ["gfx906"])
         return Finding(
-            "rocblas-therock-gfx906", "error", c.path,
+            "rocblas-therock-gfx906", Severity.ERROR, c.path,
             f"{what} uses TheRock's layout ({layout}) and has no gfx906 device code",
             "ROCm 7.13+ (TheRock) ships device code per GPU target as packages of its own; rocmrevive "
             "does not patch such trees: AMD builds gfx906 itself", cmd, data=kpacks)
     return Finding(
-        "rocblas-new-layout", "info", c.path, f"{what} uses TheRock's layout ({layout})",
+        "rocblas-new-layout", Severity.INFO, c.path, f"{what} uses TheRock's layout ({layout})",
         "ROCm 7.13+ builds move device code into per-target packages; rocmrevive reads them, "
         "and leaves them to AMD's packages", "none", "none", data=kpacks)
