@@ -73,9 +73,9 @@ def _render(con, results, ollama: dict | None = None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from rocmrevive.diagnose.verify import FAIL, PASS
+    from rocmrevive.diagnose.verify import CheckStatus
 
-    mark = {"pass": "[green]pass[/]", "fail": "[red]FAIL[/]", "skip": "[yellow]skip[/]"}
+    mark = {CheckStatus.PASS: "[green]pass[/]", CheckStatus.FAIL: "[red]FAIL[/]", CheckStatus.SKIP: "[yellow]skip[/]"}
     for r in results:
         con.print(f"[bold]rocBLAS copy[/] {escape(r.library)}")
         con.print(f"  host library: {r.host_library or 'not found'};  runtime: {r.runtime_basis}",
@@ -89,7 +89,7 @@ def _render(con, results, ollama: dict | None = None) -> None:
                 t.add_row(str(d.target), c.name, mark[c.status], escape(_short(c.summary, 100)))
         con.print(t)
         for check, target in [(r.integrity, None)] + [(c, d.target) for d in r.devices for c in d.checks]:
-            if check.status != FAIL:
+            if check.status != CheckStatus.FAIL:
                 continue
             con.print(f"  [red]{check.name}[/] {('for ' + str(target)) if target else ''}:")
             for line in offender_lines(check):
@@ -103,7 +103,7 @@ def _render(con, results, ollama: dict | None = None) -> None:
                              "'no rocblas support for gfx target' / 'amdgpu is not supported')"), markup=False)
         for d in r.devices:
             for c in d.checks:
-                if c.status == PASS and c.notes:
+                if c.status == CheckStatus.PASS and c.notes:
                     for n in c.notes[:SHOW]:
                         con.print(f"  note ({c.name}, {d.target}): {n}", markup=False)
     verdict = all(r.ok for r in results)

@@ -22,15 +22,23 @@ from typing import Callable, Mapping
 from packaging.version import InvalidVersion, Version
 
 from rocmrevive.codeobj.targetid import NO, TargetId
+from rocmrevive.strenum import StrEnum
 from rocmrevive.tensile.xref import TARGET_KINDS, XrefReport, cross_reference
 
-PASS, FAIL, SKIP = "pass", "fail", "skip"
+
+
+class CheckStatus(StrEnum):
+    """One check's verdict (its JSON ``status``): a copy fails verify when any check fails."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    SKIP = "skip"    # not checked (the reason is the summary)
 
 
 @dataclass
 class Check:
     name: str
-    status: str
+    status: CheckStatus
     summary: str
     offenders: list[dict] = field(default_factory=list)  # {"file", "kernels", "problem", "kind"}
     notes: list[str] = field(default_factory=list)
@@ -48,7 +56,7 @@ class DeviceResult:
 
     @property
     def ok(self) -> bool:
-        return all(c.status != FAIL for c in self.checks)
+        return all(c.status != CheckStatus.FAIL for c in self.checks)
 
     def to_json(self) -> dict:
         out = {"target": str(self.target), "ok": self.ok,
@@ -72,7 +80,7 @@ class CopyResult:
 
     @property
     def ok(self) -> bool:
-        return self.integrity.status != FAIL and all(d.ok for d in self.devices)
+        return self.integrity.status != CheckStatus.FAIL and all(d.ok for d in self.devices)
 
     def to_json(self) -> dict:
         return {"library": self.library, "host_library": self.host_library,
@@ -142,7 +150,7 @@ def verify_copy(library: Path, devices: list[TargetId], *, host_library: Path | 
     res = CopyResult(library=show(library),
                      host_library=show(host_library) if host_library is not None else None,
                      rocm_version=rocm_version, runtime_co_max=limit, runtime_basis=basis,
-                     integrity=integrity or Check("integrity", SKIP, "not checked"))
+                     integrity=integrity or Check("integrity", CheckStatus.SKIP, "not checked"))
     total = CHECKS * len(devices)
     tick = progress or (lambda done, total: None)
     tick(0, total)
@@ -182,11 +190,11 @@ def _targets_check(xr: XrefReport, limit: int | None, basis: str) -> Check:
         newest = max((e.co_version or 0 for co in xr.code_objects.values() for e in co.entries), default=0)
         notes.append(f"code object versions not checked (up to v{newest} here): runtime {basis}")
     if offenders:
-        return Check("targets", FAIL,
+        return Check("targets", CheckStatus.FAIL,
                      f"{len(offenders)} code object(s) will not load on {xr.device}", offenders, notes)
     if not checked:
-        return Check("targets", SKIP, f"no code object for {xr.device.processor} to check", notes=notes)
-    return Check("targets", PASS,
+        return Check("targets", CheckStatus.SKIP, f"no code object for {xr.device.processor} to check", notes=notes)
+    return Check("targets", CheckStatus.PASS,
                  f"{checked} code object(s) load on {xr.device}"
                  + (f", all within code object v{limit}" if limit else ""), notes=notes)
 
@@ -197,30 +205,30 @@ def _tensile_check(xr: XrefReport) -> Check:
     facts = (f"{xr.placeholders} placeholders, {xr.kernels_found}/{xr.solutions} solutions' kernels "
              f"found, {xr.referenced}/{len(xr.on_disk)} code objects referenced")
     if errors:
-        return Check("tensile", FAIL, f"{len(errors)} problem(s): {facts}",
+        return Check("tensile", CheckStatus.FAIL, f"{len(errors)} problem(s): {facts}",
                      [_offender(f) for f in errors], notes)
-    return Check("tensile", PASS, facts, notes=notes)
+    return Check("tensile", CheckStatus.PASS, facts, notes=notes)
 
 
 def _host_check(host_library: Path | None, rep, dev: TargetId, show) -> Check:
     if host_library is None or rep is None:
-        return Check("host", SKIP, "no librocblas.so found next to this library folder")
+        return Check("host", CheckStatus.SKIP, "no librocblas.so found next to this library folder")
     name = show(host_library)
     if rep.problems and not rep.entries:
-        return Check("host", FAIL, f"{name} cannot be read",
+        return Check("host", CheckStatus.FAIL, f"{name} cannot be read",
                      [{"kind": "host-unreadable", "file": name, "kernels": [],
                        "problem": "; ".join(rep.problems)}])
     covering = [e for e in rep.entries if e.target.covers_processor(dev.processor)]
     if not covering:
         have = ", ".join(rep.processors) or "nothing"
-        return Check("host", FAIL, f"{name} has no code for {dev.processor}",
+        return Check("host", CheckStatus.FAIL, f"{name} has no code for {dev.processor}",
                      [{"kind": "host-missing-target", "file": name, "kernels": [],
                        "problem": f"embeds {have}: rocBLAS functions outside Tensile (TRSM, GEMV, "
                                   "level-1/2) fail with hipErrorInvalidDeviceFunction"}])
     good = [e for e in covering if e.target.load_verdict(dev) != NO]
     targets = ", ".join(sorted({str(e.target) for e in covering}))
     if not good:
-        return Check("host", FAIL, f"{name} has {dev.processor} code only for another mode",
+        return Check("host", CheckStatus.FAIL, f"{name} has {dev.processor} code only for another mode",
                      [{"kind": "host-incompatible-features", "file": name, "kernels": [],
                        "problem": f"embeds {targets}, which does not load on {dev}"}])
-    return Check("host", PASS, f"{Path(name).name} embeds {targets}")
+    return Check("host", CheckStatus.PASS, f"{Path(name).name} embeds {targets}")

@@ -40,18 +40,18 @@ def choose_manifest(manifests, rocblas_version: str | None):
 
 
 def _gating_ok(result) -> bool:
-    from rocmrevive.diagnose.verify import FAIL
+    from rocmrevive.diagnose.verify import CheckStatus
 
-    return all(c.status != FAIL for d in result.devices for c in d.checks if c.name in GATING)
+    return all(c.status != CheckStatus.FAIL for d in result.devices for c in d.checks if c.name in GATING)
 
 
 def _first_failures(result, limit: int = 3) -> str:
-    from rocmrevive.diagnose.verify import FAIL
+    from rocmrevive.diagnose.verify import CheckStatus
 
     out = []
     for d in result.devices:
         for c in d.checks:
-            if c.status == FAIL and c.name in GATING:
+            if c.status == CheckStatus.FAIL and c.name in GATING:
                 names = ", ".join(o.get("file") or "?" for o in c.offenders[:limit])
                 out.append(f"{d.target} {c.name}: {c.summary}" + (f" ({names})" if names else ""))
     return "; ".join(out)

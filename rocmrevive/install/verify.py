@@ -23,10 +23,10 @@ class VerifyReport:
     @property
     def failed(self) -> list:
         """(copy result, device result or None, failed check), integrity failures last."""
-        from rocmrevive.diagnose.verify import FAIL
+        from rocmrevive.diagnose.verify import CheckStatus
 
-        out = [(r, d, c) for r in self.results for d in r.devices for c in d.checks if c.status == FAIL]
-        return out + [(r, None, r.integrity) for r in self.results if r.integrity.status == FAIL]
+        out = [(r, d, c) for r in self.results for d in r.devices for c in d.checks if c.status == CheckStatus.FAIL]
+        return out + [(r, None, r.integrity) for r in self.results if r.integrity.status == CheckStatus.FAIL]
 
     @property
     def ok(self) -> bool:
@@ -68,7 +68,7 @@ def _kpack_checks(result, lib: Path, rocm_version, show) -> None:
 
     from rocmrevive.codeobj.kpack import file_report
     from rocmrevive.diagnose.audit import kpack_files
-    from rocmrevive.diagnose.verify import FAIL, PASS, Check
+    from rocmrevive.diagnose.verify import Check, CheckStatus
     from rocmrevive.trees.recipe import therock_gfx906_command
 
     if lib.name != "library" or lib.parent.name != "rocblas":
@@ -81,13 +81,13 @@ def _kpack_checks(result, lib: Path, rocm_version, show) -> None:
         have = [r for r in reports if any(e.target.covers_processor(dev.target.processor) for e in r.entries)]
         if have:
             names = ", ".join(show(Path(r.path)) for r in have)
-            dev.checks.append(Check("kpack", PASS, f"{len(have)} .kpack archive(s) carry {dev.target.processor}: {names}"))
+            dev.checks.append(Check("kpack", CheckStatus.PASS, f"{len(have)} .kpack archive(s) carry {dev.target.processor}: {names}"))
             continue
         copy = SimpleNamespace(layout="amd", rocm_version=rocm_version)
         cmd, _notes = therock_gfx906_command(copy, [dev.target.processor])
         arches = sorted({p for r in reports for p in r.processors})
         dev.checks.append(Check(
-            "kpack", FAIL, f"TheRock tree: its {len(reports)} .kpack archive(s) carry {', '.join(arches) or 'nothing'}, "
+            "kpack", CheckStatus.FAIL, f"TheRock tree: its {len(reports)} .kpack archive(s) carry {', '.join(arches) or 'nothing'}, "
                            f"not {dev.target.processor}; AMD's own build: {cmd}",
             [{"kind": "kpack-missing-target", "file": show(Path(r.path)), "kernels": [],
               "problem": f"no {dev.target.processor} code"} for r in reports]))
@@ -181,16 +181,16 @@ def system_library_dirs(root) -> list[Path]:
 def integrity_check(root, machine_lib: str, machine_files: Sequence[str] = (), state_dir: str | None = None):
     """Files rocmrevive installed in this copy (its library folder, and ``machine_files`` such
     as its librocblas.so) still have their journal hashes."""
-    from rocmrevive.diagnose.verify import FAIL, PASS, SKIP, Check
+    from rocmrevive.diagnose.verify import Check, CheckStatus
 
     try:
         from rocmrevive.txn.history import list_transactions
     except ImportError:
-        return Check("integrity", SKIP, "not checked: this build has no transaction journal")
+        return Check("integrity", CheckStatus.SKIP, "not checked: this build has no transaction journal")
     try:
         txs = list_transactions(root, state_dir=state_dir) if state_dir else list_transactions(root)
     except RevError as exc:
-        return Check("integrity", FAIL, f"cannot read the journal: {exc.message}",
+        return Check("integrity", CheckStatus.FAIL, f"cannot read the journal: {exc.message}",
                      [{"kind": "journal-unreadable", "file": "", "kernels": [], "problem": exc.message}])
     prefix = machine_lib.rstrip("/") + "/"
 
@@ -221,7 +221,7 @@ def integrity_check(root, machine_lib: str, machine_files: Sequence[str] = (), s
                               "problem": f"installed by transaction {tx['txid']}, now missing "
                                          "(an upgrade or reinstall replaced the tree?)"})
     if offenders:
-        return Check("integrity", FAIL, f"{len(offenders)} file(s) differ from the journal", offenders)
+        return Check("integrity", CheckStatus.FAIL, f"{len(offenders)} file(s) differ from the journal", offenders)
     if not txids:
-        return Check("integrity", SKIP, "rocmrevive has installed nothing in this copy")
-    return Check("integrity", PASS, f"{intact} file(s) from transaction(s) {', '.join(txids)} intact")
+        return Check("integrity", CheckStatus.SKIP, "rocmrevive has installed nothing in this copy")
+    return Check("integrity", CheckStatus.PASS, f"{intact} file(s) from transaction(s) {', '.join(txids)} intact")
