@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from rocmrevive.cli.main import cli
 from rocmrevive.codeobj.targetid import TargetId
-from rocmrevive.diagnose.audit import EMBEDDED, MISSING, NOT_GPU, OTHER_MODE, audit_files, library_files
+from rocmrevive.diagnose.audit import CellStatus, audit_files, library_files
 from tests.conftest import CACHE, REPO, TRIPLET
 from tests.test_tensile import link_file, link_folder
 
@@ -67,14 +67,14 @@ def test_debian_host_libraries_are_told_apart(debian_pkgs):
                     "--target", GFX906)
     assert code == 0 and doc["error"] is None
     by_path = {lib["path"]: lib for lib in doc["libraries"]}
-    assert by_path[str(rocblas / "librocblas.so.4.4")]["cells"][GFX906]["status"] == EMBEDDED
-    assert by_path[str(rccl5)]["cells"][GFX906]["status"] == EMBEDDED
+    assert by_path[str(rocblas / "librocblas.so.4.4")]["cells"][GFX906]["status"] == CellStatus.EMBEDDED
+    assert by_path[str(rccl5)]["cells"][GFX906]["status"] == CellStatus.EMBEDDED
     r7 = by_path[str(rccl7 / "librccl.so.1.0")]
-    assert (r7["name"], r7["cells"][GFX906]["status"]) == ("RCCL", MISSING)
+    assert (r7["name"], r7["cells"][GFX906]["status"]) == ("RCCL", CellStatus.MISSING)
     assert "gfx908" in r7["processors"] and "gfx906" not in r7["processors"]
     # the Tensile folder of the rocBLAS package is a row too
     tensile = by_path[str(rocblas / "rocblas/4.4.1/library")]
-    assert (tensile["name"], tensile["cells"][GFX906]["status"]) == ("rocBLAS Tensile library", EMBEDDED)
+    assert (tensile["name"], tensile["cells"][GFX906]["status"]) == ("rocBLAS Tensile library", CellStatus.EMBEDDED)
     (miss,) = doc["missing"]
     assert miss["path"] == str(rccl7 / "librccl.so.1.0")
     assert "collectives" in miss["breaks"] and "librccl1 5.4.3" in miss["remedy"]
@@ -89,7 +89,7 @@ def test_reads_only_headers_fast(debian_pkgs):
     rep = audit_files(files, [TargetId.parse(GFX906)])
     assert rep.seconds >= 0  # speed is measured in bench/ (a ratio), never asserted by the clock
     assert [r.cells[GFX906].status for r in sorted(rep.rows, key=lambda r: r.path)] == \
-        [EMBEDDED, MISSING, EMBEDDED]
+        [CellStatus.EMBEDDED, CellStatus.MISSING, CellStatus.EMBEDDED]
 
 
 def test_compiled_libraries(tmp_path, codeobjects, xnack_on_only_lib):
@@ -112,10 +112,10 @@ def test_compiled_libraries(tmp_path, codeobjects, xnack_on_only_lib):
     assert doc["trees"] == ["/opt/rocm-6.4.3/lib"]
     got = cells(doc)
     assert got == {
-        "librocsparse.so.1.0.0": {GFX906: MISSING, "gfx908": EMBEDDED},
-        "librocsolver.so.0.5": {GFX906: EMBEDDED, "gfx908": EMBEDDED},
-        "libMIOpen.so.1.0": {GFX906: OTHER_MODE, "gfx908": MISSING},
-        "libhipblas.so.2.4": {GFX906: NOT_GPU, "gfx908": NOT_GPU},
+        "librocsparse.so.1.0.0": {GFX906: CellStatus.MISSING, "gfx908": CellStatus.EMBEDDED},
+        "librocsolver.so.0.5": {GFX906: CellStatus.EMBEDDED, "gfx908": CellStatus.EMBEDDED},
+        "libMIOpen.so.1.0": {GFX906: CellStatus.OTHER_MODE, "gfx908": CellStatus.MISSING},
+        "libhipblas.so.2.4": {GFX906: CellStatus.NOT_GPU, "gfx908": CellStatus.NOT_GPU},
     }
     assert doc["skipped_non_gpu_libraries"] == 1  # libunrelated.so.3
     missing = {(m["name"], m["target"]): m for m in doc["missing"]}
@@ -125,7 +125,7 @@ def test_compiled_libraries(tmp_path, codeobjects, xnack_on_only_lib):
 
     # a Radeon VII runs with xnack on only when told; a device with xnack+ loads that code
     code, doc = run("audit", "--target", "gfx906:sramecc-:xnack+", root=tmp_path)
-    assert cells(doc)["libMIOpen.so.1.0"] == {"gfx906:sramecc-:xnack+": EMBEDDED}
+    assert cells(doc)["libMIOpen.so.1.0"] == {"gfx906:sramecc-:xnack+": CellStatus.EMBEDDED}
 
 
 @pytest.mark.debian
@@ -143,7 +143,7 @@ def test_tensile_folder_without_gfx906_names_the_install_command(tmp_path, rocbl
     assert "rocmrevive install" in miss["remedy"] and "rocblas-4.4-gfx906" in miss["remedy"]
     link_folder(rocblas441, tmp_path / "copy")  # with the files: embedded
     code, doc = run("audit", "--tree", "/copy", "--target", GFX906, root=tmp_path)
-    assert doc["missing"] == [] and cells(doc)["copy"] == {GFX906: EMBEDDED}
+    assert doc["missing"] == [] and cells(doc)["copy"] == {GFX906: CellStatus.EMBEDDED}
 
 
 def test_load_verdict():

@@ -146,11 +146,11 @@ def _render(con, rep, show_all) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from rocmrevive.diagnose.audit import EMBEDDED, MISSING, NOT_GPU, OTHER_MODE, UNREADABLE
+    from rocmrevive.diagnose.audit import CellStatus
 
-    word = {EMBEDDED: "[green]embedded[/]", MISSING: "[red]MISSING[/]",
-            OTHER_MODE: "[red]other mode[/]", NOT_GPU: "[dim]no GPU code[/]",
-            UNREADABLE: "[yellow]unreadable[/]"}
+    word = {CellStatus.EMBEDDED: "[green]embedded[/]", CellStatus.MISSING: "[red]MISSING[/]",
+            CellStatus.OTHER_MODE: "[red]other mode[/]", CellStatus.NOT_GPU: "[dim]no GPU code[/]",
+            CellStatus.UNREADABLE: "[yellow]unreadable[/]"}
     targets = [str(t) for t in rep.targets]
     t = Table(show_edge=False, box=None, pad_edge=False)
     t.add_column("library")
@@ -158,7 +158,7 @@ def _render(con, rep, show_all) -> None:
     for tg in targets:
         t.add_column(tg)
     rows = rep.rows if show_all else [r for r in rep.rows
-                                      if r.is_gpu_library or any(c.status != NOT_GPU for c in r.cells.values())]
+                                      if r.is_gpu_library or any(c.status != CellStatus.NOT_GPU for c in r.cells.values())]
     for r in rows:
         t.add_row(escape(r.name), escape(r.path),
                   *[word.get(r.cells[tg].status, r.cells[tg].status) for tg in targets])
@@ -176,7 +176,7 @@ def _render(con, rep, show_all) -> None:
             if cell.graft and cell.graft.get("abi") == "refused":
                 for line in cell.graft.get("lines", [])[1:]:
                     con.print(f"          also: {line}", markup=False)
-    unreadable = [r for r in rep.rows if any(c.status == UNREADABLE for c in r.cells.values())]
+    unreadable = [r for r in rep.rows if any(c.status == CellStatus.UNREADABLE for c in r.cells.values())]
     for r in unreadable:
         con.print(f"[yellow]unreadable[/] {escape(r.path)}: {escape('; '.join(r.problems))}")
     con.print(f"{len(rep.rows)} libraries read ({rep.skipped} other libraries without GPU code not "

@@ -12,9 +12,19 @@ import re
 from dataclasses import dataclass
 from typing import Generic, Iterable, TypeVar
 
+from rocmrevive.strenum import StrEnum
+
 ANY, ON, OFF = "any", "on", "off"
-# load verdicts (TargetId.load_verdict)
-LOADS, IF_MODE, NO = "yes", "if-mode", "no"
+
+
+class LoadVerdict(StrEnum):
+    """Does code load on a device (``TargetId.load_verdict``, ``Coverage.verdict``)."""
+
+    LOADS = "yes"               # certainly
+    IF_MODE = "if-mode"         # if the device runs in the mode the code asks for (its id leaves it open)
+    NO = "no"
+    OTHER_MODE = "other-mode"   # (Coverage) only code for another mode
+    MISSING = "missing"         # (Coverage) no code for the processor at all
 
 # Processors and the features they support (AMDGPUUsage "Processors" table).
 _SRAMECC = {"gfx906", "gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950",
@@ -113,13 +123,13 @@ class TargetId:
             return True
         return processor in GENERIC_MEMBERS.get(self.processor, ())
 
-    def load_verdict(self, device: "TargetId") -> str:
-        """Whether code for this target loads on ``device``: ``LOADS`` (certainly), ``IF_MODE``
-        (the code wants a mode the device's id leaves open: it loads if the device runs in it)
-        or ``NO``. The runtime's rule: same processor (or a generic covering it), and each
+    def load_verdict(self, device: "TargetId") -> LoadVerdict:
+        """Whether code for this target loads on ``device``: ``LoadVerdict.LOADS`` (certainly),
+        ``IF_MODE`` (the code wants a mode the device's id leaves open: it loads if the device
+        runs in it) or ``NO``. The runtime's rule: same processor (or a generic covering it), and each
         feature of the code either "any"/unsupported or equal to the device's setting."""
         if not self.covers_processor(device.processor):
-            return NO
+            return LoadVerdict.NO
         unsure = False
         for mine, theirs in ((self.sramecc, device.sramecc), (self.xnack, device.xnack)):
             if mine in (None, ANY):
@@ -129,12 +139,12 @@ class TargetId:
                 # code that does not care is certain to load.
                 unsure = True
             elif mine != theirs:
-                return NO
-        return IF_MODE if unsure else LOADS
+                return LoadVerdict.NO
+        return LoadVerdict.IF_MODE if unsure else LoadVerdict.LOADS
 
     def can_load_on(self, device: "TargetId") -> bool:
         """True when code for this target certainly loads on ``device`` (``load_verdict``)."""
-        return self.load_verdict(device) == LOADS
+        return self.load_verdict(device) == LoadVerdict.LOADS
 
     @staticmethod
     def coverage(code: Iterable[C], devices: Iterable["TargetId"]) -> list["Coverage[C]"]:
@@ -155,9 +165,9 @@ class TargetId:
                     continue
                 covering.append(item)
                 verdict = t.load_verdict(dev)
-                if verdict == LOADS:
+                if verdict == LoadVerdict.LOADS:
                     loads.append(item)
-                elif verdict == IF_MODE:
+                elif verdict == LoadVerdict.IF_MODE:
                     conditional.append(item)
             out.append(Coverage(dev, tuple(covering), tuple(loads), tuple(conditional)))
         return out
@@ -191,19 +201,17 @@ class Coverage(Generic[C]):
     conditional: tuple[C, ...] = ()
 
     @property
-    def verdict(self) -> str:
-        """``LOADS``, ``IF_MODE``, ``OTHER_MODE`` (only code for another mode) or ``MISSING``
+    def verdict(self) -> LoadVerdict:
+        """``LoadVerdict.LOADS``, ``IF_MODE``, ``OTHER_MODE`` (only code for another mode) or ``MISSING``
         (no code for the processor at all)."""
         if self.loads:
-            return LOADS
+            return LoadVerdict.LOADS
         if self.conditional:
-            return IF_MODE
-        return OTHER_MODE if self.covering else MISSING
+            return LoadVerdict.IF_MODE
+        return LoadVerdict.OTHER_MODE if self.covering else LoadVerdict.MISSING
 
     @property
     def ok(self) -> bool:
         """True when some code certainly loads on the device."""
         return bool(self.loads)
 
-
-OTHER_MODE, MISSING = "other-mode", "missing"

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from rocmrevive.codeobj.targetid import IF_MODE, LOADS, TargetId
+from rocmrevive.codeobj.targetid import LoadVerdict, TargetId
 from rocmrevive.diagnose.libraries import (GENERIC_BREAKS, GENERIC_WORKAROUND, ROCBLAS_TENSILE,
                                            KnownLibrary, library_for_file)
+from rocmrevive.strenum import StrEnum
 
 # (library key, processor) -> what rocmrevive can do about a missing cell, or None
 RemedyFor = Callable[[str, str], "str | None"]
@@ -31,14 +32,22 @@ RemedyFor = Callable[[str, str], "str | None"]
 # {"manifest", "soname", "source", "abi": "loads" | "refused" | "not-fetched" | "no-source", "lines", "summary"}
 GraftFor = Callable[[Path, TargetId], "dict | None"]
 
-EMBEDDED, OTHER_MODE, MISSING = "embedded", "other-mode", "missing"
-NOT_GPU, UNREADABLE = "not-a-gpu-library", "unreadable"
+
+
+class CellStatus(StrEnum):
+    """One library × target cell of the audit (its JSON ``status``)."""
+
+    EMBEDDED = "embedded"           # code that loads on the target
+    OTHER_MODE = "other-mode"       # code for the processor, only in a mode the target does not run
+    MISSING = "missing"             # no code for the processor
+    NOT_GPU = "not-a-gpu-library"   # no device code in the file
+    UNREADABLE = "unreadable"
 
 
 @dataclass
 class Cell:
     target: str
-    status: str
+    status: CellStatus
     detail: str = ""
     breaks: str = ""   # for missing / other-mode: what fails, in plain words
     remedy: str = ""   # and what to do
@@ -81,7 +90,7 @@ class AuditReport:
     seconds: float = 0.0
 
     def missing(self) -> list[tuple[LibraryRow, Cell]]:
-        return [(r, c) for r in self.rows for c in r.cells.values() if c.status in (MISSING, OTHER_MODE)]
+        return [(r, c) for r in self.rows for c in r.cells.values() if c.status in (CellStatus.MISSING, CellStatus.OTHER_MODE)]
 
     def to_json(self) -> dict:
         return {"targets": [str(t) for t in self.targets],
@@ -175,7 +184,7 @@ def audit_files(files: Iterable[Path], targets: list[TargetId], *,
             continue
         for t in targets:
             cell = row.cells[str(t)] = _cell(fr, t, known, remedy_for)
-            if graft_for is not None and cell.status in (MISSING, OTHER_MODE):
+            if graft_for is not None and cell.status in (CellStatus.MISSING, CellStatus.OTHER_MODE):
                 cell.graft = graft_for(path, t)
                 if cell.graft is not None:
                     cell.remedy = graft_remedy_text(cell.graft, cell.remedy)
@@ -244,11 +253,11 @@ def tensile_row(library: Path, targets: list[TargetId], *, remedy_for: RemedyFor
     for t in targets:
         lazy = lazy_index_name(t.processor)
         if problem:
-            row.cells[str(t)] = Cell(str(t), UNREADABLE, problem[0])
+            row.cells[str(t)] = Cell(str(t), CellStatus.UNREADABLE, problem[0])
         elif lazy in names:
-            row.cells[str(t)] = Cell(str(t), EMBEDDED, f"{lazy} (rocmrevive verify checks every kernel)")
+            row.cells[str(t)] = Cell(str(t), CellStatus.EMBEDDED, f"{lazy} (rocmrevive verify checks every kernel)")
         else:
-            row.cells[str(t)] = Cell(str(t), MISSING, f"no {lazy} (has {', '.join(arches) or 'none'})",
+            row.cells[str(t)] = Cell(str(t), CellStatus.MISSING, f"no {lazy} (has {', '.join(arches) or 'none'})",
                                      ROCBLAS_TENSILE.breaks,
                                      _remedy(ROCBLAS_TENSILE, t.processor, remedy_for))
     return row
@@ -257,31 +266,31 @@ def tensile_row(library: Path, targets: list[TargetId], *, remedy_for: RemedyFor
 def _cell(fr, target: TargetId, known: KnownLibrary | None, remedy_for: RemedyFor | None) -> Cell:
     t = str(target)
     if fr.kind == "unreadable" or (fr.problems and not fr.entries):
-        return Cell(t, UNREADABLE, "; ".join(fr.problems) or "cannot read the file")
+        return Cell(t, CellStatus.UNREADABLE, "; ".join(fr.problems) or "cannot read the file")
     if not fr.entries:
-        return Cell(t, NOT_GPU, "no device code in this file")
+        return Cell(t, CellStatus.NOT_GPU, "no device code in this file")
     covering = [e for e in fr.entries if e.target.covers_processor(target.processor)]
     breaks = (known.breaks if known and known.breaks else GENERIC_BREAKS)
     remedy = _remedy(known, target.processor, remedy_for)
     if not covering:
         have = ", ".join(sorted({e.target.processor for e in fr.entries}))
-        return Cell(t, MISSING, f"no code for {target.processor} (embeds {have})", breaks, remedy)
+        return Cell(t, CellStatus.MISSING, f"no code for {target.processor} (embeds {have})", breaks, remedy)
     loadable, conditional = [], []
     for e in covering:
         verdict = e.target.load_verdict(target)
-        if verdict == LOADS:
+        if verdict is LoadVerdict.LOADS:
             loadable.append(e)
-        elif verdict == IF_MODE:
+        elif verdict is LoadVerdict.IF_MODE:
             conditional.append(e)
     versions = sorted({e.co_version for e in covering if e.co_version is not None})
     cov = f" (code object v{'/'.join(map(str, versions))})" if versions else ""
     if loadable:
         names = sorted({str(e.target) for e in loadable})
-        return Cell(t, EMBEDDED, ", ".join(names) + cov)
+        return Cell(t, CellStatus.EMBEDDED, ", ".join(names) + cov)
     names = sorted({str(e.target) for e in covering})
     if conditional:
-        return Cell(t, EMBEDDED, f"{', '.join(names)} only: loads if the device runs in that mode" + cov)
-    return Cell(t, OTHER_MODE, f"only {', '.join(names)}, which does not load on {t}", breaks, remedy)
+        return Cell(t, CellStatus.EMBEDDED, f"{', '.join(names)} only: loads if the device runs in that mode" + cov)
+    return Cell(t, CellStatus.OTHER_MODE, f"only {', '.join(names)}, which does not load on {t}", breaks, remedy)
 
 
 def audit_inputs(root, trees: tuple[str, ...] | list[str]) -> tuple[list, list, list, list[str]]:

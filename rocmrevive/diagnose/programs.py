@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmrevive.codeobj.targetid import TargetId
-from rocmrevive.diagnose.audit import EMBEDDED, MISSING, OTHER_MODE, UNREADABLE, Cell, _cell, first_sight
+from rocmrevive.diagnose.audit import Cell, CellStatus, _cell, first_sight
 from rocmrevive.diagnose.libraries import KnownLibrary
 from rocmrevive.rootfs import Root
 
@@ -159,7 +159,7 @@ class Program:
 
     @property
     def runs_everywhere(self) -> bool:
-        return all(c.status == EMBEDDED for c in self.cells.values())
+        return all(c.status == CellStatus.EMBEDDED for c in self.cells.values())
 
     def to_json(self) -> dict:
         return {"path": self.path, "program": self.kind.key, "name": self.kind.name,
@@ -177,7 +177,7 @@ class ProgramReport:
     places: list[str] = field(default_factory=list)
 
     def cannot_run(self) -> list[tuple[Program, Cell]]:
-        return [(p, c) for p in self.programs for c in p.cells.values() if c.status in (MISSING, OTHER_MODE)]
+        return [(p, c) for p in self.programs for c in p.cells.values() if c.status in (CellStatus.MISSING, CellStatus.OTHER_MODE)]
 
     def to_json(self) -> dict:
         return {"targets": [str(t) for t in self.targets], "programs": [p.to_json() for p in self.programs],
@@ -249,7 +249,7 @@ def read_program(root: Root, mpath: str, kind: ProgramKind, where: str, targets:
     known = KnownLibrary(kind.key, kind.name, r"^$", True, BREAKS, kind.fix_for(procs or ["gfx906"]))
     for t in targets:
         cell = _cell(fr, t, known, None)
-        if cell.status in (MISSING, OTHER_MODE) and "librocblas" in " ".join(prog.needs):
+        if cell.status in (CellStatus.MISSING, CellStatus.OTHER_MODE) and "librocblas" in " ".join(prog.needs):
             cell.breaks += (f"; it also links {', '.join(n for n in prog.needs if n.startswith('librocblas'))}, "
                             f"whose Tensile files `rocmrevive install` provides")
         prog.cells[str(t)] = cell
@@ -281,7 +281,7 @@ def program_findings(rep: ProgramReport) -> list:
 
     out = []
     for p in rep.programs:
-        bad = [c for c in p.cells.values() if c.status in (MISSING, OTHER_MODE)]
+        bad = [c for c in p.cells.values() if c.status in (CellStatus.MISSING, CellStatus.OTHER_MODE)]
         if not bad:
             continue
         cards = ", ".join(c.target for c in bad)
@@ -294,5 +294,4 @@ def program_findings(rep: ProgramReport) -> list:
     return out
 
 
-__all__ = ["program_findings", "find_programs", "read_program", "candidate_files", "Program", "ProgramReport", "ProgramKind",
-           "UNREADABLE"]
+__all__ = ["program_findings", "find_programs", "read_program", "candidate_files", "Program", "ProgramReport", "ProgramKind"]

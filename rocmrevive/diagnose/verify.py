@@ -21,7 +21,7 @@ from typing import Callable, Mapping
 
 from packaging.version import InvalidVersion, Version
 
-from rocmrevive.codeobj.targetid import NO, TargetId
+from rocmrevive.codeobj.targetid import LoadVerdict, TargetId
 from rocmrevive.strenum import StrEnum
 from rocmrevive.tensile.xref import TARGET_KINDS, XrefReport, cross_reference
 
@@ -225,7 +225,7 @@ def _host_check(host_library: Path | None, rep, dev: TargetId, show) -> Check:
                      [{"kind": "host-missing-target", "file": name, "kernels": [],
                        "problem": f"embeds {have}: rocBLAS functions outside Tensile (TRSM, GEMV, "
                                   "level-1/2) fail with hipErrorInvalidDeviceFunction"}])
-    good = [e for e in covering if e.target.load_verdict(dev) != NO]
+    good = [e for e in covering if e.target.load_verdict(dev) != LoadVerdict.NO]
     targets = ", ".join(sorted({str(e.target) for e in covering}))
     if not good:
         return Check("host", CheckStatus.FAIL, f"{name} has {dev.processor} code only for another mode",
