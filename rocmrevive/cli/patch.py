@@ -22,7 +22,7 @@ def _specs(patches_dir):
 
 
 def _statuses(ui, specs, pythons, state_dir):
-    from rocmrevive.install.patches import patch_status
+    from rocmrevive.install.patches import PatchState, patch_status
     from rocmrevive.trees.pythonenv import find_envs
 
     envs, problems = find_envs(ui.root, pythons, common=not pythons)
@@ -30,7 +30,7 @@ def _statuses(ui, specs, pythons, state_dir):
     for spec in specs:
         for env in envs:
             st = patch_status(ui.root, spec, env.site_packages, state_dir=state_dir)
-            if st.state != "not-installed":
+            if st.state is not PatchState.NOT_INSTALLED:
                 out.append(st)
     return out, problems
 
@@ -87,14 +87,15 @@ def list_(ui, pythons, patches_dir, state_dir):
 def verify(ui, patch_id, pythons, patches_dir, state_dir):
     """Is PATCH_ID applied, and is the file exactly the release's file patched? Exit 0 when
     applied, 6 when the file is modified, 20 when it is not applied yet."""
-    from rocmrevive.install.patches import patch_named, patch_status
+    from rocmrevive.install.patches import PatchState, patch_named, patch_status
 
     def work() -> Outcome:
         spec = patch_named(_specs(patches_dir), patch_id)
         site = _pick_site(ui, spec, pythons)
         st = patch_status(ui.root, spec, site, state_dir=state_dir)
-        code, msg = {"applied": ("OK", None), "applicable": ("CHANGES_PENDING", f"{spec.id} is not applied: {st.reason}"),
-                     "modified": ("VERIFY_FAILED", st.reason)}.get(st.state, ("NOTHING_SUPPORTED", st.reason))
+        code, msg = {PatchState.APPLIED: ("OK", None),
+                     PatchState.APPLICABLE: ("CHANGES_PENDING", f"{spec.id} is not applied: {st.reason}"),
+                     PatchState.MODIFIED: ("VERIFY_FAILED", st.reason)}.get(st.state, ("NOTHING_SUPPORTED", st.reason))
         return Outcome(data={"status": st.to_json()}, code=code, message=msg, warnings=st.warnings,
                        render=lambda con: con.print(f"{st.state}: {st.file} ({st.reason})", markup=False))
 

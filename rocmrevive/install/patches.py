@@ -14,7 +14,7 @@ already patched (the reverse diff gives back the RECORD bytes), so apply is idem
 
     specs = load_patches()
     st = patch_status(Root("/"), specs[0], "/home/alice/venv/lib/python3.11/site-packages")
-    st.state                                   # "applicable" | "applied" | "modified" | ...
+    st.state                                   # PatchState.APPLICABLE | APPLIED | MODIFIED | ...
     apply_patch(root, specs[0], site); rollback_patch(root, specs[0], site)
 """
 from __future__ import annotations
@@ -32,6 +32,7 @@ from pathlib import Path
 from rocmrevive.errors import RevError
 from rocmrevive.install.core import Hooks, Staged, Verdict
 from rocmrevive.rootfs import Root
+from rocmrevive.strenum import StrEnum
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -40,7 +41,17 @@ else:  # pragma: no cover - Python 3.10
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9.+_-]*$")
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-STATES = ("applicable", "applied", "modified", "unknown-version", "not-installed", "file-missing")
+
+
+class PatchState(StrEnum):
+    """A patch's file in one site-packages (``PatchStatus.state``, its JSON ``state``)."""
+
+    APPLICABLE = "applicable"            # the release's file: the patch applies
+    APPLIED = "applied"                  # the release's file with this patch
+    MODIFIED = "modified"                # neither: refused
+    UNKNOWN_VERSION = "unknown-version"  # a package version the patch does not list
+    NOT_INSTALLED = "not-installed"
+    FILE_MISSING = "file-missing"
 
 
 class PatchMismatch(Exception):
@@ -269,7 +280,7 @@ def find_dist(root: Root, site: str, package: str) -> Dist | None:
 class PatchStatus:
     patch: str
     site: str
-    state: str                        # one of STATES
+    state: PatchState
     reason: str
     file: str | None = None           # machine path
     version: str | None = None
@@ -291,18 +302,19 @@ def _sha(data: bytes) -> str:
 def patch_status(root: Root, spec: PatchSpec, site: str, *, state_dir: str | None = None) -> PatchStatus:
     dist = find_dist(root, site, spec.package)
     if dist is None:
-        return PatchStatus(spec.id, site, "not-installed", f"{spec.package} is not installed in {site}")
+        return PatchStatus(spec.id, site, PatchState.NOT_INSTALLED, f"{spec.package} is not installed in {site}")
     path = f"{site.rstrip('/')}/{spec.file}"
-    st = PatchStatus(spec.id, site, "", "", path, dist.version, record_sha256=dist.record.get(spec.file))
+    # refused (MODIFIED) until the file is read and matched below
+    st = PatchStatus(spec.id, site, PatchState.MODIFIED, "", path, dist.version, record_sha256=dist.record.get(spec.file))
     try:
         data = root.path(path).read_bytes()
     except OSError as exc:
-        st.state, st.reason = "file-missing", f"{path}: {exc.strerror or exc}"
+        st.state, st.reason = PatchState.FILE_MISSING, f"{path}: {exc.strerror or exc}"
         return st
     st.sha256 = _sha(data)
     st.txid = _applied_by(root, spec, site, state_dir)
     if dist.version not in spec.versions:
-        st.state = "unknown-version"
+        st.state = PatchState.UNKNOWN_VERSION
         st.reason = (f"{spec.package} {dist.version} is not a version this patch knows "
                      f"({', '.join(spec.versions)}); refusing to patch it")
         return st
@@ -321,20 +333,20 @@ def patch_status(root: Root, spec: PatchSpec, site: str, *, state_dir: str | Non
         pass
     if rec is not None:
         if st.sha256 == rec and fwd_ok is not None:
-            st.state, st.reason = "applicable", f"{path} is {spec.package} {dist.version}'s file (RECORD sha256)"
+            st.state, st.reason = PatchState.APPLICABLE, f"{path} is {spec.package} {dist.version}'s file (RECORD sha256)"
         elif rev is not None and _sha(rev) == rec:
-            st.state, st.reason = "applied", f"{path} is {spec.package} {dist.version}'s file with this patch"
+            st.state, st.reason = PatchState.APPLIED, f"{path} is {spec.package} {dist.version}'s file with this patch"
         else:
-            st.state = "modified"
+            st.state = PatchState.MODIFIED
             st.reason = (f"{path} (sha256 {st.sha256[:12]}…) is neither {spec.package} {dist.version}'s file "
                          f"(RECORD sha256 {rec[:12]}…) nor that file patched; refusing to touch it")
         return st
     if fwd_ok is not None and rev is None:
-        st.state, st.reason = "applicable", f"the diff's lines match {path} exactly once"
+        st.state, st.reason = PatchState.APPLICABLE, f"the diff's lines match {path} exactly once"
     elif rev is not None and fwd_ok is None:
-        st.state, st.reason = "applied", f"{path} holds the patched lines"
+        st.state, st.reason = PatchState.APPLIED, f"{path} holds the patched lines"
     else:
-        st.state = "modified"
+        st.state = PatchState.MODIFIED
         st.reason = f"{path} does not match the diff: {fwd_err if fwd_ok is None else 'ambiguous'}; refusing"
     return st
 
@@ -362,11 +374,11 @@ def apply_patch(root: Root, spec: PatchSpec, site: str, *, state_dir: str | None
     from rocmrevive.txn.state import DEFAULT_STATE_DIR
 
     st = patch_status(root, spec, site, state_dir=state_dir)
-    if st.state == "applied":
+    if st.state is PatchState.APPLIED:
         return st, None
-    if st.state in ("not-installed", "unknown-version", "file-missing"):
+    if st.state in (PatchState.NOT_INSTALLED, PatchState.UNKNOWN_VERSION, PatchState.FILE_MISSING):
         raise RevError("NOTHING_SUPPORTED", st.reason)
-    if st.state != "applicable":
+    if st.state is not PatchState.APPLICABLE:
         raise RevError("VERIFY_FAILED", st.reason)
     component = PatchedFile(root, spec, site, st, state_dir)
     with staging_area() as area:
@@ -396,7 +408,7 @@ class PatchedFile(Hooks):
 
     def verify(self, result) -> Verdict:
         after = patch_status(self.root, self.spec, self.site, state_dir=self.state_dir)
-        return Verdict(after.state == "applied", {"state": after.state},
+        return Verdict(after.state is PatchState.APPLIED, {"state": after.state},
                        why=f"it is not as the patch expects ({after.reason})")
 
 
