@@ -27,7 +27,7 @@ import stat
 from pathlib import Path
 
 from rocmrevive.errors import RevError
-from rocmrevive.hashing import hash_fd
+from rocmrevive.hashing import Reader, hash_fd
 
 SHARED_ENV = "ROCMREVIVE_TRUST_SHARED"
 CHUNK = 1 << 20
@@ -543,9 +543,9 @@ def read_fd(fd: int, *, max_size: int, what="file") -> bytes:
             raise RevError("VERIFY_FAILED", f"{what} is larger than the {max_size:,} bytes allowed")
 
 
-def copy_fd(src_fd: int, dst_fd: int, *, max_size: int | None = None, what="file", h=None) -> tuple[str, int]:
-    """Copy ``src_fd`` to ``dst_fd`` hashing on the way (hashing.hash_fd with a sink); stops with
-    RevError("VERIFY_FAILED") as soon as more than ``max_size`` bytes were actually read."""
+def copy_fd(src_fd: int | Reader, dst_fd: int, *, max_size: int | None = None, what="file", h=None) -> tuple[str, int]:
+    """Copy ``src_fd`` (a descriptor or a Reader) to ``dst_fd`` hashing on the way (hashing.hash_fd with
+    a sink); stops with RevError("VERIFY_FAILED") as soon as more than ``max_size`` bytes were actually read."""
     return hash_fd(src_fd, h, sink=lambda chunk: write_all(dst_fd, chunk), max_size=max_size, what=what)
 
 

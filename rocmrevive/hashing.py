@@ -6,23 +6,30 @@ from __future__ import annotations
 
 import hashlib
 import os
+from typing import Callable
 
 from rocmrevive.errors import RevError
 
 CHUNK = 1 << 20
 
 
-def hash_fd(fd: int, h=None, *, sink=None, max_size: int | None = None, what="file") -> tuple[str, int]:
+# a ``readinto(view) -> count`` function, 0 at the end: data that has no descriptor of its own
+Reader = Callable[[memoryview], int]
+
+
+def hash_fd(fd: int | Reader, h=None, *, sink=None, max_size: int | None = None, what="file") -> tuple[str, int]:
     """Feed everything readable from ``fd`` into ``h`` (a new sha256 by default), handing each
     chunk to ``sink`` too when given (a copy); stops with RevError("VERIFY_FAILED") as soon as
     more than ``max_size`` bytes were actually read. Returns (hex digest, bytes read).
-    (The one hash-and-copy loop.)"""
+    ``fd`` is a descriptor or a Reader (a tar member behind a decompressor). (The one hash-and-copy
+    loop.)"""
     h = h if h is not None else hashlib.sha256()
     buf = bytearray(CHUNK)
     view = memoryview(buf)
+    readinto = fd if callable(fd) else (lambda mv: os.readv(fd, [mv]))
     size = 0
     while True:
-        n = os.readv(fd, [buf])
+        n = readinto(view)
         if not n:
             break
         size += n

@@ -262,7 +262,7 @@ def test_install_from_a_user_owned_folder_with_swapped_members(arena, source, tm
 
 def test_folder_source_cap_counts_bytes_read_not_lstat(tmp_path, monkeypatch):
     """A file that grows between fstat and the end of the copy is cut at its fstat size."""
-    from rocmrevive.sources import unpack
+    from rocmrevive.sources.unpack import folder
 
     src = tmp_path / "tree/lib"
     src.mkdir(parents=True)
@@ -278,7 +278,7 @@ def test_folder_source_cap_counts_bytes_read_not_lstat(tmp_path, monkeypatch):
                 f.write(b"y" * 5000)  # the swap/growth after the check
         return st
 
-    monkeypatch.setattr(unpack.os, "fstat", fstat)
+    monkeypatch.setattr(folder.os, "fstat", fstat)
     with pytest.raises(RevError) as ei:
         extract_selected(tmp_path / "tree", lambda n: True, tmp_path / "stage", member_prefix="lib/")
     assert ei.value.code == "VERIFY_FAILED" and "grew" in ei.value.message

@@ -14,7 +14,8 @@ and safe extraction of only the selected archive members.
     export.py         export_artifacts: artifacts and their signed indexes for other hosts (fetch --to)
     fetch_run.py      run_fetch: a `fetch` run over manifests (then --extract, --to) and its outcome
     extract.py        extract_into: the selected files in DIR/<manifest>/<source>/ (fetch --extract)
-    unpack.py         extract_selected(artifact, select, staging, member_prefix=...) -> [StagedFile]
+    unpack/           extract_selected(artifact, select, staging, member_prefix=...) -> [StagedFile]:
+                      the .deb's ar container, the decompressors, the tar reader, selection and staging
 
 Nothing here prints or exits; errors are RevError values.
 """
