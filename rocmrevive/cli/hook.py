@@ -2,31 +2,10 @@
 dpkg run, when an upgrade took away the gfx906 files rocmrevive installed (and can put them back)."""
 from __future__ import annotations
 
-import os
-import shutil
-import sys
-
 import click
 
 from rocmrevive.cli.options import hook_state_dir_option
 from rocmrevive.cli.ui import Outcome, mirror_option
-
-INSTALL_PASSTHROUGH = ("--from", "--mirror", "--cache", "--manifests", "--tree")
-
-
-def _default_bin(argv0: str | None = None, executable: str | None = None) -> list[str]:
-    """The rocmrevive that is running now, not the first one on PATH (that may be a shim of
-    another install): the `rocmrevive` script this process was started as (its real path, so a
-    link in ~/.local/bin that is later pointed elsewhere does not change what apt runs), else
-    this interpreter with the package (`python -m rocmrevive.cli.main`)."""
-    argv0 = sys.argv[0] if argv0 is None else argv0
-    executable = executable or sys.executable
-    if os.path.basename(argv0) == "rocmrevive":
-        script = shutil.which(argv0) if os.sep not in argv0 else argv0
-        if script and os.path.isfile(script):
-            return [os.path.realpath(script)]
-    return [os.path.abspath(executable), "-m", "rocmrevive.cli.main"]
-
 
 @click.group()
 def hook():
@@ -53,20 +32,11 @@ def hook():
 @click.pass_obj
 def install(ui, reapply, bin_path, state_dir, from_path, mirror, cache, manifests_dir, trees, dry_run):
     """Install the apt hook (/etc/apt/apt.conf.d/99rocmrevive) as a journaled transaction."""
-    from rocmrevive.errors import RevError
-    from rocmrevive.install.hooks import HOOK_FILE, HookConfig, install_hook, render
+    from rocmrevive.install.hooks import HOOK_FILE, hook_config, install_hook, render
 
     def work() -> Outcome:
-        extra = []
-        for flag, value in zip(INSTALL_PASSTHROUGH, (from_path, mirror, cache, manifests_dir)):
-            if value:
-                extra += [flag, os.path.abspath(value) if flag in ("--from", "--cache", "--manifests") else value]
-        for t in trees:
-            extra += ["--tree", t]
-        if extra and not reapply:
-            raise RevError("USAGE", "--from, --mirror, --cache, --manifests and --tree are for --reapply")
-        binv = [os.path.abspath(bin_path)] if bin_path else _default_bin()
-        cfg = HookConfig(mode="reapply" if reapply else "warn", bin=binv, install_args=extra, state_dir=state_dir)
+        cfg = hook_config(reapply=reapply, bin_path=bin_path, state_dir=state_dir, from_path=from_path,
+                          mirror=mirror, cache=cache, manifests_dir=manifests_dir, trees=trees)
         res = install_hook(ui.root, cfg, dry_run=dry_run)
         data = {"path": HOOK_FILE, "mode": cfg.mode, "config": cfg.to_json(), "command": cfg.shell_command(),
                 "dry_run": dry_run, "content": render(cfg), **{k: v for k, v in res.to_json().items() if k != "changed"}}
@@ -166,38 +136,31 @@ def run(ui, mode, state_dir, now, wait_s, log_path, install_args):
     `rocmrevive install --yes INSTALL_ARGS` in the background, once apt has released its locks
     (it holds them while its hooks run), and logs the result.
     """
-    from rocmrevive.install.hooks import HOOK_LOG, findings, reapply_now, start_reapply
+    from rocmrevive.install.hooks import HOOK_LOG, HookRun, after_dpkg, reapply_now
 
     log_machine = log_path or HOOK_LOG
 
     def work() -> Outcome:
-        try:
-            if now:
+        if now:
+            try:
                 return _reapplied(reapply_now(ui.root, state_dir=state_dir, install_args=install_args,
                                               wait_s=wait_s, log_machine=log_machine))
-            found = findings(ui.root, state_dir)
-        except Exception as exc:  # the hook must never break apt; say what went wrong instead
-            msg = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-            return Outcome(data={"mode": mode, "findings": [], "action": "error", "problem": msg},
-                           render=lambda con: con.print(f"rocmrevive hook: could not check: {msg}", markup=False))
-        action, pid = "none", None
-        if mode == "reapply" and any(f.kind in ("lost", "gone") for f in found):
-            pid = start_reapply(ui.root, found, state_dir=state_dir, wait_s=wait_s, log_machine=log_machine,
-                                install_args=install_args)
-            action = "reapply-started"
-        elif found:
-            action = "warned"
-        data = {"mode": mode, "findings": [f.to_json() for f in found], "action": action, "pid": pid,
-                "log": log_machine if pid else None}
+            except Exception as exc:  # the hook must never break apt; say what went wrong instead
+                done = HookRun.failed(mode, exc)
+        else:
+            done = after_dpkg(ui.root, mode=mode, state_dir=state_dir, wait_s=wait_s, log_machine=log_machine,
+                              install_args=install_args)
 
         def show(con):
-            for f in found:
+            if done.action == "error":
+                con.print(f"rocmrevive hook: could not check: {done.problem}", markup=False)
+            for f in done.findings:
                 con.print(f"rocmrevive hook: {f.message()}", markup=False)
-            if pid:
+            if done.pid:
                 con.print(f"rocmrevive hook: re-installing in the background once apt has finished "
-                          f"(process {pid}, log {log_machine})", markup=False)
+                          f"(process {done.pid}, log {done.log})", markup=False)
 
-        return Outcome(data=data, render=show)
+        return Outcome(data=done.to_json(), render=show)
 
     ui.run("hook run", work)
 

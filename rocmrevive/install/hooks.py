@@ -12,6 +12,7 @@ that nobody edited it.
     install_hook(root, cfg)          # TxResult; unchanged when the same hook is already there
     hook_status(root)                # {"installed": True, "config": {...}, "intact": True, ...}
     findings(root)                   # what the dpkg run broke: [Finding(tree, kind, files, txid)]
+    after_dpkg(root, mode="warn", state_dir=None, wait_s=900, log_machine=HOOK_LOG)  # HookRun
     remove_hook(root)                # every hook transaction rolled back, newest first
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ import json
 import os
 import datetime
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -36,6 +38,8 @@ HOOK_LOG = "/var/log/rocmrevive/hook.log"
 MODES = ("warn", "reapply")
 MARK = "// rocmrevive-hook "
 FORMAT_VERSION = 1
+# `hook install` options passed on to `install` when re-applying
+INSTALL_PASSTHROUGH = ("--from", "--mirror", "--cache", "--manifests", "--tree")
 
 
 @dataclass
@@ -77,6 +81,36 @@ class HookConfig:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+def hook_config(*, reapply: bool, bin_path: str | None, state_dir: str | None, from_path: str | None,
+                mirror: str | None, cache: str | None, manifests_dir: str | None, trees=()) -> HookConfig:
+    """The configuration ``hook install`` writes from its options: the install options are kept
+    for --reapply only (paths made absolute); the executable is ``bin_path`` or the running one."""
+    extra = []
+    for flag, value in zip(INSTALL_PASSTHROUGH, (from_path, mirror, cache, manifests_dir)):
+        if value:
+            extra += [flag, os.path.abspath(value) if flag in ("--from", "--cache", "--manifests") else value]
+    for t in trees:
+        extra += ["--tree", t]
+    if extra and not reapply:
+        raise RevError("USAGE", "--from, --mirror, --cache, --manifests and --tree are for --reapply")
+    binv = [os.path.abspath(bin_path)] if bin_path else running_bin()
+    return HookConfig(mode="reapply" if reapply else "warn", bin=binv, install_args=extra, state_dir=state_dir)
+
+
+def running_bin(argv0: str | None = None, executable: str | None = None) -> list[str]:
+    """The rocmrevive that is running now, not the first one on PATH (that may be a shim of
+    another install): the `rocmrevive` script this process was started as (its real path, so a
+    link in ~/.local/bin that is later pointed elsewhere does not change what apt runs), else
+    this interpreter with the package (`python -m rocmrevive.cli.main`)."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    executable = executable or sys.executable
+    if os.path.basename(argv0) == "rocmrevive":
+        script = shutil.which(argv0) if os.sep not in argv0 else argv0
+        if script and os.path.isfile(script):
+            return [os.path.realpath(script)]
+    return [os.path.abspath(executable), "-m", "rocmrevive.cli.main"]
 
 
 def render(cfg: HookConfig) -> str:
@@ -224,6 +258,45 @@ def findings(root, state_dir: str | None = None) -> list[Finding]:
         if t.get("drifted"):
             out.append(Finding(t["tree"], "changed", list(t["drifted"]), t["txid"]))
     return out
+
+
+@dataclass
+class HookRun:
+    """What ``hook run`` found after a dpkg run and did about it. ``action``: "none", "warned",
+    "reapply-started" (``pid`` re-installs in the background, logging to ``log``) or "error"
+    (the check itself failed: ``problem``; the hook never fails apt)."""
+
+    mode: str
+    findings: list[Finding]
+    action: str
+    pid: int | None = None
+    log: str | None = None
+    problem: str | None = None
+
+    @classmethod
+    def failed(cls, mode: str, exc: Exception) -> "HookRun":
+        return cls(mode, [], "error", problem=getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}")
+
+    def to_json(self) -> dict:
+        head = {"mode": self.mode, "findings": [f.to_json() for f in self.findings], "action": self.action}
+        if self.action == "error":
+            return {**head, "problem": self.problem}
+        return {**head, "pid": self.pid, "log": self.log}
+
+
+def after_dpkg(root, *, mode: str, state_dir: str | None, wait_s: float, log_machine: str,
+               install_args=()) -> HookRun:
+    """What apt runs after dpkg: check every committed install's files; in mode reapply, when a
+    tree lost its files, start the re-install in the background (``start_reapply``)."""
+    try:
+        found = findings(root, state_dir)
+    except Exception as exc:  # the hook must never break apt; say what went wrong instead
+        return HookRun.failed(mode, exc)
+    if mode == "reapply" and any(f.kind in ("lost", "gone") for f in found):
+        pid = start_reapply(root, found, state_dir=state_dir, wait_s=wait_s, log_machine=log_machine,
+                            install_args=install_args)
+        return HookRun(mode, found, "reapply-started", pid, log_machine)
+    return HookRun(mode, found, "warned" if found else "none")
 
 
 def wait_for_package_managers(root, timeout: float, poll: float = 1.0) -> bool:
