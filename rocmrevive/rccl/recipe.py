@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from rocmrevive.errors import RevError
 from rocmrevive.rccl.audit import ROCMREVIVE_PREFIX, machine_gpus
 from rocmrevive.rootfs import Root
+from rocmrevive.trees.buildscript import BuildSteps, clone_and_build
 
 RCCL_REPO = "https://github.com/ROCm/rccl.git"
 MONOREPO = "https://github.com/ROCm/rocm-systems.git"   # RCCL moved to projects/rccl there (ROCm 7.x)
@@ -70,43 +71,19 @@ def _rocm(root: Root, rocm_path: str | None, rocm_version: str | None) -> tuple[
 def _build_script(path: str, ref: str, prefix: str, procs: list[str], which: str, check: str, jobs: str) -> str:
     """The bash script that builds RCCL at ``ref`` against the ROCm at ``path`` for every processor
     present (``which`` names the GPUs), installs it into ``prefix`` and runs ``check``."""
-    q = shlex.quote
     gpu_targets = ";".join(procs)
+    steps = clone_and_build(BuildSteps(
+        project="RCCL", repo=RCCL_REPO, ref=ref,
+        ref_note="          # the RCCL of the ROCm release it builds against",
+        subdir_note=f"       # projects/rccl when RCCL_REPO is {MONOREPO}",
+        rocm_path=path, targets=gpu_targets, prefix=prefix, compilers=(("CXX", "hipcc"),),
+        options=("-DBUILD_TESTS=OFF", "-DENABLE_MSCCLPP=OFF", "-DENABLE_MSCCL_KERNEL=OFF"), jobs=jobs))
     return f"""#!/usr/bin/env bash
 # Build RCCL for this machine's GPUs {which}
 # Targets: {gpu_targets} -- every processor present, so no card loses RCCL.
 # Written by `rocmrevive rccl recipe`. Needs git, cmake >= 3.16, make or ninja, and the ROCm
 # development packages of {path} (hipcc, rocm-cmake, rocm-smi-lib headers).
-set -euo pipefail
-
-ROCM_PATH={q(path)}
-RCCL_REPO="${{RCCL_REPO:-{RCCL_REPO}}}"
-RCCL_REF="${{RCCL_REF:-{ref}}}"          # the RCCL of the ROCm release it builds against
-RCCL_SUBDIR="${{RCCL_SUBDIR:-.}}"       # projects/rccl when RCCL_REPO is {MONOREPO}
-GPU_TARGETS={q(gpu_targets)}
-PREFIX={q(prefix)}
-SRC="${{SRC:-$HOME/src/rccl-$RCCL_REF}}"
-BUILD="$SRC/build-rocmrevive"
-
-test -x "$ROCM_PATH/bin/hipcc" || {{ echo "no $ROCM_PATH/bin/hipcc: install the ROCm development packages" >&2; exit 1; }}
-if [ ! -d "$SRC/.git" ]; then
-  git clone --depth 1 --branch "$RCCL_REF" "$RCCL_REPO" "$SRC"
-fi
-
-cmake -S "$SRC/$RCCL_SUBDIR" -B "$BUILD" \\
-  -DCMAKE_BUILD_TYPE=Release \\
-  -DCMAKE_CXX_COMPILER="$ROCM_PATH/bin/hipcc" \\
-  -DCMAKE_PREFIX_PATH="$ROCM_PATH" \\
-  -DROCM_PATH="$ROCM_PATH" \\
-  -DGPU_TARGETS="$GPU_TARGETS" \\
-  -DAMDGPU_TARGETS="$GPU_TARGETS" \\
-  -DBUILD_TESTS=OFF \\
-  -DENABLE_MSCCLPP=OFF \\
-  -DENABLE_MSCCL_KERNEL=OFF \\
-  -DCMAKE_INSTALL_PREFIX="$PREFIX"
-cmake --build "$BUILD" -j"{jobs}"
-cmake --install "$BUILD"     # needs write access to $PREFIX (sudo, or a PREFIX of your own)
-
+{steps}
 # The check that proves the result: every GPU above must be served by the new library.
 {check}
 

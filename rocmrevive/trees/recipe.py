@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root
+from rocmrevive.trees.buildscript import BuildSteps, clone_and_build
 
 ROCBLAS_REPO = "https://github.com/ROCm/rocBLAS.git"
 MONOREPO = "https://github.com/ROCm/rocm-libraries.git"   # rocBLAS also lives in projects/rocblas there
@@ -185,48 +186,25 @@ def _source_build_script(copy, *, tag: str, rocm_path: str, prefix: str, procs: 
                          expected: list[str], commands: tuple[str, str], jobs: str) -> str:
     """The bash script that builds rocBLAS at ``tag`` for ``procs`` into ``prefix`` and hands the
     result to rocmrevive (``commands``: the check, then the install)."""
-    q = shlex.quote
     targets_s = ";".join(procs)
     check, install = commands
+    steps = clone_and_build(BuildSteps(
+        project="ROCBLAS", repo=ROCBLAS_REPO, ref=tag,
+        ref_note="      # the rocBLAS of the tree's ROCm release",
+        subdir_note=f"    # projects/rocblas when ROCBLAS_REPO is {MONOREPO}",
+        rocm_path=rocm_path, targets=targets_s, prefix=prefix,
+        compilers=(("CXX", "amdclang++"), ("C", "amdclang")),
+        options=("-DBUILD_WITH_TENSILE=ON", "-DTensile_LAZY_LIBRARY_LOADING=ON",
+                 "-DTensile_SEPARATE_ARCHITECTURES=ON", "-DTensile_LIBRARY_FORMAT=msgpack",
+                 "-DBUILD_WITH_HIPBLASLT=OFF",
+                 "-DBUILD_CLIENTS_TESTS=OFF -DBUILD_CLIENTS_BENCHMARKS=OFF -DBUILD_CLIENTS_SAMPLES=OFF"),
+        jobs=jobs))
     return f"""#!/usr/bin/env bash
 # Build rocBLAS {copy.rocblas_version or '?'} (tag {tag}) for {targets_s}, the targets {copy.path} lacks
 # ({devices_from}). Written by `rocmrevive recipe`. Needs git, cmake >= 3.16, python3-venv, ninja or
 # make, and the ROCm development packages of {rocm_path} (amdclang++, rocm-cmake, hipBLAS-common headers).
 # Tensile for one target takes about an hour on 16 cores.
-set -euo pipefail
-
-ROCM_PATH={q(rocm_path)}
-ROCBLAS_REPO="${{ROCBLAS_REPO:-{ROCBLAS_REPO}}}"
-ROCBLAS_REF="${{ROCBLAS_REF:-{tag}}}"      # the rocBLAS of the tree's ROCm release
-ROCBLAS_SUBDIR="${{ROCBLAS_SUBDIR:-.}}"    # projects/rocblas when ROCBLAS_REPO is {MONOREPO}
-GPU_TARGETS={q(targets_s)}
-PREFIX={q(prefix)}
-SRC="${{SRC:-$HOME/src/rocblas-$ROCBLAS_REF}}"
-BUILD="$SRC/build-rocmrevive"
-
-test -x "$ROCM_PATH/bin/amdclang++" || {{ echo "no $ROCM_PATH/bin/amdclang++: install the ROCm development packages" >&2; exit 1; }}
-if [ ! -d "$SRC/.git" ]; then
-  git clone --depth 1 --branch "$ROCBLAS_REF" "$ROCBLAS_REPO" "$SRC"
-fi
-
-cmake -S "$SRC/$ROCBLAS_SUBDIR" -B "$BUILD" \\
-  -DCMAKE_BUILD_TYPE=Release \\
-  -DCMAKE_CXX_COMPILER="$ROCM_PATH/bin/amdclang++" \\
-  -DCMAKE_C_COMPILER="$ROCM_PATH/bin/amdclang" \\
-  -DCMAKE_PREFIX_PATH="$ROCM_PATH" \\
-  -DROCM_PATH="$ROCM_PATH" \\
-  -DGPU_TARGETS="$GPU_TARGETS" \\
-  -DAMDGPU_TARGETS="$GPU_TARGETS" \\
-  -DBUILD_WITH_TENSILE=ON \\
-  -DTensile_LAZY_LIBRARY_LOADING=ON \\
-  -DTensile_SEPARATE_ARCHITECTURES=ON \\
-  -DTensile_LIBRARY_FORMAT=msgpack \\
-  -DBUILD_WITH_HIPBLASLT=OFF \\
-  -DBUILD_CLIENTS_TESTS=OFF -DBUILD_CLIENTS_BENCHMARKS=OFF -DBUILD_CLIENTS_SAMPLES=OFF \\
-  -DCMAKE_INSTALL_PREFIX="$PREFIX"
-cmake --build "$BUILD" -j"{jobs}"
-cmake --install "$BUILD"     # needs write access to $PREFIX (sudo, or a PREFIX of your own)
-
+{steps}
 # The build must have left the per-target index and helper kernels:
 for f in {' '.join(expected)}; do
   test -f "$PREFIX/lib/rocblas/library/$f" || {{ echo "missing $PREFIX/lib/rocblas/library/$f" >&2; exit 1; }}
