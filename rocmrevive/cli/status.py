@@ -63,7 +63,9 @@ def _render(con, rep, verbose: bool) -> None:
 
 
 def _when(x: dict) -> str:
-    return (x["committed"] if x["state"] == "committed" else x["rolled_back"] or x["began"]) or ""
+    from rocmrevive.txn.journal import TxState
+
+    return (x["committed"] if x["state"] == TxState.COMMITTED else x["rolled_back"] or x["began"]) or ""
 
 
 def _now(x: dict) -> str:
@@ -74,8 +76,10 @@ def _now(x: dict) -> str:
 
 
 def _render_files(con, items: list[dict]) -> None:
+    from rocmrevive.txn.journal import TxState
+
     for x in items:
-        if x["state"] != "committed":
+        if x["state"] != TxState.COMMITTED:
             continue
         where = {p: k for k in ("intact", "drifted", "missing", "superseded") for p in x.get(k, [])}
         for c in x["changes"]:

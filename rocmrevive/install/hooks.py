@@ -30,6 +30,8 @@ from pathlib import Path
 
 from rocmrevive.errors import RevError
 from rocmrevive.install.core import Hooks, Staged
+from rocmrevive.txn.history import Integrity
+from rocmrevive.txn.journal import PENDING, TxState
 
 HOOK_FILE = "/etc/apt/apt.conf.d/99rocmrevive"
 HOOK_DIR = "/etc/apt/apt.conf.d"
@@ -192,7 +194,7 @@ def remove_hook(root, *, force: bool = False, dry_run: bool = False) -> list:
     from rocmrevive.txn.history import list_transactions
     from rocmrevive.txn.undo import rollback
 
-    txs = [t for t in list_transactions(root, state_dir=HOOK_STATE_DIR, verify=False) if t["state"] == "committed"]
+    txs = [t for t in list_transactions(root, state_dir=HOOK_STATE_DIR, verify=False) if t["state"] == TxState.COMMITTED]
     if dry_run:
         # each older transaction is only checkable once the newer ones are undone: check the newest
         return [rollback(root, txs[-1]["txid"], force=force, state_dir=HOOK_STATE_DIR, dry_run=True)] if txs else []
@@ -208,14 +210,14 @@ def hook_status(root) -> dict:
     text = real.read_text(errors="replace") if real.is_file() else None
     cfg = parse(text) if text is not None else None
     txs = list_transactions(root, state_dir=HOOK_STATE_DIR)
-    live = [t for t in txs if t["state"] == "committed" and HOOK_FILE in (t.get("intact", []) + t.get("drifted", [])
+    live = [t for t in txs if t["state"] == TxState.COMMITTED and HOOK_FILE in (t.get("intact", []) + t.get("drifted", [])
                                                                           + t.get("missing", []))]
     last = live[-1] if live else None
     intact = None if last is None else HOOK_FILE in last.get("intact", [])
     return {"path": HOOK_FILE, "installed": cfg is not None, "exists": text is not None,
             "config": cfg.to_json() if cfg else None, "managed": last is not None,
             "intact": intact, "transactions": [t["txid"] for t in txs],
-            "pending": [t["txid"] for t in txs if t["state"] in ("interrupted", "damaged")],
+            "pending": [t["txid"] for t in txs if t["state"] in PENDING],
             "state_dir": HOOK_STATE_DIR}
 
 
@@ -250,7 +252,7 @@ def findings(root, state_dir: str | None = None) -> list[Finding]:
 
     out = []
     for t in list_transactions(root, state_dir=state_dir or DEFAULT_STATE_DIR):
-        if t["state"] != "committed" or t["integrity"] in (None, "intact"):
+        if t["state"] != TxState.COMMITTED or t["integrity"] in (None, Integrity.INTACT):
             continue
         if t.get("missing"):
             kind = "lost" if t["tree_exists"] else "gone"

@@ -33,6 +33,7 @@ from rocmrevive.errors import RevError
 from rocmrevive.install.core import Hooks, Staged, Verdict
 from rocmrevive.rootfs import Root
 from rocmrevive.strenum import StrEnum
+from rocmrevive.txn.journal import TxState
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -360,7 +361,7 @@ def _applied_by(root: Root, spec: PatchSpec, site: str, state_dir: str | None) -
         txs = list_transactions(root, state_dir=state_dir or DEFAULT_STATE_DIR, verify=False)
     except RevError:
         return None
-    hits = [t for t in txs if t.get("state") == "committed" and (t.get("meta") or {}).get("kind") == "patch"
+    hits = [t for t in txs if t.get("state") == TxState.COMMITTED and (t.get("meta") or {}).get("kind") == "patch"
             and t["meta"].get("patch") == spec.id and t["meta"].get("site") == site]
     return hits[-1]["txid"] if hits else None
 

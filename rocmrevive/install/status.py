@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from rocmrevive.rootfs import Root
+from rocmrevive.txn.history import Integrity
+from rocmrevive.txn.journal import PENDING, TxState
 
 # a tree's state: the worst of its transactions (interrupted first), else its live files' integrity
-INTEGRITY_ORDER = ("drifted", "missing", "partial")
+INTEGRITY_ORDER = (Integrity.DRIFTED, Integrity.MISSING, Integrity.PARTIAL)
 
 
 @dataclass
@@ -40,17 +42,18 @@ class StatusReport:
 
 
 def tree_state(items: list[dict]) -> str:
-    """One tree's state from its transactions."""
-    live = [t for t in items if t["state"] == "committed"]
-    if any(t["state"] in ("interrupted", "damaged") for t in items):
-        return "interrupted"
-    if any(t["state"] == "in_progress" for t in items):
-        return "in_progress"
-    return next((s for s in INTEGRITY_ORDER if any(t["integrity"] == s for t in live)), "intact" if live else "clean")
+    """One tree's state from its transactions: interrupted, in_progress, an ``Integrity`` or clean."""
+    live = [t for t in items if t["state"] == TxState.COMMITTED]
+    if any(t["state"] in PENDING for t in items):
+        return TxState.INTERRUPTED
+    if any(t["state"] == TxState.IN_PROGRESS for t in items):
+        return TxState.IN_PROGRESS
+    return next((s for s in INTEGRITY_ORDER if any(t["integrity"] == s for t in live)),
+                Integrity.INTACT if live else "clean")
 
 
 def _tree_doc(tree: str, items: list[dict]) -> dict:
-    live = [t for t in items if t["state"] == "committed"]
+    live = [t for t in items if t["state"] == TxState.COMMITTED]
     return {"tree": tree, "exists": any(t["tree_exists"] for t in items), "state": tree_state(items),
             "files_managed": sum(len(t.get("intact", [])) + len(t.get("drifted", [])) + len(t.get("missing", []))
                                  for t in live),
@@ -58,7 +61,7 @@ def _tree_doc(tree: str, items: list[dict]) -> dict:
 
 
 def _verdict(rep: StatusReport) -> None:
-    damaged = [t for t in rep.transactions if t["state"] == "committed" and t["integrity"] != "intact"]
+    damaged = [t for t in rep.transactions if t["state"] == TxState.COMMITTED and t["integrity"] != Integrity.INTACT]
     if rep.pending:
         rep.code = "INTERRUPTED"
         t = rep.pending[-1]
@@ -69,9 +72,9 @@ def _verdict(rep: StatusReport) -> None:
     elif damaged:
         rep.code = "DRIFT"
         t = damaged[-1]
-        what = {"missing": "its files are gone (was the tree upgraded or reinstalled? install again)",
-                "partial": f"{len(t['missing'])} of its files are gone (install again)",
-                "drifted": f"{len(t['drifted'])} of its files were changed by something else"}[t["integrity"]]
+        what = {Integrity.MISSING: "its files are gone (was the tree upgraded or reinstalled? install again)",
+                Integrity.PARTIAL: f"{len(t['missing'])} of its files are gone (install again)",
+                Integrity.DRIFTED: f"{len(t['drifted'])} of its files were changed by something else"}[t["integrity"]]
         rep.message = f"transaction {t['txid']} on {t['tree'] or '(tree unknown)'}: {what}"
 
 
@@ -94,7 +97,7 @@ def machine_status(root: Root, *, state_dir: str, trees=()) -> StatusReport:
     for t in txs:
         by_tree.setdefault(t["tree"] or "(unknown)", []).append(t)
     rep = StatusReport(state_dir, txs, trees=[_tree_doc(tree, items) for tree, items in by_tree.items()],
-                       pending=[t for t in txs if t["state"] in ("interrupted", "damaged")])
+                       pending=[t for t in txs if t["state"] in PENDING])
     _verdict(rep)
     rep.smoke = read_last(root)
     rep.diversions = divert_findings(root, state_dir)

@@ -185,6 +185,7 @@ def integrity_check(root, machine_lib: str, machine_files: Sequence[str] = (), s
 
     try:
         from rocmrevive.txn.history import list_transactions
+        from rocmrevive.txn.journal import PENDING, TxState
     except ImportError:
         return Check("integrity", CheckStatus.SKIP, "not checked: this build has no transaction journal")
     try:
@@ -200,13 +201,13 @@ def integrity_check(root, machine_lib: str, machine_files: Sequence[str] = (), s
     offenders: list[dict] = []
     intact, txids = 0, []
     for tx in txs:
-        if tx.get("state") in ("interrupted", "damaged", "in_progress"):
+        if tx.get("state") in (*PENDING, TxState.IN_PROGRESS):
             if tx.get("tree") and (tx["tree"].startswith(prefix) or prefix.startswith(tx["tree"].rstrip("/") + "/")):
                 offenders.append({"kind": "transaction-interrupted", "file": tx.get("journal") or "",
                                   "kernels": [], "problem": f"transaction {tx['txid']} was interrupted: "
                                                             "run `rocmrevive recover`"})
             continue
-        if tx.get("state") != "committed":
+        if tx.get("state") != TxState.COMMITTED:
             continue
         mine = here(tx.get("intact")) + here(tx.get("drifted")) + here(tx.get("missing"))
         if not mine:

@@ -28,7 +28,7 @@ from pathlib import Path
 from rocmrevive.errors import RevError
 from rocmrevive.txn import divert
 from rocmrevive.txn.fsutil import fsync_dir, stage_copy
-from rocmrevive.txn.journal import JOURNAL_VERSION, Journal, TxRecord
+from rocmrevive.txn.journal import JOURNAL_VERSION, Journal, TxRecord, TxState
 from rocmrevive.txn.lock import check_package_managers
 from rocmrevive.txn.observe import WORKERS, temp_for
 from rocmrevive.txn.plan import Plan
@@ -155,7 +155,7 @@ class _Apply:
                         for s in todo])
         checkpoint("intent")
         # a package-owned file is diverted before the graft takes its place (divert.follow)
-        self.warnings = divert.follow(self.root, st.machine, self.plan.meta, txid, "committed", strict=True)
+        self.warnings = divert.follow(self.root, st.machine, self.plan.meta, txid, TxState.COMMITTED, strict=True)
         for s in todo:
             if s.op == "delete":
                 os.unlink(s.real)

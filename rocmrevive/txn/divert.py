@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from rocmrevive.errors import RevError
 from rocmrevive.txn.history import list_transactions
+from rocmrevive.txn.journal import TxState
 
 DIVERT_SUFFIX = ".rocmrevive-orig"
 PACKAGE = "rocmrevive"
@@ -160,7 +161,7 @@ def is_diverted(root, machine_path: str) -> bool:
     return any(f == machine_path and pkg == PACKAGE for f, _to, pkg in read_diversions(root))
 
 
-def _wanted(root, state_dir: str, decided: tuple[str, str] | None = None) -> dict[str, tuple[bool, dict]]:
+def _wanted(root, state_dir: str, decided: tuple[str, TxState] | None = None) -> dict[str, tuple[bool, dict]]:
     """path -> (diversion wanted, the transaction that decides it) from the journals: wanted while a
     committed graft of the path wants it, unwanted once each was rolled back (the latest says so);
     a path whose graft is still open (interrupted, in progress) and none committed is left out,
@@ -173,9 +174,9 @@ def _wanted(root, state_dir: str, decided: tuple[str, str] | None = None) -> dic
         if not d or not d.get("wanted"):
             continue
         state = decided[1] if decided is not None and tx["txid"] == decided[0] else tx["state"]
-        if state == "committed":
+        if state == TxState.COMMITTED:
             committed[d["path"]] = tx  # later transactions override earlier ones
-        elif state == "rolled_back":
+        elif state == TxState.ROLLED_BACK:
             rolled_back[d["path"]] = tx
         else:
             still_open.add(d["path"])
@@ -184,11 +185,11 @@ def _wanted(root, state_dir: str, decided: tuple[str, str] | None = None) -> dic
     return out
 
 
-def reconcile(root, state_dir: str, *, decided: tuple[str, str] | None = None) -> list[str]:
+def reconcile(root, state_dir: str, *, decided: tuple[str, TxState] | None = None) -> list[str]:
     """Make dpkg's diversions agree with the journals: add the diversion of each committed graft
     that lacks it, remove rocmrevive's diversion of each graft that was rolled back. Returns one
-    line per change; cheap when there is nothing to do. ``decided``: (txid, "committed" or
-    "rolled_back"), a transaction about to record that end (``follow``)."""
+    line per change; cheap when there is nothing to do. ``decided``: (txid, TxState.COMMITTED or
+    ROLLED_BACK), a transaction about to record that end (``follow``)."""
     done: list[str] = []
     wanted = _wanted(root, state_dir, decided)
     if not wanted:
@@ -204,15 +205,15 @@ def reconcile(root, state_dir: str, *, decided: tuple[str, str] | None = None) -
     return done
 
 
-def follow(root, state_dir: str, meta: dict | None, txid: str, state: str, *, strict: bool) -> list[str]:
+def follow(root, state_dir: str, meta: dict | None, txid: str, state: TxState, *, strict: bool) -> list[str]:
     """The hook of every transaction, run by ``txn`` itself: when transaction ``txid`` grafts a
     package-owned file (``meta.divert``), make dpkg's diversions what they must be once it is
     ``state`` (committed, rolled_back). Returns lines for the result's warnings. ``strict`` (an
     apply): a dpkg-divert failure raises, so the apply is undone; otherwise (an undo or a
     recovery, which must finish) it becomes a warning, and ``status`` shows what is left.
 
-        apply:  follow(root, st.machine, plan.meta, txid, "committed", strict=True)
-        undo:   follow(root, st.machine, tx.begin["meta"], tx.txid, "rolled_back", strict=False)
+        apply:  follow(root, st.machine, plan.meta, txid, TxState.COMMITTED, strict=True)
+        undo:   follow(root, st.machine, tx.begin["meta"], tx.txid, TxState.ROLLED_BACK, strict=False)
     """
     if not ((meta or {}).get("divert") or {}).get("wanted"):
         return []

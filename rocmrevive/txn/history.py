@@ -7,10 +7,21 @@ from __future__ import annotations
 
 from collections import Counter
 
+from rocmrevive.strenum import StrEnum
+from rocmrevive.txn.journal import TxState
 from rocmrevive.txn.lock import is_held
 from rocmrevive.txn.observe import matches, observe_all
 from rocmrevive.txn.result import expected_errors
 from rocmrevive.txn.state import DEFAULT_STATE_DIR, StateDir
+
+
+class Integrity(StrEnum):
+    """A committed transaction's files now (``list_transactions``' ``integrity``)."""
+
+    INTACT = "intact"
+    DRIFTED = "drifted"    # some file has other bytes
+    MISSING = "missing"    # every file gone (an apt upgrade replaced the tree?)
+    PARTIAL = "partial"    # some files gone
 
 
 def list_transactions(root, *, state_dir: str = DEFAULT_STATE_DIR, verify: bool = True) -> list[dict]:
@@ -29,14 +40,14 @@ def _list_transactions(root, st: StateDir, verify: bool) -> list[dict]:
     busy = any(tx.pending for tx in txs) and is_held(st.lock_path) is not None
     owner: dict[str, str] = {}
     for tx in txs:
-        if tx.state == "committed":
+        if tx.state is TxState.COMMITTED:
             for f in tx.planned:
                 owner[f["path"]] = tx.txid
     out = []
     for tx in txs:
         b = tx.begin or {}
         files = tx.planned
-        state = "in_progress" if busy and tx.pending else tx.state
+        state = TxState.IN_PROGRESS if busy and tx.pending else tx.state
         rec = {"txid": tx.txid, "state": state, "tree": tx.tree, "tree_given": b.get("tree_given"),
                "began": b.get("time"), "committed": (tx.commit or {}).get("time"),
                "rolled_back": (tx.rolled_back or {}).get("time"), "meta": b.get("meta") or {},
@@ -45,7 +56,7 @@ def _list_transactions(root, st: StateDir, verify: bool) -> list[dict]:
                "changes": [{k: f.get(k) for k in ("path", "op", "sha256", "size", "source")} for f in files],
                "journal": st.mp(tx.path), "tree_exists": bool(tx.tree) and root.path(tx.tree).is_dir(),
                "integrity": None, "damage": tx.describe_damage() if tx.damaged else None}
-        if tx.state == "committed" and verify:
+        if tx.state is TxState.COMMITTED and verify:
             intact, drifted, missing = [], [], []
             superseded = [f["path"] for f in files if owner.get(f["path"]) != tx.txid]
             mine = [f for f in files if owner.get(f["path"]) == tx.txid]
@@ -58,7 +69,7 @@ def _list_transactions(root, st: StateDir, verify: bool) -> list[dict]:
                 else:
                     drifted.append(f["path"])
             rec.update(intact=intact, drifted=drifted, missing=missing, superseded=superseded)
-            rec["integrity"] = ("drifted" if drifted else "missing" if missing and not intact
-                                else "partial" if missing else "intact")
+            rec["integrity"] = (Integrity.DRIFTED if drifted else Integrity.MISSING if missing and not intact
+                                else Integrity.PARTIAL if missing else Integrity.INTACT)
         out.append(rec)
     return out

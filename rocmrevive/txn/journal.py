@@ -28,7 +28,7 @@ after the intents were written make it *damaged*: ``problems`` says what, and ro
 stop (exit 9) instead of undoing part of it.
 
     j = Journal.create(path); j.write({"type": "begin", ...}); j.close()
-    tx = TxRecord.load(path); tx.state  # "committed"
+    tx = TxRecord.load(path); tx.state  # TxState.COMMITTED
 """
 from __future__ import annotations
 
@@ -42,12 +42,26 @@ from pathlib import Path
 
 from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir, check_regular, read_fd
+from rocmrevive.strenum import StrEnum
 
 JOURNAL_VERSION = 1
 TEMP_SUFFIX = ".rocmrevive-new"  # a staged file: ``.<name>.rocmrevive-new`` next to its target
 MAX_JOURNAL = 256 << 20          # a journal of 2,000 files is ~2 MB
 _TORN = json.dumps({"type": "torn"}).encode() + b"\n"
 _HEX = re.compile(r"^[0-9a-f]{64}$")
+
+
+class TxState(StrEnum):
+    """A transaction's state, as its journal says (``TxRecord.state``, ``list_transactions``)."""
+
+    COMMITTED = "committed"
+    ROLLED_BACK = "rolled_back"
+    INTERRUPTED = "interrupted"    # begun (or its undo begun), never finished: ``recover`` finishes or undoes it
+    DAMAGED = "damaged"            # the journal cannot be trusted (``TxRecord.problems``)
+    IN_PROGRESS = "in_progress"    # (list_transactions) pending while another rocmrevive holds the lock
+
+
+PENDING = (TxState.INTERRUPTED, TxState.DAMAGED)  # what blocks the next transaction until recovered
 
 
 class Journal:
@@ -196,7 +210,7 @@ class TxRecord:
     records: list[dict]
     unreadable: int = 0
     begin: dict | None = None
-    state: str = "damaged"  # committed | rolled_back | interrupted | damaged (see ``problems``)
+    state: TxState = TxState.DAMAGED
     phase: str = "apply"   # apply | undo: what an interrupted transaction was doing
     file_intents: list[dict] = field(default_factory=list)
     mkdir_intents: list[dict] = field(default_factory=list)
@@ -206,7 +220,7 @@ class TxRecord:
     commit: dict | None = None
     rolled_back: dict | None = None
     problems: list[str] = field(default_factory=list)
-    known_state: str = ""  # what the records alone say, for a damaged journal
+    known_state: TxState | None = None  # what the records alone say, for a damaged journal
     torn: bool = True       # a line was cut short (a kill mid-write): a partial intent group is possible
 
     @classmethod
@@ -231,7 +245,7 @@ class TxRecord:
                     tx.problems.append(f"record {n + 1}: a second begin")
                     continue
                 tx.begin = r
-                tx.state = "interrupted"
+                tx.state = TxState.INTERRUPTED
             elif t == "intent":
                 (tx.mkdir_intents if r.get("op") == "mkdir" else tx.file_intents).append(r)
             elif t == "stage":
@@ -240,24 +254,24 @@ class TxRecord:
                 tx.done[r["path"]] = r.get("sha256")
             elif t == "commit":
                 tx.commit = r
-                tx.state = "committed"
+                tx.state = TxState.COMMITTED
             elif t == "undo_begin":
                 tx.undo = r
-                tx.state, tx.phase = "interrupted", "undo"
+                tx.state, tx.phase = TxState.INTERRUPTED, "undo"
             elif t == "rolled_back":
                 tx.rolled_back = r
-                tx.state = "rolled_back"
+                tx.state = TxState.ROLLED_BACK
         if tx.begin is None:
             tx.problems.append("no readable begin record (empty or damaged): what it changed is unknown")
         else:
             tx.problems += _path_problems(tx)
         if tx.problems:
-            tx.known_state, tx.state = tx.state, "damaged"
+            tx.known_state, tx.state = tx.state, TxState.DAMAGED
         return tx
 
     @property
     def pending(self) -> bool:
-        return self.state in ("interrupted", "damaged")
+        return self.state in PENDING
 
     @property
     def damaged(self) -> bool:

@@ -16,7 +16,7 @@ from pathlib import Path
 from rocmrevive.errors import RevError
 from rocmrevive.txn import divert
 from rocmrevive.txn.fsutil import HashMismatch, fsync_dir, sha256_file, stage_copy
-from rocmrevive.txn.journal import Journal, TxRecord
+from rocmrevive.txn.journal import Journal, TxRecord, TxState
 from rocmrevive.txn.lock import check_package_managers
 from rocmrevive.txn.observe import describe, matches, observe_all, temp_for
 from rocmrevive.txn.preflight import check_writable
@@ -154,7 +154,7 @@ class Undo:
         removed_dirs = self._remove_folders()
         # the files are as before: dpkg's diversion of a grafted file goes too (divert.follow)
         self.warnings += divert.follow(self.root, self.st.machine, (self.tx.begin or {}).get("meta"),
-                                       self.tx.txid, "rolled_back", strict=False)
+                                       self.tx.txid, TxState.ROLLED_BACK, strict=False)
         self._write({"type": "rolled_back", "time": now(), "reason": self.reason,
                      "restored": [i["path"] for i in self.items if i["op"] == "restore"],
                      "removed": [i["path"] for i in self.items if i["op"] == "remove"],
@@ -221,7 +221,7 @@ class Undo:
 # rollback ------------------------------------------------------------------------------------
 def _select(txs: list[TxRecord], txid: str | None, st: StateDir) -> TxRecord | None:
     if txid is None:
-        committed = [t for t in txs if t.state == "committed"]
+        committed = [t for t in txs if t.state is TxState.COMMITTED]
         return committed[-1] if committed else None
     exact = [t for t in txs if t.txid == txid]
     if not exact and txid.isdigit():
@@ -246,7 +246,7 @@ def rollback(root, txid: str | None = None, *, force: bool = False, state_dir: s
     st = StateDir(root, state_dir)
     if not dry_run:
         pre = _select(st.load_all(), txid, st)
-        if pre is None or pre.state == "rolled_back":  # nothing to do: answer without taking the lock
+        if pre is None or pre.state is TxState.ROLLED_BACK:  # nothing to do: answer without taking the lock
             return rollback(root, txid, force=force, state_dir=state_dir, dry_run=True, progress=progress)
     with (contextlib.nullcontext() if dry_run else st.lock()):
         if dry_run:
@@ -261,13 +261,13 @@ def rollback(root, txid: str | None = None, *, force: bool = False, state_dir: s
         if tx is None:
             return TxResult(None, False, [], None, None, "nothing", ["no committed transaction to roll back"])
         jpath = st.mp(tx.path)
-        if tx.state == "rolled_back":
+        if tx.state is TxState.ROLLED_BACK:
             when = (tx.rolled_back or {}).get("time", "")
             return TxResult(tx.txid, False, [], jpath, tx.tree, "rolled_back",
                             [f"transaction {tx.txid} was already rolled back {when}".rstrip()])
         later = {}
         for t in txs:
-            if t.state == "committed" and txid_seq(t.txid) > txid_seq(tx.txid):
+            if t.state is TxState.COMMITTED and txid_seq(t.txid) > txid_seq(tx.txid):
                 for f in t.planned:
                     later[f["path"]] = t.txid
         undo = Undo(root, st, tx, None, reason="rollback", force=force, later=later, progress=progress)
@@ -334,7 +334,7 @@ def _recover_one(root, st: StateDir, tx: TxRecord, *, force: bool, dry_run: bool
                 fsync_dir(d)
             j.write(*[{"type": "done", "op": f["op"], "path": f["path"], "sha256": f.get("sha256")}
                       for f in tx.planned if f["path"] not in tx.done])
-            warnings = divert.follow(root, st.machine, (tx.begin or {}).get("meta"), tx.txid, "committed",
+            warnings = divert.follow(root, st.machine, (tx.begin or {}).get("meta"), tx.txid, TxState.COMMITTED,
                                      strict=False)
             j.write({"type": "commit", "time": now(), "files": len(tx.planned), "recovered": True})
             checkpoint("forward")
