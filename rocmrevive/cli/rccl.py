@@ -3,12 +3,10 @@
 fits (``recipe``), and the peer-to-peer environment file (``env``)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from rocmrevive.cli.options import state_dir_option
-from rocmrevive.cli.ui import Outcome, mirror_option, targets_option
+from rocmrevive.cli.ui import Outcome, mirror_option, targets_option, text_or_file
 from rocmrevive.errors import RevError
 
 TARGET_HELP = "Work for this GPU target instead of the detected GPUs (repeatable)."
@@ -17,19 +15,6 @@ TARGET_HELP = "Work for this GPU target instead of the detected GPUs (repeatable
 @click.group()
 def rccl():
     """RCCL targets, mixed-generation pairs, peer-to-peer and the vLLM loader."""
-
-
-def _write_output(path: str, text: str, mode: int = 0o644) -> str:
-    p = Path(path)
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.name}.rocmrevive-new")
-        tmp.write_text(text)
-        tmp.chmod(mode)
-        tmp.replace(p)
-    except OSError as exc:
-        raise RevError("PERMISSION", f"cannot write {path}: {exc.strerror or exc}") from None
-    return str(p)
 
 
 # ---- audit --------------------------------------------------------------------------------
@@ -192,17 +177,8 @@ def recipe(ui, targets, rocm_path, rocm_version, prefix, output):
 
     def work() -> Outcome:
         r = build_recipe(ui.root, targets=targets, rocm_path=rocm_path, rocm_version=rocm_version, prefix=prefix)
-        data = r.to_json()
-        written = _write_output(output, r.script, 0o755) if output else None
-        data["written"] = written
-
-        def render(con):
-            if written:
-                con.print(f"wrote {written}: RCCL for {';'.join(r.targets)} into {r.prefix}", markup=False)
-                con.print(f"then check: {r.check}", markup=False)
-            else:
-                con.file.write(r.script)
-        return Outcome(data=data, changed=False, render=render, warnings=[])
+        return text_or_file(r.to_json(), r.script, output, lambda written: [
+            f"wrote {written}: RCCL for {';'.join(r.targets)} into {r.prefix}", f"then check: {r.check}"], 0o755)
 
     ui.run("rccl recipe", work)
 
@@ -248,15 +224,7 @@ def env(ui, gpus, lib, fmt, output):
         text = rep.env_text(fmt)
         data = rep.to_json()
         data["env_file"], data["format"] = text, fmt
-        written = _write_output(output, text) if output else None
-        data["written"] = written
-
-        def render(con):
-            if written:
-                con.print(f"wrote {written} ({rep.verdict})", markup=False)
-            else:
-                con.file.write(text)
-        return Outcome(data=data, render=render)
+        return text_or_file(data, text, output, lambda written: [f"wrote {written} ({rep.verdict})"])
 
     ui.run("rccl env", work)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from rocmrevive.cli.ui import Outcome
+from rocmrevive.cli.ui import Outcome, text_or_file
 
 
 @click.command("recipe")
@@ -29,22 +29,12 @@ def recipe(ui, tree, targets, rocm_version, prefix, output):
     .kpack archives) it names AMD's own gfx906 package of the same release instead. Writes
     nothing unless -o is given.
     """
-    from rocmrevive.cli.rccl import _write_output
     from rocmrevive.trees.recipe import build_recipe
 
     def work() -> Outcome:
         r = build_recipe(ui.root, tree=tree, targets=targets, rocm_version=rocm_version, prefix=prefix)
-        data = r.to_json()
-        written = _write_output(output, r.script, 0o755) if output else None
-        data["written"] = written
-
-        def render(con):
-            if written:
-                con.print(f"wrote {written}: rocBLAS {r.rocblas_version or '?'} ({r.tag or r.kind}) for "
-                          f"{';'.join(r.targets)}" + (f" into {r.library}" if r.library else ""), markup=False)
-                con.print(f"then: {r.install}", markup=False)
-            else:
-                con.file.write(r.script)
-        return Outcome(data=data, changed=False, render=render, warnings=[])
+        return text_or_file(r.to_json(), r.script, output, lambda written: [
+            f"wrote {written}: rocBLAS {r.rocblas_version or '?'} ({r.tag or r.kind}) for "
+            f"{';'.join(r.targets)}" + (f" into {r.library}" if r.library else ""), f"then: {r.install}"], 0o755)
 
     ui.run("recipe", work)

@@ -12,6 +12,7 @@ import os
 import sys
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import click
@@ -42,6 +43,41 @@ class Outcome:
     code: str = "OK"
     message: str | None = None  # for a non-OK code: the one human line
     warnings: list[str] = field(default_factory=list)
+
+
+def write_output(path: str, text: str, mode: int = 0o644) -> str:
+    """Write ``text`` to the file ``-o`` named (a path on this machine, not under --root):
+    a temporary file beside it, renamed over it. RevError("PERMISSION") when that fails."""
+    p = Path(path)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(f".{p.name}.rocmrevive-new")
+        tmp.write_text(text)
+        tmp.chmod(mode)
+        tmp.replace(p)
+    except OSError as exc:
+        raise RevError("PERMISSION", f"cannot write {path}: {exc.strerror or exc}") from None
+    return str(p)
+
+
+def text_or_file(data: dict[str, Any], text: str, output: str | None, wrote: Callable[[str], list[str]],
+                 mode: int = 0o644) -> Outcome:
+    """A command that makes a text (a script, an environment file): written to ``output`` when
+    -o names one (``data["written"]`` then says where and ``wrote(path)`` gives the lines to say
+    so), else printed as it is.
+
+        return text_or_file(r.to_json(), r.script, output, lambda p: [f"wrote {p}"], 0o755)
+    """
+    written = write_output(output, text, mode) if output else None
+    data["written"] = written
+
+    def render(con):
+        if written:
+            for line in wrote(written):
+                con.print(line, markup=False)
+        else:
+            con.file.write(text)
+    return Outcome(data=data, render=render)
 
 
 class _Console:
