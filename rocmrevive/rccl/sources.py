@@ -60,21 +60,28 @@ class RcclSource:
                 "processors": list(self.processors), "needs": self.needs, "note": self.note}
 
 
+def _debian_librccl1(version: str, rccl_version: str, suite: str, size: int, sha256: str,
+                     processors: tuple[str, ...], needs: str, note: str) -> RcclSource:
+    """Debian's librccl1 at ``version``: its name, pool file (source package rccl, main, amd64)
+    and library member follow from the version."""
+    return RcclSource(name=f"debian-librccl1-{rccl_version}", package="librccl1", version=version,
+                      rccl_version=rccl_version, suite=suite,
+                      filename=f"pool/main/r/rccl/librccl1_{version}_amd64.deb", size=size, sha256=sha256,
+                      member_prefix="./usr/lib/x86_64-linux-gnu/", member="librccl.so.1.0",
+                      processors=processors, needs=needs, note=note)
+
+
 SOURCES: tuple[RcclSource, ...] = (
-    RcclSource(
-        name="debian-librccl1-7.2.4", package="librccl1", version="7.2.4-1~exp3", rccl_version="7.2.4",
-        suite="experimental", filename="pool/main/r/rccl/librccl1_7.2.4-1~exp3_amd64.deb",
-        size=369240088, sha256="505da86bed73fa221b97681410dcdb25a6a4b05be9bf40023a976ba9936f060f",
-        member_prefix="./usr/lib/x86_64-linux-gnu/", member="librccl.so.1.0",
+    _debian_librccl1(
+        "7.2.4-1~exp3", "7.2.4", "experimental", 369240088,
+        "505da86bed73fa221b97681410dcdb25a6a4b05be9bf40023a976ba9936f060f",
         processors=("gfx908", "gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1101", "gfx1200",
                     "gfx1201"),
         needs="libamdhip64.so.7 and librocm_smi64.so.7 (ROCm 7 runtime), glibc >= 2.42, GLIBCXX_3.4.32, GCC_13",
         note="no gfx906: like AMD's RCCL 7.x"),
-    RcclSource(
-        name="debian-librccl1-5.4.3", package="librccl1", version="5.4.3-3+b1", rccl_version="5.4.3",
-        suite="sid", filename="pool/main/r/rccl/librccl1_5.4.3-3+b1_amd64.deb",
-        size=125393528, sha256="735e8e0a69f88489bdbd0a8b69bc75a376da92f1129b9ed80a38c99726bfe3a7",
-        member_prefix="./usr/lib/x86_64-linux-gnu/", member="librccl.so.1.0",
+    _debian_librccl1(
+        "5.4.3-3+b1", "5.4.3", "sid", 125393528,
+        "735e8e0a69f88489bdbd0a8b69bc75a376da92f1129b9ed80a38c99726bfe3a7",
         processors=("gfx803", "gfx900", "gfx906", "gfx908", "gfx90a", "gfx1010", "gfx1030", "gfx1100",
                     "gfx1101", "gfx1102"),
         needs="libamdhip64.so.5 (Debian's HIP 5.7 runtime, package libamdhip64-5) and librocm_smi64.so.1, "
