@@ -1,10 +1,11 @@
-"""What ``explain`` says about one failure line (``Diagnosis``), the rule that says it (``Rule``), what
-the whole text adds (``Context``), and the small readers every rule uses on a match: the GPU target
-it names, its processor, the folder of a path. The rules themselves are in ``diagnose/explain.py``."""
+"""What ``explain`` says about one failure line (``Diagnosis``), the rule that says it (``Rule``; a
+rule whose text never changes is a ``Said`` row), what the whole text adds (``Context``), and the
+small readers every rule uses on a match: the GPU target it names, its processor, the folder of a
+path. The rules themselves are in ``diagnose/explain.py``."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Callable
 
 from rocmrevive.codeobj.targetid import TargetId
@@ -63,6 +64,32 @@ class Rule:
     id: str
     pattern: re.Pattern
     build: Callable[[re.Match, "Context"], Diagnosis]
+
+
+@dataclass(frozen=True)
+class Said:
+    """A rule's diagnosis that reads the same every time: data, not code. Only the GPU target
+    varies: the one the line names, else the log's (``arch="line"``), or the log's (``"log"``).
+    None of these is rocmrevive's to fix.
+
+        _r_no_device = Said(Severity.ERROR, "HIP runtime", cause="HIP sees no GPU ...", fix="...", why_not="...")
+        Rule("hip-no-device", pattern, _r_no_device.builder("hip-no-device"))
+    """
+
+    severity: Severity
+    library: str
+    _: KW_ONLY
+    cause: str
+    fix: str
+    why_not: str
+    arch: str = "line"
+
+    def builder(self, rule: str) -> Callable[[re.Match, "Context"], Diagnosis]:
+        """The ``Rule.build`` of rule ``rule``."""
+        def build(m: re.Match, ctx: Context) -> Diagnosis:
+            arch = arch_of(m, ctx) if self.arch == "line" else ctx.arch
+            return Diagnosis(rule, self.severity, self.library, arch, self.cause, self.fix, False, self.why_not)
+        return build
 
 
 @dataclass

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from rocmrevive.diagnose.diagnosis import (HIP_ERRORS, Context, Diagnosis, Rule, Severity, arch_of, dir_of, norm_arch,
-                                           processor, tree_opt)
+from rocmrevive.diagnose.diagnosis import (HIP_ERRORS, Context, Diagnosis, Rule, Said, Severity, arch_of, dir_of,
+                                           norm_arch, processor, tree_opt)
 from rocmrevive.diagnose.libraries import library_for_text
 
 
@@ -131,14 +131,13 @@ def _r_ggml_idf(m, ctx):
         "rocmrevive does not rebuild applications")
 
 
-def _r_torch_idf(m, ctx):
-    arch = arch_of(m, ctx)
-    return Diagnosis(
-        "torch-invalid-device-function", Severity.ERROR, "PyTorch (HIP)", arch,
-        "a kernel has no code for this GPU: the PyTorch build does not list it "
-        "(torch.cuda.get_arch_list()), or a ROCm library it loads lacks it",
-        "rocmrevive audit --tree <site-packages>/torch/lib (shows which library lacks the target); "
-        "use a PyTorch build that includes it", False, "rocmrevive does not rebuild PyTorch")
+_r_torch_idf = Said(
+    Severity.ERROR, "PyTorch (HIP)",
+    cause="a kernel has no code for this GPU: the PyTorch build does not list it "
+          "(torch.cuda.get_arch_list()), or a ROCm library it loads lacks it",
+    fix="rocmrevive audit --tree <site-packages>/torch/lib (shows which library lacks the target); "
+        "use a PyTorch build that includes it",
+    why_not="rocmrevive does not rebuild PyTorch")
 
 
 def _r_hip_idf(m, ctx):
@@ -212,12 +211,13 @@ def _r_invalid_argument(m, ctx):
         "readiness); try NCCL_P2P_DISABLE=1", False, "the message does not say which call failed")
 
 
-def _r_async_note(m, ctx):
-    return Diagnosis(
-        "torch-async-error-note", Severity.CONTEXT, "PyTorch (HIP)", ctx.arch,
-        "PyTorch's note after a HIP error: the stack trace may point at a later call than the one "
-        "that failed", "rerun with AMD_SERIALIZE_KERNEL=3 (and HIP_LAUNCH_BLOCKING=1) to get the "
-        "failing call", False, "the error itself is on the line before")
+_r_async_note = Said(
+    Severity.CONTEXT, "PyTorch (HIP)", arch="log",
+    cause="PyTorch's note after a HIP error: the stack trace may point at a later call than the one "
+          "that failed",
+    fix="rerun with AMD_SERIALIZE_KERNEL=3 (and HIP_LAUNCH_BLOCKING=1) to get the "
+        "failing call",
+    why_not="the error itself is on the line before")
 
 
 def _r_hipblaslt(m, ctx):
@@ -236,59 +236,55 @@ def _r_hipblaslt(m, ctx):
                      "hipBLASLt has never had gfx906 kernels; the environment variable is the fix")
 
 
-def _r_out_of_resources(m, ctx):
-    return Diagnosis(
-        "hsa-out-of-resources", Severity.ERROR, "ROCr (HSA runtime)", arch_of(m, ctx),
-        "the HSA runtime could not open the GPU: usually the user cannot open /dev/kfd and "
-        "/dev/dri/renderD* (not in the render and video groups, or a container started without "
-        "--device=/dev/kfd --device=/dev/dri), sometimes too many processes hold GPU queues",
-        "sudo usermod -aG render,video $USER and log in again (containers: --device=/dev/kfd "
-        "--device=/dev/dri --group-add render); rocmrevive doctor checks the device nodes", False,
-        "it is a permission or environment problem, not missing files")
+_r_out_of_resources = Said(
+    Severity.ERROR, "ROCr (HSA runtime)",
+    cause="the HSA runtime could not open the GPU: usually the user cannot open /dev/kfd and "
+          "/dev/dri/renderD* (not in the render and video groups, or a container started without "
+          "--device=/dev/kfd --device=/dev/dri), sometimes too many processes hold GPU queues",
+    fix="sudo usermod -aG render,video $USER and log in again (containers: --device=/dev/kfd "
+        "--device=/dev/dri --group-add render); rocmrevive doctor checks the device nodes",
+    why_not="it is a permission or environment problem, not missing files")
 
 
-def _r_no_device(m, ctx):
-    return Diagnosis(
-        "hip-no-device", Severity.ERROR, "HIP runtime", arch_of(m, ctx),
-        "HIP sees no GPU (hipErrorNoDevice): the amdgpu/KFD driver is not loaded, /dev/kfd is not "
-        "accessible, or HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES hide every GPU",
-        "rocmrevive detect (what the kernel sees) and rocmrevive doctor", False,
-        "a driver, permission or environment problem")
+_r_no_device = Said(
+    Severity.ERROR, "HIP runtime",
+    cause="HIP sees no GPU (hipErrorNoDevice): the amdgpu/KFD driver is not loaded, /dev/kfd is not "
+          "accessible, or HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES hide every GPU",
+    fix="rocmrevive detect (what the kernel sees) and rocmrevive doctor",
+    why_not="a driver, permission or environment problem")
 
 
-def _r_rccl_failure(m, ctx):
-    return Diagnosis(
-        "rccl-failure", Severity.ERROR, "RCCL", arch_of(m, ctx),
-        "a HIP call inside RCCL failed. With gfx906 on ROCm 6.4+/7.x the usual causes are an RCCL "
-        "built without gfx906 (Debian's and AMD's 7.x builds leave it out) and peer-to-peer "
-        "access the PCIe topology refuses",
-        "rocmrevive audit (RCCL row) and rocmrevive rccl; rerun with NCCL_DEBUG=INFO; "
-        "NCCL_P2P_DISABLE=1 if peer-to-peer is the problem", False,
-        "RCCL's device code is in librccl.so: it needs a build that includes gfx906")
+_r_rccl_failure = Said(
+    Severity.ERROR, "RCCL",
+    cause="a HIP call inside RCCL failed. With gfx906 on ROCm 6.4+/7.x the usual causes are an RCCL "
+          "built without gfx906 (Debian's and AMD's 7.x builds leave it out) and peer-to-peer "
+          "access the PCIe topology refuses",
+    fix="rocmrevive audit (RCCL row) and rocmrevive rccl; rerun with NCCL_DEBUG=INFO; "
+        "NCCL_P2P_DISABLE=1 if peer-to-peer is the problem",
+    why_not="RCCL's device code is in librccl.so: it needs a build that includes gfx906")
 
 
-def _r_iommu(m, ctx):
-    return Diagnosis(
-        "rccl-iommu-warning", Severity.WARNING, "RCCL", ctx.arch,
-        "RCCL recommends the IOMMU in pass-through mode; without it multi-GPU transfers can hang",
-        "add iommu=pt to GRUB_CMDLINE_LINUX in /etc/default/grub, run update-grub, reboot", False,
-        "a kernel command-line setting")
+_r_iommu = Said(
+    Severity.WARNING, "RCCL", arch="log",
+    cause="RCCL recommends the IOMMU in pass-through mode; without it multi-GPU transfers can hang",
+    fix="add iommu=pt to GRUB_CMDLINE_LINUX in /etc/default/grub, run update-grub, reboot",
+    why_not="a kernel command-line setting")
 
 
-def _r_fine_grain(m, ctx):
-    return Diagnosis(
-        "rccl-fine-grain-warning", Severity.WARNING, "RCCL", ctx.arch,
-        "RCCL recommends fine-grained PCIe memory for cards that talk over PCIe",
-        "export HSA_FORCE_FINE_GRAIN_PCIE=1", False, "an environment setting")
+_r_fine_grain = Said(
+    Severity.WARNING, "RCCL", arch="log",
+    cause="RCCL recommends fine-grained PCIe memory for cards that talk over PCIe",
+    fix="export HSA_FORCE_FINE_GRAIN_PCIE=1",
+    why_not="an environment setting")
 
 
-def _r_no_supported_gpus(m, ctx):
-    return Diagnosis(
-        "app-no-supported-gpus", Severity.ERROR, "application's bundled ROCm", arch_of(m, ctx),
-        "the application's own ROCm runtime or llama.cpp build does not list this GPU (bundles for "
-        "ROCm 6.4+/7.x leave gfx906 out)",
-        "rocmrevive audit --tree <the application's lib folder>; use its Vulkan backend, or a "
-        "build with gfx906", False, "rocmrevive does not patch applications' private bundles")
+_r_no_supported_gpus = Said(
+    Severity.ERROR, "application's bundled ROCm",
+    cause="the application's own ROCm runtime or llama.cpp build does not list this GPU (bundles for "
+          "ROCm 6.4+/7.x leave gfx906 out)",
+    fix="rocmrevive audit --tree <the application's lib folder>; use its Vulkan backend, or a "
+        "build with gfx906",
+    why_not="rocmrevive does not patch applications' private bundles")
 
 
 def _r_hip_too_old(m, ctx):
@@ -314,14 +310,13 @@ def _r_bar_small(m, ctx):
         "a firmware setting", {"pci": pci})
 
 
-def _r_ip_discovery(m, ctx):
-    return Diagnosis(
-        "ip-discovery-failed", Severity.WARNING, "amdgpu-install (GPU auto-detection)", ctx.arch,
-        "the installer's auto-detection could not read any GPU's IP discovery table (after a "
-        "'Bar size smaller than needed' warning); it falls back to the generic ROCm packages, "
-        "and the GPU itself is not affected",
-        "enable Above 4G Decoding / Resizable BAR to silence it; otherwise ignore it", False,
-        "nothing is broken")
+_r_ip_discovery = Said(
+    Severity.WARNING, "amdgpu-install (GPU auto-detection)", arch="log",
+    cause="the installer's auto-detection could not read any GPU's IP discovery table (after a "
+          "'Bar size smaller than needed' warning); it falls back to the generic ROCm packages, "
+          "and the GPU itself is not affected",
+    fix="enable Above 4G Decoding / Resizable BAR to silence it; otherwise ignore it",
+    why_not="nothing is broken")
 
 
 def _r_glibcxx(m, ctx):
@@ -349,23 +344,22 @@ def _r_apt_hipcc(m, ctx):
         "a package-manager setting", {"package": pkg, "wanted": want, "candidate": got, "rocm": rocm})
 
 
-def _r_aborted(m, ctx):
-    return Diagnosis(
-        "process-aborted", Severity.CONTEXT, "the program", ctx.arch,
-        "the program stopped on a fatal error; the cause is in the lines before this one",
-        "rocmrevive explain on the whole log (or the lines before this one)", False,
-        "this line only says that the program stopped")
+_r_aborted = Said(
+    Severity.CONTEXT, "the program", arch="log",
+    cause="the program stopped on a fatal error; the cause is in the lines before this one",
+    fix="rocmrevive explain on the whole log (or the lines before this one)",
+    why_not="this line only says that the program stopped")
 
 
-def _r_rccl_system_error(m, ctx):
-    return Diagnosis(
-        "rccl-system-error", Severity.ERROR, "RCCL", arch_of(m, ctx),
-        "a system call inside RCCL failed (ncclSystemError): most often too little shared memory "
-        "for its buffers (a container's default 64 MB /dev/shm), a peer-to-peer or IPC mapping the "
-        "PCIe topology or the IOMMU refuses, or a network interface it cannot use",
-        "rerun with NCCL_DEBUG=INFO to see the failing call; containers: --shm-size=16g (or --ipc=host); "
+_r_rccl_system_error = Said(
+    Severity.ERROR, "RCCL",
+    cause="a system call inside RCCL failed (ncclSystemError): most often too little shared memory "
+          "for its buffers (a container's default 64 MB /dev/shm), a peer-to-peer or IPC mapping the "
+          "PCIe topology or the IOMMU refuses, or a network interface it cannot use",
+    fix="rerun with NCCL_DEBUG=INFO to see the failing call; containers: --shm-size=16g (or --ipc=host); "
         "rocmrevive detect shows the GPU pairs and whether peer-to-peer can work; NCCL_P2P_DISABLE=1 "
-        "if it cannot", False, "an environment or topology problem, not missing files")
+        "if it cannot",
+    why_not="an environment or topology problem, not missing files")
 
 
 def _r_memory_access_fault(m, ctx):
@@ -382,14 +376,13 @@ def _r_memory_access_fault(m, ctx):
         "right code objects are installed", {"node": int(node), "address": m.group("addr"), "reason": reason})
 
 
-def _r_illegal_address(m, ctx):
-    return Diagnosis(
-        "hip-illegal-address", Severity.ERROR, "HIP runtime", arch_of(m, ctx),
-        "a GPU kernel read or wrote an address outside its buffers (hipErrorIllegalAddress); the "
-        "report is asynchronous, so the Python line shown may not be the one that launched it",
-        "rerun with AMD_SERIALIZE_KERNEL=3 (and HIP_LAUNCH_BLOCKING=1) to find the kernel; unset "
-        "HSA_OVERRIDE_GFX_VERSION; rocmrevive verify checks the installed gfx906 code", False,
-        "a bug in the kernel or a library built for another GPU, not a missing file")
+_r_illegal_address = Said(
+    Severity.ERROR, "HIP runtime",
+    cause="a GPU kernel read or wrote an address outside its buffers (hipErrorIllegalAddress); the "
+          "report is asynchronous, so the Python line shown may not be the one that launched it",
+    fix="rerun with AMD_SERIALIZE_KERNEL=3 (and HIP_LAUNCH_BLOCKING=1) to find the kernel; unset "
+        "HSA_OVERRIDE_GFX_VERSION; rocmrevive verify checks the installed gfx906 code",
+    why_not="a bug in the kernel or a library built for another GPU, not a missing file")
 
 
 def _r_hip_oom(m, ctx):
@@ -417,14 +410,13 @@ def _r_ollama_unsupported(m, ctx):
         "rocmrevive patches the system ROCm, not the copy Ollama ships", {"supported": m.group("types").split()})
 
 
-def _r_gpu_reset(m, ctx):
-    return Diagnosis(
-        "amdgpu-gpu-reset", Severity.ERROR, "kernel (amdgpu)", ctx.arch,
-        "the amdgpu driver reset the GPU (a hang, a job timeout or a hardware error); every program "
-        "using it lost its context",
-        "read the kernel log lines before it (dmesg); check cooling and power (MI50s are passively "
-        "cooled and need forced airflow); rocmrevive doctor; rerun the program", False,
-        "a driver, firmware or hardware event")
+_r_gpu_reset = Said(
+    Severity.ERROR, "kernel (amdgpu)", arch="log",
+    cause="the amdgpu driver reset the GPU (a hang, a job timeout or a hardware error); every program "
+          "using it lost its context",
+    fix="read the kernel log lines before it (dmesg); check cooling and power (MI50s are passively "
+        "cooled and need forced airflow); rocmrevive doctor; rerun the program",
+    why_not="a driver, firmware or hardware event")
 
 
 def _r_job_timeout(m, ctx):
@@ -448,7 +440,8 @@ def _r_amdgpu_probe(m, ctx):
         {"error": int(err)} if err else {})
 
 
-RULES: tuple[Rule, ...] = tuple(Rule(i, re.compile(p), f) for i, p, f in (
+# a row's third item: a function of the match, or the text of a rule that never changes (Said)
+RULES: tuple[Rule, ...] = tuple(Rule(i, re.compile(p), f.builder(i) if isinstance(f, Said) else f) for i, p, f in (
     ("rocblas-tensile-missing",
      r"rocBLAS error: Cannot read (?P<path>\S*TensileLibrary\S*?\.(?:dat|yaml))\s*:"
      r"(?:.*?for GPU arch\s*:\s*(?P<arch>\S+))?", _r_tensile_cannot_read),
