@@ -5,14 +5,13 @@ VLLM_NCCL_SO_PATH in an env file, LD_LIBRARY_PATH, a PyTorch wheel)."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.cli_support import rr_parsed as rr
 from tests.conftest import TRIPLET
-from tests.machines.build import build
+from tests.machines.build import build, link_or_copy
 
 from rocmrevive.rccl.audit import audit
 from rocmrevive.rootfs import Root
@@ -24,19 +23,10 @@ R724 = "librccl1_7.2.4-1~exp3_amd64"
 SYS = "/usr/lib/x86_64-linux-gnu"
 
 
-def place(src: Path, dest: Path) -> None:
-    """A hard link to the cached library (a copy across file systems)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(src, dest)
-    except OSError:
-        shutil.copy2(src, dest)
-
-
 def debian_rccl_as_installed(root: Path, unpacked: Path) -> None:
     """Debian's librccl1 5.4.3 as dpkg leaves it: the file, its SONAME link, the package's file
     list and its status stanza."""
-    place(unpacked / TRIPLET / "librccl.so.1.0", root / TRIPLET / "librccl.so.1.0")
+    link_or_copy(unpacked / TRIPLET / "librccl.so.1.0", root / TRIPLET / "librccl.so.1.0")
     os.symlink("librccl.so.1.0", root / TRIPLET / "librccl.so.1")
     info = root / "var/lib/dpkg/info"
     info.mkdir(parents=True, exist_ok=True)
@@ -54,7 +44,7 @@ def rocm_tree_with(root: Path, unpacked: Path, version: str = "7.2.4") -> Path:
     Debian's 7.2.4 build as its RCCL: like AMD's 7.x, it has no gfx906 code."""
     lib = root / f"opt/rocm-{version}/lib"
     n = "".join(f"{int(x):02d}" if i else x for i, x in enumerate(version.split(".")))
-    place(unpacked / TRIPLET / "librccl.so.1.0", lib / f"librccl.so.1.0.{n}")
+    link_or_copy(unpacked / TRIPLET / "librccl.so.1.0", lib / f"librccl.so.1.0.{n}")
     os.symlink(f"librccl.so.1.0.{n}", lib / "librccl.so.1")
     (root / f"opt/rocm-{version}/.info").mkdir(parents=True)
     (root / f"opt/rocm-{version}/.info/version").write_text(f"{version}-9\n")
@@ -118,7 +108,7 @@ def test_only_the_724_tree_means_no_rccl_serves_the_mi50(tmp_path, debian_pkgs):
 def test_vllm_env_file_ld_library_path_and_torch_wheel_channels(tmp_path, debian_pkgs):
     root = build("mi50-rx6900xt", tmp_path / "root")
     # a hand-built RCCL folder named by LD_LIBRARY_PATH, and vLLM pointed at it in a systemd unit
-    place(debian_pkgs[R543] / TRIPLET / "librccl.so.1.0", root / "srv/rccl/lib/librccl.so.1")
+    link_or_copy(debian_pkgs[R543] / TRIPLET / "librccl.so.1.0", root / "srv/rccl/lib/librccl.so.1")
     unit = root / "etc/systemd/system/vllm.service"
     unit.parent.mkdir(parents=True)
     unit.write_text("[Service]\nEnvironment=\"VLLM_NCCL_SO_PATH=/srv/rccl/lib/librccl.so.1\" HIP_VISIBLE_DEVICES=0,1\n"
@@ -129,7 +119,7 @@ def test_vllm_env_file_ld_library_path_and_torch_wheel_channels(tmp_path, debian
     (root / "home/alice/venv/pyvenv.cfg").write_text("home = /usr/bin\n")
     (site / "torch").mkdir(parents=True)
     (site / "torch/version.py").write_text("__version__ = '2.9.0+rocm7.0'\nhip = '7.0.51831'\n")
-    place(debian_pkgs[R724] / TRIPLET / "librccl.so.1.0", site / "torch/lib/librccl.so.1")
+    link_or_copy(debian_pkgs[R724] / TRIPLET / "librccl.so.1.0", site / "torch/lib/librccl.so.1")
 
     rep = audit(Root(root), env_files=["/etc/systemd/system/vllm.service"])
     assert rep.settings["VLLM_NCCL_SO_PATH"] == {"value": "/srv/rccl/lib/librccl.so.1",

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_support import jrun
 from tests.fixtures import rocm71 as F
+from tests.machines.build import link_or_copy
 from tests.test_install import rr, tree_hash
 
 pytestmark = [pytest.mark.debian, pytest.mark.slow]
@@ -19,11 +21,6 @@ pytestmark = [pytest.mark.debian, pytest.mark.slow]
 @pytest.fixture
 def machine(tmp_path, debian_pkgs):
     return F.build_rocm71_machine(tmp_path / "m", debian_pkgs)
-
-
-def jrun(root, *args, rc):
-    r = rr(root, "--json", *args, check_rc=rc)
-    return json.loads(r.stdout)
 
 
 def test_detect_sees_rocblas_51_without_gfx906(machine):
@@ -139,7 +136,7 @@ def test_unpinned_stage_takes_only_the_targets_files(tmp_path, debian_pkgs):
     from rocmrevive.install import unpinned as U
 
     full = tmp_path / "full"
-    shutil.copytree(F.library52(debian_pkgs), full / "lib/rocblas/library", copy_function=_link_or_copy)
+    shutil.copytree(F.library52(debian_pkgs), full / "lib/rocblas/library", copy_function=link_or_copy)
     st = U.stage(full, "gfx906", U.selector(U.default_patterns("gfx906")), tmp_path / "w")
     assert len(st.by_name) == 156
     assert all("gfx906" in n for n in st.by_name)   # never an arch-neutral *_fallback.dat
@@ -157,7 +154,7 @@ def test_what_from_is_offered_as_is_decided_by_content(tmp_path, debian_pkgs, de
     assert U.offered_as_build(prefix, None)                          # <prefix>/lib/rocblas/library/lazy index
     debs = tmp_path / "debs"
     debs.mkdir()
-    _link_or_copy(debian_debs["librccl1_5.4.3-3+b1_amd64"], debs / "librccl1_5.4.3-3+b1_amd64.deb")
+    link_or_copy(debian_debs["librccl1_5.4.3-3+b1_amd64"], debs / "librccl1_5.4.3-3+b1_amd64.deb")
     assert not U.offered_as_build(debs, None)                        # a folder of packages
     export = tmp_path / "export"
     (export / "sources" / "debian-trixie").mkdir(parents=True)
@@ -169,16 +166,6 @@ def test_what_from_is_offered_as_is_decided_by_content(tmp_path, debian_pkgs, de
     assert U.offered_as_build(debian_debs[F.PKG44], w)               # rocBLAS's own package: its index
     assert U.offered_as_build(F.wrong_tarball(tmp_path / "t.tar.gz", debian_pkgs), w)
     assert not any(w.rglob("*.dat"))                                 # a listing writes nothing
-
-
-def _link_or_copy(src, dst):
-    import os
-
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
-    return dst
 
 
 def test_fixture_is_what_it_says(machine, debian_pkgs):

@@ -9,6 +9,7 @@ import struct
 import pytest
 
 from rocmrevive.codeobj.kpack import read_kpack
+from tests.cli_support import jrun
 from tests.fixtures import therock as F
 from tests.test_install import rr, tree_hash
 
@@ -19,11 +20,6 @@ TARBALL = "therock-dist-linux-gfx906-7.13.0.tar.gz"
 @pytest.fixture
 def machine(tmp_path, debian_pkgs):
     return F.build_therock_machine(tmp_path / "m", debian_pkgs)
-
-
-def jrun(root, *args, rc):
-    r = rr(root, "--json", *args, check_rc=rc)
-    return json.loads(r.stdout)
 
 
 def test_kpack_reader_gives_the_exact_targets(machine):

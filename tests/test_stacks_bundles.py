@@ -18,14 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.cli_support import rr_parsed as rr
 from tests.conftest import TRIPLET
-from tests.machines.build import build
+from tests.machines.build import build, link_or_copy
 
 pytestmark = pytest.mark.debian
 
@@ -36,20 +35,11 @@ SITE = f"{VENV}/lib/python3.12/site-packages"
 OLLAMA = "/usr/local/lib/ollama/rocm_v7_2"
 
 
-def link(src: Path, dest: Path) -> None:
-    """Hard link (the cache is read-only to the tests: rocmrevive replaces files by rename)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.link(src, dest)
-    except OSError:
-        shutil.copy2(src, dest)
-
-
 def library_without(src: Path, dest: Path, drop) -> int:
     n = 0
     for f in sorted(src.iterdir()):
         if not drop(f.name):
-            link(f, dest / f.name)
+            link_or_copy(f, dest / f.name)
             n += 1
     return n
 
@@ -75,7 +65,7 @@ def machine_with_torch(tmp_path: Path, debian_pkgs) -> Path:
     (site / "torch/version.py").write_text("__version__ = '2.8.0+rocm6.4'\n"
                                            "hip: Optional[str] = '6.4.43482-0f2d60242'\ncuda: Optional[str] = None\n")
     deb = debian_pkgs[R441] / TRIPLET
-    link(deb / "librocblas.so.4.4", site / "torch/lib/librocblas.so")     # the wheel's name for it
+    link_or_copy(deb / "librocblas.so.4.4", site / "torch/lib/librocblas.so")     # the wheel's name for it
     n = library_without(deb / "rocblas/4.4.1/library", site / "torch/lib/rocblas/library",
                         lambda name: "gfx906" in name)
     assert n == 1349 - 140
@@ -130,7 +120,7 @@ def machine_with_ollama(tmp_path: Path, debian_pkgs) -> Path:
     root = build("dual-mi50", tmp_path / "m")
     runner = root / OLLAMA.lstrip("/")
     deb = debian_pkgs[R52] / TRIPLET
-    link(deb / "librocblas.so.5.2", runner / "librocblas.so.5")          # CMake's runtime-dependency copy
+    link_or_copy(deb / "librocblas.so.5.2", runner / "librocblas.so.5")          # CMake's runtime-dependency copy
     library_without(deb / "rocblas/5/library", runner / "rocblas/library",
                     lambda name: "gfx900" in name or "gfx906" in name)  # Dockerfile: rm -f …/*gfx90[06]*
     return root
@@ -181,7 +171,7 @@ def test_ollama_09_bundle_rocblas_43_is_refused_with_the_next_step(tmp_path, deb
     root = build("dual-mi50", tmp_path / "m")
     runner = root / "usr/lib/ollama/rocm"
     deb = debian_pkgs[R441] / TRIPLET
-    link(deb / "librocblas.so.4.4", runner / "librocblas.so.4")
+    link_or_copy(deb / "librocblas.so.4.4", runner / "librocblas.so.4")
     library_without(deb / "rocblas/4.4.1/library", runner / "rocblas/library", lambda n: "gfx906" in n)
     before = tree_hash(runner)
     rc, doc, _ = rr(root, "--json", "install", "--yes", "--tree", "/usr/lib/ollama/rocm", "--cache", str(tmp_path / "cache"))

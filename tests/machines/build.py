@@ -68,6 +68,19 @@ def _link(path: Path, target: str) -> None:
     os.symlink(target, path)
 
 
+def link_or_copy(src: str | os.PathLike, dst: str | os.PathLike) -> Path:
+    """Put a cached real file into a machine: a hard link (a copy across file systems), so the
+    cache is never written (rocmrevive replaces files by rename). Returns ``dst``. Also a
+    ``shutil.copytree(..., copy_function=link_or_copy)``."""
+    dst = Path(dst)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+    return dst
+
+
 def _rel(src_dir: Path, dest: Path) -> str:
     return os.path.relpath(dest, src_dir)
 
