@@ -33,6 +33,7 @@ def hook():
 def install(ui, reapply, bin_path, state_dir, from_path, mirror, cache, manifests_dir, trees, dry_run):
     """Install the apt hook (/etc/apt/apt.conf.d/99rocmrevive) as a journaled transaction."""
     from rocmrevive.install.hooks import HOOK_FILE, hook_config, install_hook, render
+    from rocmrevive.txn.result import TxOutcome
 
     def work() -> Outcome:
         cfg = hook_config(reapply=reapply, bin_path=bin_path, state_dir=state_dir, from_path=from_path,
@@ -42,7 +43,7 @@ def install(ui, reapply, bin_path, state_dir, from_path, mirror, cache, manifest
                 "dry_run": dry_run, "content": render(cfg), **{k: v for k, v in res.to_json().items() if k != "changed"}}
 
         def show(con):
-            if res.state == "unchanged":
+            if res.state is TxOutcome.UNCHANGED:
                 con.print(f"the apt hook {HOOK_FILE} is already installed (mode {cfg.mode}); nothing to do",
                           markup=False)
                 return

@@ -129,13 +129,14 @@ def install(ui, targets, source, from_path, mirror, cache, tree, prefix, also_na
     rollback TXID` removes it byte for byte.
     """
     from rocmrevive.rccl.install import install_rccl
+    from rocmrevive.txn.result import TxOutcome
 
     def work() -> Outcome:
         rep = install_rccl(ui.root, targets=targets, source=source, from_path=from_path, cache=cache,
                            mirror=mirror, tree=tree, prefix=prefix, also_names=also_names, skip_abi=skip_abi,
                            check=check, pythons=pythons, state_dir=state_dir, log=lambda m: ui.log(m))
         code, message = "OK", None
-        if check and rep.state == "dry-run":
+        if check and rep.state == TxOutcome.DRY_RUN:
             code, message = "CHANGES_PENDING", f"{rep.library} would be installed (run without --check)"
         return Outcome(data=rep.to_json(), changed=rep.changed, code=code, message=message,
                        warnings=rep.warnings, render=lambda con: _render_install(con, rep))

@@ -91,6 +91,7 @@ def recover(ui, force, dry_run, state_dir):
     If every file of the interrupted install is already in place it is completed (rolled
     forward); otherwise it is undone from its journal and backups. Safe to run at any time.
     """
+    from rocmrevive.txn.result import TxOutcome
     from rocmrevive.txn.undo import recover_pending
 
     def work() -> Outcome:
@@ -102,10 +103,10 @@ def recover(ui, force, dry_run, state_dir):
             if not results:
                 con.print("nothing to recover: no interrupted transaction")
             for r in results:
-                if r.state == "rolled_forward":
+                if r.state is TxOutcome.ROLLED_FORWARD:
                     con.print(f"transaction {r.txid} on {r.tree or '(tree unknown)'}: completed (every file was "
                               "already in place)")
-                elif r.state == "dry-run":
+                elif r.state is TxOutcome.DRY_RUN:
                     con.print(f"transaction {r.txid} on {r.tree or '(not started)'}: would undo: "
                               f"{_verbs(r.actions, True)}")
                 else:

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmrevive.errors import RevError
-from rocmrevive.install.core import Hooks, Staged, Verdict
+from rocmrevive.install.core import Hooks, Staged, Status, Verdict
 from rocmrevive.rccl.audit import HIP_RE, PROVENANCE, ROCMREVIVE_PREFIX, coverage_of, machine_gpus
 from rocmrevive.rccl.sources import RcclSource, pick_source
 from rocmrevive.rootfs import Root
+from rocmrevive.txn.result import TxOutcome
 
 SONAME = "librccl.so.1"
 # where no side-by-side RCCL may go: AMD's trees and the distribution's folders
@@ -44,7 +45,7 @@ class InstallReport:
     devices: list[dict]
     processors: list[str]
     source: dict
-    state: str = "planned"               # planned | installed | unchanged | dry-run
+    state: str = Status.PLANNED          # Status.PLANNED | INSTALLED | UNCHANGED, or TxOutcome.DRY_RUN
     artifact: dict | None = None
     library: str | None = None           # the machine path installed (or planned)
     staged_targets: list[str] = field(default_factory=list)
@@ -60,7 +61,7 @@ class InstallReport:
 
     @property
     def changed(self) -> bool:
-        return self.state == "installed"
+        return self.state == Status.INSTALLED
 
     def to_json(self) -> dict:
         return {"devices": self.devices, "processors": self.processors, "source": self.source,
@@ -143,7 +144,7 @@ def _already_installed(root: Root, src: RcclSource, dest_dir: str, also_names, r
         real = root.path(n)
         if real.is_symlink() or not real.is_file() or sha256_file(real)[0] != prov["sha256"]:
             return False
-    rep.state = "unchanged"
+    rep.state = Status.UNCHANGED
     rep.staged_targets = prov.get("targets", [])
     rep.abi = {"ok": (prov.get("abi") or {}).get("ok"), "lines": (prov.get("abi") or {}).get("lines", []),
                "from": f"{dest_dir}/{PROVENANCE}"}
@@ -199,7 +200,7 @@ def install_rccl(root: Root, *, targets=(), source: str | None = None, from_path
     assert applied.plan is not None and applied.result is not None
     rep.plan = applied.plan.summary()
     rep.transaction = applied.result.to_json()
-    rep.state = {"committed": "installed"}.get(applied.result.state, applied.result.state)
+    rep.state = Status.INSTALLED if applied.result.state is TxOutcome.COMMITTED else applied.result.state
     rep.env = _env_lines(dest_dir)
     return rep
 

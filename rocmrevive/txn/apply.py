@@ -33,7 +33,7 @@ from rocmrevive.txn.lock import check_package_managers
 from rocmrevive.txn.observe import WORKERS, temp_for
 from rocmrevive.txn.plan import Plan
 from rocmrevive.txn.preflight import Prepared, Step, check_space, check_writable, nearest_existing, prepare
-from rocmrevive.txn.result import Progress, TxResult, as_rev_error, expected_errors
+from rocmrevive.txn.result import Progress, TxOutcome, TxResult, as_rev_error, expected_errors
 from rocmrevive.txn.state import DEFAULT_STATE_DIR, StateDir, now, refuse_pending
 from rocmrevive.txn.testseam import checkpoint
 from rocmrevive.txn.undo import Undo
@@ -67,7 +67,7 @@ def apply_plan(root, plan: Plan, *, state_dir: str = DEFAULT_STATE_DIR, dry_run:
         todo = prep.todo
         actions = [s.action() for s in prep.steps]
         if not todo:
-            return TxResult(None, False, actions, None, prep.tree, "unchanged")
+            return TxResult(None, False, actions, None, prep.tree, TxOutcome.UNCHANGED)
         dirs = {s.real.parent for s in todo if s.real.parent.exists()}
         dirs |= {nearest_existing(d) for d, *_ in prep.mkdirs}
         dirs.add(nearest_existing(st.real))
@@ -77,7 +77,7 @@ def apply_plan(root, plan: Plan, *, state_dir: str = DEFAULT_STATE_DIR, dry_run:
         actions = [{"path": root.machine_path(d), "op": "mkdir", "before": None, "after": None}
                    for d, *_ in prep.mkdirs] + actions
         if dry_run:
-            return TxResult(None, True, actions, None, prep.tree, "dry-run")
+            return TxResult(None, True, actions, None, prep.tree, TxOutcome.DRY_RUN)
         return _Apply(root, st, plan, prep, progress).run(actions)
 
 
@@ -106,7 +106,7 @@ class _Apply:
             raise err from exc
         finally:
             journal.close()
-        return TxResult(txid, True, actions, self.mp(jpath), prep.tree, "committed", self.warnings)
+        return TxResult(txid, True, actions, self.mp(jpath), prep.tree, TxOutcome.COMMITTED, self.warnings)
 
     def _begin_record(self, txid: str) -> dict:
         prep = self.prep

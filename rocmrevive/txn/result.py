@@ -12,24 +12,35 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from rocmrevive.errors import RevError
+from rocmrevive.strenum import StrEnum
 from rocmrevive.txn.fsutil import HashMismatch
 
 Progress = Callable[[int], None]
+
+
+class TxOutcome(StrEnum):
+    """What a transaction command did (``TxResult.state``)."""
+
+    COMMITTED = "committed"
+    UNCHANGED = "unchanged"            # every file already as planned: no transaction
+    DRY_RUN = "dry-run"
+    ROLLED_BACK = "rolled_back"
+    ROLLED_FORWARD = "rolled_forward"  # recovery completed an interrupted transaction
+    NOTHING = "nothing"                # nothing to roll back
 
 
 @dataclass
 class TxResult:
     """What a transaction command did. ``actions``: one dict per file/folder with ``path``,
     ``op`` (create, replace, delete, mkdir, unchanged; restore, remove, rmdir, keep), ``before``
-    and ``after`` sha256 (None: no file). ``state``: committed, unchanged, dry-run, rolled_back,
-    rolled_forward, nothing."""
+    and ``after`` sha256 (None: no file)."""
 
     txid: str | None
     changed: bool
     actions: list[dict]
     journal_path: str | None  # machine path
     tree: str | None = None
-    state: str = ""
+    state: TxOutcome | None = None
     warnings: list[str] = field(default_factory=list)
 
     @property

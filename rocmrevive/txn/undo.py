@@ -3,7 +3,7 @@ a failed apply, and the recovery of one a kill interrupted (finished when every 
 new, else undone). Every undo compares hashes first, so each step may be repeated.
 
     rollback(root)              # the last committed transaction (or rollback(root, "0003"))
-    recover_pending(root)       # [TxResult(state="rolled_forward" | "rolled_back"), ...]
+    recover_pending(root)       # [TxResult(state=TxOutcome.ROLLED_FORWARD | ROLLED_BACK), ...]
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from rocmrevive.txn.journal import Journal, TxRecord, TxState
 from rocmrevive.txn.lock import check_package_managers
 from rocmrevive.txn.observe import describe, matches, observe_all, temp_for
 from rocmrevive.txn.preflight import check_writable
-from rocmrevive.txn.result import Progress, TxResult, as_rev_error, expected_errors, few
+from rocmrevive.txn.result import Progress, TxOutcome, TxResult, as_rev_error, expected_errors, few
 from rocmrevive.txn.state import (DEFAULT_STATE_DIR, StateDir, now, refuse_damaged, refuse_pending, resolve_inside,
                                   txid_seq)
 from rocmrevive.txn.testseam import checkpoint
@@ -259,11 +259,11 @@ def rollback(root, txid: str | None = None, *, force: bool = False, state_dir: s
             refuse_damaged(st, damaged[-1])
         tx = _select(txs, txid, st)
         if tx is None:
-            return TxResult(None, False, [], None, None, "nothing", ["no committed transaction to roll back"])
+            return TxResult(None, False, [], None, None, TxOutcome.NOTHING, ["no committed transaction to roll back"])
         jpath = st.mp(tx.path)
         if tx.state is TxState.ROLLED_BACK:
             when = (tx.rolled_back or {}).get("time", "")
-            return TxResult(tx.txid, False, [], jpath, tx.tree, "rolled_back",
+            return TxResult(tx.txid, False, [], jpath, tx.tree, TxOutcome.ROLLED_BACK,
                             [f"transaction {tx.txid} was already rolled back {when}".rstrip()])
         later = {}
         for t in txs:
@@ -275,7 +275,7 @@ def rollback(root, txid: str | None = None, *, force: bool = False, state_dir: s
             undo.survey()
         if dry_run:
             acts = undo.actions()
-            return TxResult(tx.txid, any(a["op"] != "keep" for a in acts), acts, jpath, tx.tree, "dry-run")
+            return TxResult(tx.txid, any(a["op"] != "keep" for a in acts), acts, jpath, tx.tree, TxOutcome.DRY_RUN)
         undo.journal = Journal.reopen(tx.path)
         try:
             acts = undo.run()
@@ -287,7 +287,7 @@ def rollback(root, txid: str | None = None, *, force: bool = False, state_dir: s
                                           "`rocmrevive recover` to finish it") from exc
         finally:
             undo.journal.close()
-        return TxResult(tx.txid, any(a["op"] != "keep" for a in acts), acts, jpath, tx.tree, "rolled_back",
+        return TxResult(tx.txid, any(a["op"] != "keep" for a in acts), acts, jpath, tx.tree, TxOutcome.ROLLED_BACK,
                         undo.warnings)
 
 
@@ -324,7 +324,7 @@ def _recover_one(root, st: StateDir, tx: TxRecord, *, force: bool, dry_run: bool
                            details={"journal": jpath, "unrecorded": lost})
         acts = [{"path": f["path"], "op": f["op"], "before": None, "after": f.get("sha256")} for f in tx.planned]
         if dry_run:
-            return TxResult(tx.txid, False, acts, jpath, tx.tree, "dry-run")
+            return TxResult(tx.txid, False, acts, jpath, tx.tree, TxOutcome.DRY_RUN)
         with Journal.reopen(tx.path) as j:
             temps = {root.path(t) for t in tx.temps}
             for t in sorted(temps):
@@ -338,16 +338,16 @@ def _recover_one(root, st: StateDir, tx: TxRecord, *, force: bool, dry_run: bool
                                      strict=False)
             j.write({"type": "commit", "time": now(), "files": len(tx.planned), "recovered": True})
             checkpoint("forward")
-        return TxResult(tx.txid, False, acts, jpath, tx.tree, "rolled_forward", warnings)
+        return TxResult(tx.txid, False, acts, jpath, tx.tree, TxOutcome.ROLLED_FORWARD, warnings)
     undo = Undo(root, st, tx, None, reason="recover", force=force or bool((tx.undo or {}).get("force")))
     undo.survey()
     if dry_run:
         acts = undo.actions()
-        return TxResult(tx.txid, any(a["op"] != "keep" for a in acts), acts, jpath, tx.tree, "dry-run")
+        return TxResult(tx.txid, any(a["op"] != "keep" for a in acts), acts, jpath, tx.tree, TxOutcome.DRY_RUN)
     with Journal.reopen(tx.path) as j:
         undo.journal = j
         acts = undo.run()
-    return TxResult(tx.txid, any(a["op"] != "keep" for a in acts), acts, jpath, tx.tree, "rolled_back",
+    return TxResult(tx.txid, any(a["op"] != "keep" for a in acts), acts, jpath, tx.tree, TxOutcome.ROLLED_BACK,
                     undo.warnings)
 
 
