@@ -18,18 +18,7 @@ from rocmrevive.config import load
 from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root
 from tests.conftest import REPO
-from tests.fixtures.aptrepo import RepoServer, make_world
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    return make_world(tmp_path_factory.mktemp("aptworld") / "srv")
-
-
-@pytest.fixture()
-def server(world):
-    with RepoServer(world.base) as srv:
-        yield srv
+from tests.test_fetch import server, world  # noqa: F401  (pytest fixtures: the apt world on 127.0.0.1)
 
 
 @pytest.fixture()
