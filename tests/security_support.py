@@ -1,6 +1,7 @@
 """An ordinary user attacking root: a real unprivileged account (created with useradd), a
 forked child that becomes it (setgroups/setgid/setuid) to plant links, FIFOs and crafted files,
-and a root-owned victim folder whose every byte must survive. Shared by tests/test_security_*.py.
+and a root-owned victim folder whose every byte must survive. Shared by tests/test_security_*.py;
+``AS_NOBODY`` and ``folder_for_nobody`` also serve the tests that only need someone who is not root.
 
     att = attacker(); a = Arena.make(att)
     a.as_attacker(lambda: os.symlink(a.precious, a.home / "SHA256SUMS.tmp"))
@@ -8,6 +9,7 @@ and a root-owned victim folder whose every byte must survive. Shared by tests/te
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -16,14 +18,38 @@ import subprocess
 import sys
 import tempfile
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 from rocmrevive.txn.fsutil import tree_hash
 
 REPO = Path(__file__).resolve().parent.parent
 ATTACKER = "rrattacker"
 SHARED = {"ROCMREVIVE_TRUST_SHARED": "1"}
+
+
+# the everyday unprivileged account, for the tests that only need "not root"
+AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+
+@contextlib.contextmanager
+def folder_for_nobody(prefix: str) -> Iterator[Path]:
+    """A fresh folder in /var/tmp that nobody may enter (pytest's tmp_path sits below a folder only
+    root may enter), removed afterwards; the test is skipped unless it runs as root with setpriv.
+
+        with folder_for_nobody("rocmrevive-perm-") as where: ...
+    """
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv to become nobody")
+    where = Path(tempfile.mkdtemp(dir="/var/tmp", prefix=prefix))
+    try:
+        os.chmod(where, 0o755)
+        yield where
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
 
 
 def attacker() -> tuple[int, int]:

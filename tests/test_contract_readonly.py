@@ -13,12 +13,12 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO
+from tests.security_support import AS_NOBODY, folder_for_nobody
 from tests.test_install import tree_hash, write_manifest
 
 sys.path.insert(0, str(REPO / "demo"))
@@ -122,33 +122,29 @@ def test_commands_that_would_write_refuse_while_a_transaction_is_open(pending, t
 
 
 def test_detect_as_an_ordinary_user_still_works_while_a_transaction_is_open(source):
-    if os.geteuid() != 0 or not shutil.which("setpriv"):
-        pytest.skip("needs root and setpriv to become nobody")
-    where = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="rocmrevive-contract-"))
-    try:
-        os.chmod(where, 0o755)
+    with folder_for_nobody("rocmrevive-contract-") as where:
         site = _site_for_nobody(where / "site")
         root = demo_machine(where / "m")
         txid = killed_install(root, source, where / "cache")
         os.chmod(root / "var/lib/rocmrevive/tx", 0o700)   # journals unreadable for nobody
         before = tree_hash(root)
-        p = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable,
-                            "-m", "rocmrevive.cli.main", "--json", "--root", str(root), "detect"],
-                           capture_output=True, text=True, env=env(PYTHONPATH=str(site)), cwd="/")
+        p = _detect_as_nobody(root, site)
         doc = doc_of(p)
         assert p.returncode == 0 and len(doc["gpus"]) == 2, p.stdout[-1000:]
         assert any("cannot read rocmrevive's journals" in w for w in doc["warnings"]), doc["warnings"]
         assert tree_hash(root) == before
         os.chmod(root / "var/lib/rocmrevive/tx", 0o755)   # readable: detect names the transaction
         before = tree_hash(root)
-        p = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable,
-                            "-m", "rocmrevive.cli.main", "--json", "--root", str(root), "detect"],
-                           capture_output=True, text=True, env=env(PYTHONPATH=str(site)), cwd="/")
+        p = _detect_as_nobody(root, site)
         doc = doc_of(p)
         assert p.returncode == 9 and doc["pending"] == [txid] and len(doc["gpus"]) == 2
         assert tree_hash(root) == before
-    finally:
-        shutil.rmtree(where, ignore_errors=True)
+
+
+def _detect_as_nobody(root: Path, site: Path) -> subprocess.CompletedProcess:
+    """`rocmrevive --json detect` as nobody, importing rocmrevive from ``site``."""
+    return subprocess.run(AS_NOBODY + [sys.executable, "-m", "rocmrevive.cli.main", "--json", "--root", str(root),
+                                       "detect"], capture_output=True, text=True, env=env(PYTHONPATH=str(site)), cwd="/")
 
 
 def _site_for_nobody(site: Path) -> Path:

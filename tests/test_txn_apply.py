@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from rocmrevive.txn.apply import apply_plan
 from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.state import find_pending, require_no_pending
 from rocmrevive.txn.undo import recover_pending, rollback
+from tests.security_support import AS_NOBODY, folder_for_nobody
 from test_txn_support import LIB, OWNER, TREE, Machine, child_cmd, child_env, read_journal, run_child
 
 RLIB = LIB  # the resolved library path (plans go through /opt/rocm)
@@ -389,20 +389,15 @@ def test_immutable_tree_folder_is_refused(m):
 
 
 def _as_nobody(m: Machine, plan: Plan) -> subprocess.CompletedProcess:
-    cmd = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"] + child_cmd(m, "apply", plan)
+    cmd = AS_NOBODY + child_cmd(m, "apply", plan)
     return subprocess.run(cmd, env=child_env(), capture_output=True, text=True, timeout=60)
 
 
 def test_permission_denied_for_an_ordinary_user(tmp_path):
-    if os.geteuid() != 0 or not shutil.which("setpriv"):
-        pytest.skip("needs root and setpriv to become nobody")
-    where = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="rocmrevive-perm-"))
-    try:
-        os.chmod(where, 0o755)
+    with folder_for_nobody("rocmrevive-perm-") as where:
         m = Machine.build(where)
         os.chmod(m.stage, 0o755)
-        probe = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-                                sys.executable, "-c", "import rocmrevive.txn.apply"],
+        probe = subprocess.run(AS_NOBODY + [sys.executable, "-c", "import rocmrevive.txn.apply"],
                                env=child_env(), capture_output=True, text=True)
         if probe.returncode != 0:
             pytest.skip(f"nobody cannot run this Python: {probe.stderr.strip()[-200:]}")
@@ -430,8 +425,6 @@ def test_permission_denied_for_an_ordinary_user(tmp_path):
         assert doc["message"] == (f"cannot write to {LIB}: permission denied; nothing was changed; "
                                   "run as root (sudo)"), doc
         assert m.hash() == h and m.journals() == []
-    finally:
-        shutil.rmtree(where)
 
 
 def test_interrupted_transaction_blocks_apply_and_rollback_until_recovered(m):
