@@ -96,72 +96,83 @@ def _cell(tflops: dict | None, ratio: dict | None, dtype: str) -> str:
 
 
 def render(con, doc: dict) -> None:
-    from rich.table import Table
-
     parts = doc["parts"]
     t = parts.get("torch")
     if t and t.get("devices"):
-        tab = Table(title=f"PyTorch {t.get('torch')} ({t.get('platform')}"
-                          f"{' HIP ' + t['hip'] if t.get('hip') else ''}"
-                          f"{' CUDA ' + t['cuda'] if t.get('cuda') else ''}) with {t.get('python')}",
-                    title_justify="left")
-        for col in ("dev", "name", "arch", "GEMM checks", "fp32 TFLOPS", "fp16 TFLOPS",
-                    "bf16 TFLOPS", "result"):
-            tab.add_column(col)
-        for d in t["devices"]:
-            g = d.get("gemm") or {}
-            if not g:
-                result = "FAILED (no result)"
-            elif not g.get("ok"):
-                result = "FAILED"
-            elif g.get("slow"):
-                result = "ok, SLOW"
-            else:
-                result = "ok"
-            checks = f"{g.get('checks', 0) - g.get('failed_checks', 0)}/{g.get('checks', 0)}" if g else "-"
-            name = d.get("name") or ""
-            if d.get("model"):
-                name += f" [{d['model']}]"
-            tab.add_row(str(d["index"]), name, str(d.get("arch")), checks,
-                        _cell(g.get("tflops"), g.get("ratio"), "fp32"),
-                        _cell(g.get("tflops"), g.get("ratio"), "fp16"),
-                        _cell(g.get("tflops"), g.get("ratio"), "bf16"), result)
-        con.print(tab)
-        if t.get("peer"):
-            pt = Table(title="Device-to-device copies", title_justify="left")
-            for col in ("copy", "peer access", "GB/s", "result"):
-                pt.add_column(col)
-            for p in t["peer"]:
-                acc = {True: "yes", False: "no", None: "-"}[p.get("can_access_peer")]
-                pt.add_row(f"{p['src']} -> {p['dst']}", acc, _tf(p.get("gb_per_s")),
-                           "ok" if p.get("ok") else f"FAILED: {p.get('message')}")
-            con.print(pt)
-        ar = t.get("allreduce")
-        if ar:
-            con.print(f"all-reduce ({ar.get('backend')}, {ar.get('world_size')} devices): "
-                      + (f"ok, bus bandwidth {_tf(ar.get('busbw_gb_per_s'))} GB/s" if ar.get("ok")
-                         else f"FAILED: {ar.get('message')}"))
-        for h in t.get("hints") or []:
-            con.print(f"hint: {h['name']}={h['value']} " +
-                      ("applied" if h.get("applied") else f"not applied, you set {h.get('user_value')!r}")
-                      + f" ({h.get('reason')})")
-        for f in t.get("failures") or []:
-            if f.get("step") in ("enumerate", "gemm", "probe") and f.get("message"):
-                con.print(f"FAILED ({f['step']}): {f['message']}")
+        _render_torch(con, t)
     l_ = parts.get("llama")
     if l_ and l_.get("runs"):
-        tab = Table(title=f"llama.cpp: {l_.get('binary')} (backend {l_.get('backends')}), "
-                          f"tiny model {l_['model']['bytes'] // 1024} KiB" if l_.get("model") else "llama.cpp",
-                    title_justify="left")
-        for col in ("run", "visible", "prompt tok/s", "gen tok/s", "result"):
-            tab.add_column(col)
-        for r in l_["runs"]:
-            vis = ", ".join(f"{k}={v}" for k, v in (r.get("env") or {}).items()) or "all"
-            tab.add_row(r["label"], vis, _tf(r.get("prompt_tps")), _tf(r.get("gen_tps")),
-                        "ok" if r.get("ok") else f"FAILED: {r.get('message')}")
-        con.print(tab)
+        _render_llama(con, l_)
     for s in doc.get("skipped") or []:
         con.print(f"skipped {'PyTorch' if s['part'] == 'torch' else 'llama.cpp'}: {s['reason']}")
     verdict = {"OK": "passed", "SMOKE_FAILED": "FAILED", "NOTHING_SUPPORTED": "nothing could run"}
     tail = f" (recorded in {doc['record']})" if doc.get("record") else ""
     con.print(f"smoke: {verdict.get(doc['code'], doc['code'])}{tail}")
+
+
+def _gemm_result(g: dict) -> str:
+    if not g:
+        return "FAILED (no result)"
+    if not g.get("ok"):
+        return "FAILED"
+    return "ok, SLOW" if g.get("slow") else "ok"
+
+
+def _render_torch(con, t: dict) -> None:
+    """The PyTorch part: a row per device, the copies between devices, all-reduce, hints, failures."""
+    from rich.table import Table
+
+    tab = Table(title=f"PyTorch {t.get('torch')} ({t.get('platform')}"
+                      f"{' HIP ' + t['hip'] if t.get('hip') else ''}"
+                      f"{' CUDA ' + t['cuda'] if t.get('cuda') else ''}) with {t.get('python')}",
+                title_justify="left")
+    for col in ("dev", "name", "arch", "GEMM checks", "fp32 TFLOPS", "fp16 TFLOPS",
+                "bf16 TFLOPS", "result"):
+        tab.add_column(col)
+    for d in t["devices"]:
+        g = d.get("gemm") or {}
+        checks = f"{g.get('checks', 0) - g.get('failed_checks', 0)}/{g.get('checks', 0)}" if g else "-"
+        name = d.get("name") or ""
+        if d.get("model"):
+            name += f" [{d['model']}]"
+        tab.add_row(str(d["index"]), name, str(d.get("arch")), checks,
+                    *(_cell(g.get("tflops"), g.get("ratio"), dt) for dt in ("fp32", "fp16", "bf16")),
+                    _gemm_result(g))
+    con.print(tab)
+    if t.get("peer"):
+        pt = Table(title="Device-to-device copies", title_justify="left")
+        for col in ("copy", "peer access", "GB/s", "result"):
+            pt.add_column(col)
+        for p in t["peer"]:
+            acc = {True: "yes", False: "no", None: "-"}[p.get("can_access_peer")]
+            pt.add_row(f"{p['src']} -> {p['dst']}", acc, _tf(p.get("gb_per_s")),
+                       "ok" if p.get("ok") else f"FAILED: {p.get('message')}")
+        con.print(pt)
+    ar = t.get("allreduce")
+    if ar:
+        con.print(f"all-reduce ({ar.get('backend')}, {ar.get('world_size')} devices): "
+                  + (f"ok, bus bandwidth {_tf(ar.get('busbw_gb_per_s'))} GB/s" if ar.get("ok")
+                     else f"FAILED: {ar.get('message')}"))
+    for h in t.get("hints") or []:
+        con.print(f"hint: {h['name']}={h['value']} " +
+                  ("applied" if h.get("applied") else f"not applied, you set {h.get('user_value')!r}")
+                  + f" ({h.get('reason')})")
+    for f in t.get("failures") or []:
+        if f.get("step") in ("enumerate", "gemm", "probe") and f.get("message"):
+            con.print(f"FAILED ({f['step']}): {f['message']}")
+
+
+def _render_llama(con, l_: dict) -> None:
+    """The llama.cpp part: a row per run with its tokens/s."""
+    from rich.table import Table
+
+    tab = Table(title=f"llama.cpp: {l_.get('binary')} (backend {l_.get('backends')}), "
+                      f"tiny model {l_['model']['bytes'] // 1024} KiB" if l_.get("model") else "llama.cpp",
+                title_justify="left")
+    for col in ("run", "visible", "prompt tok/s", "gen tok/s", "result"):
+        tab.add_column(col)
+    for r in l_["runs"]:
+        vis = ", ".join(f"{k}={v}" for k, v in (r.get("env") or {}).items()) or "all"
+        tab.add_row(r["label"], vis, _tf(r.get("prompt_tps")), _tf(r.get("gen_tps")),
+                    "ok" if r.get("ok") else f"FAILED: {r.get('message')}")
+    con.print(tab)

@@ -300,18 +300,9 @@ def _run(out, binary, kind, model, timeout, cpu_test_mode, on_run) -> dict:
             on_run(run)
         return run
 
-    # what devices does it see?
-    lst = run_proc([str(binary), "--list-devices"], None, min(timeout, 120))
-    devices = parse_list_devices(lst.out) if lst.rc == 0 and not lst.timed_out else None
-    if lst.timed_out:
-        out["failures"].append({"step": "llama", "label": "--list-devices",
-                                "message": f"{binary.name} --list-devices did not finish within "
-                                           f"{min(timeout, 120):g} s: a hang"})
-        out["status"] = "failed"
-        out["reason"] = out["failures"][0]["message"]
+    gpus = _listed_gpus(out, binary, timeout)
+    if gpus is None:
         return out
-    gpus = [d for d in (devices or []) if d.backend in GPU_BACKENDS]
-    out["devices"] = [asdict(d) for d in gpus]
 
     if cpu_test_mode:
         run = record(run_one("CPU", binary, kind, model, {}, timeout, ngl=0, expect_gpu=False))
@@ -320,29 +311,8 @@ def _run(out, binary, kind, model, timeout, cpu_test_mode, on_run) -> dict:
         return _finish(out)
 
     if not gpus:
-        # one run tells us what the binary was built with
-        probe = run_one("all GPUs", binary, kind, model, {}, timeout, expect_gpu=False)
-        out["backends"] = probe.backends
-        if not probe.ok:
-            record(probe)
-            return _finish(out)
-        gpu_backend = bool(probe.backends and probe.backends != "CPU")
-        out["gpu_backend"] = gpu_backend
-        if not gpu_backend:
-            out["reason"] = (f"{binary} was built without a GPU backend (it reports backend "
-                             f"{probe.backends}); rebuild llama.cpp with -DGGML_HIP=ON")
-            out["cpu_run"] = asdict(probe)
-            return out
-        if kind == "bench" and (probe.gpu_info or "").strip():
-            # an old llama-bench without --list-devices: count the GPUs it reports
-            names = [x.strip() for x in probe.gpu_info.split(",") if x.strip()]
-            be = next((b for b in GPU_BACKENDS if b in probe.backends.split(",")), "ROCm")
-            gpus = [LlamaDevice(name=f"{be}{i}", backend=be, index=i, description=n)
-                    for i, n in enumerate(names)]
-            out["devices"] = [asdict(d) for d in gpus]
-        else:
-            out["reason"] = (f"{binary} has a GPU backend ({probe.backends}) but sees no GPU "
-                             f"devices (driver, permissions on /dev/kfd, or *_VISIBLE_DEVICES?)")
+        gpus = _gpus_from_a_run(out, binary, kind, model, timeout, record)
+        if gpus is None:
             return out
 
     out["gpu_backend"] = True
@@ -355,6 +325,54 @@ def _run(out, binary, kind, model, timeout, cpu_test_mode, on_run) -> dict:
     else:
         out["warnings"].append("one GPU: no all-GPUs run")
     return _finish(out)
+
+
+def _listed_gpus(out: dict, binary: Path, timeout: float) -> list[LlamaDevice] | None:
+    """The GPUs ``--list-devices`` names (also set in ``out``); None when it hung (``out`` then
+    says failed)."""
+    lst = run_proc([str(binary), "--list-devices"], None, min(timeout, 120))
+    devices = parse_list_devices(lst.out) if lst.rc == 0 and not lst.timed_out else None
+    if lst.timed_out:
+        out["failures"].append({"step": "llama", "label": "--list-devices",
+                                "message": f"{binary.name} --list-devices did not finish within "
+                                           f"{min(timeout, 120):g} s: a hang"})
+        out["status"] = "failed"
+        out["reason"] = out["failures"][0]["message"]
+        return None
+    gpus = [d for d in (devices or []) if d.backend in GPU_BACKENDS]
+    out["devices"] = [asdict(d) for d in gpus]
+    return gpus
+
+
+def _gpus_from_a_run(out: dict, binary: Path, kind: str, model: Path, timeout: float,
+                     record: Callable[[LlamaRun], LlamaRun]) -> list[LlamaDevice] | None:
+    """When no GPU was listed, one run tells what the binary was built with and, from an old
+    llama-bench without --list-devices, which GPUs it sees. None: nothing more to run (the run
+    failed: recorded and ``out`` finished; or ``out["reason"]`` says why not)."""
+    probe = run_one("all GPUs", binary, kind, model, {}, timeout, expect_gpu=False)
+    out["backends"] = probe.backends
+    if not probe.ok:
+        record(probe)
+        _finish(out)
+        return None
+    gpu_backend = bool(probe.backends and probe.backends != "CPU")
+    out["gpu_backend"] = gpu_backend
+    if not gpu_backend:
+        out["reason"] = (f"{binary} was built without a GPU backend (it reports backend "
+                         f"{probe.backends}); rebuild llama.cpp with -DGGML_HIP=ON")
+        out["cpu_run"] = asdict(probe)
+        return None
+    if kind == "bench" and (probe.gpu_info or "").strip():
+        # an old llama-bench without --list-devices: count the GPUs it reports
+        names = [x.strip() for x in probe.gpu_info.split(",") if x.strip()]
+        be = next((b for b in GPU_BACKENDS if b in probe.backends.split(",")), "ROCm")
+        gpus = [LlamaDevice(name=f"{be}{i}", backend=be, index=i, description=n)
+                for i, n in enumerate(names)]
+        out["devices"] = [asdict(d) for d in gpus]
+        return gpus
+    out["reason"] = (f"{binary} has a GPU backend ({probe.backends}) but sees no GPU "
+                     f"devices (driver, permissions on /dev/kfd, or *_VISIBLE_DEVICES?)")
+    return None
 
 
 def _finish(out: dict) -> dict:

@@ -94,13 +94,7 @@ def run_torch_probe(python: str, *, timeout: float = 180.0, cpu_test_mode: bool 
     if not (os.path.isfile(python) and os.access(python, os.X_OK)) and not shutil.which(python):
         res["reason"] = f"{python} is not an executable interpreter"
         return res
-    argv = [python, str(PROBE), "--json-lines", "--timeout", str(timeout)]
-    if cpu_test_mode:
-        argv += ["--cpu-test-mode", "--cpu-devices", str(cpu_devices)]
-    if perf_size:
-        argv += ["--perf-size", str(perf_size)]
-    if only:
-        argv += ["--only", only]
+    argv = _probe_argv(python, timeout, cpu_test_mode, cpu_devices, perf_size, only)
     env = dict(os.environ)
     env.update(extra_env or {})
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -112,43 +106,13 @@ def run_torch_probe(python: str, *, timeout: float = 180.0, cpu_test_mode: bool 
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, env=env, start_new_session=True)
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ, "out")
-    sel.register(proc.stderr, selectors.EVENT_READ, "err")
-    buf, err = b"", b""
-    open_, last, stuck = 2, time.monotonic(), False
-    while open_:
-        if time.monotonic() - last > quiet_limit:
-            stuck = True
-            break
-        for key, _ in sel.select(timeout=1.0):
-            chunk = os.read(key.fileobj.fileno(), 65536)
-            if not chunk:
-                sel.unregister(key.fileobj)
-                open_ -= 1
-                continue
-            last = time.monotonic()
-            if key.data == "err":
-                err = (err + chunk)[-20000:]
-                continue
-            buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(rec, dict) and "type" in rec:
-                    res["records"].append(rec)
-                    if on_record:
-                        on_record(rec)
+    err, stuck = _read_records(proc, quiet_limit, res["records"], on_record)
     if stuck:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             pass
     proc.wait()
-    sel.close()
     proc.stdout.close()
     proc.stderr.close()
     res["probe_exit"] = proc.returncode
@@ -157,35 +121,77 @@ def run_torch_probe(python: str, *, timeout: float = 180.0, cpu_test_mode: bool 
     return res
 
 
+def _probe_argv(python: str, timeout: float, cpu_test_mode: bool, cpu_devices: int,
+                perf_size: int | None, only: str | None) -> list[str]:
+    """The probe's command line for these options."""
+    argv = [python, str(PROBE), "--json-lines", "--timeout", str(timeout)]
+    if cpu_test_mode:
+        argv += ["--cpu-test-mode", "--cpu-devices", str(cpu_devices)]
+    if perf_size:
+        argv += ["--perf-size", str(perf_size)]
+    if only:
+        argv += ["--only", only]
+    return argv
+
+
+def _read_records(proc: subprocess.Popen, quiet_limit: float, records: list[dict],
+                  on_record: Callable[[dict], None] | None) -> tuple[bytes, bool]:
+    """Read the probe's JSON-line records into ``records`` until both pipes close; return
+    (the tail of its stderr, whether it went quiet for ``quiet_limit`` seconds: stuck)."""
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ, "out")
+    sel.register(proc.stderr, selectors.EVENT_READ, "err")
+    buf, err = b"", b""
+    open_, last, stuck = 2, time.monotonic(), False
+    try:
+        while open_:
+            if time.monotonic() - last > quiet_limit:
+                stuck = True
+                break
+            for key, _ in sel.select(timeout=1.0):
+                chunk = os.read(key.fileobj.fileno(), 65536)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    open_ -= 1
+                    continue
+                last = time.monotonic()
+                if key.data == "err":
+                    err = (err + chunk)[-20000:]
+                    continue
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    _take_record(line, records, on_record)
+    finally:
+        sel.close()
+    return err, stuck
+
+
+def _take_record(line: bytes, records: list[dict], on_record: Callable[[dict], None] | None) -> None:
+    """Keep one output line if it is a probe record (a JSON object with a type)."""
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        return
+    if isinstance(rec, dict) and "type" in rec:
+        records.append(rec)
+        if on_record:
+            on_record(rec)
+
+
+_DEVICE_KEYS = ("index", "name", "arch", "compute_capability", "model", "memory_bytes",
+                "compute_units", "pci_bus_id", "peak_tflops", "peak_source")
+_GEMM_KEYS = ("ok", "checks", "failed_checks", "tflops", "ratio", "slow")
+
+
 def _summarise(res: dict, stderr: str, stuck: bool, quiet_limit: float) -> None:
+    """Fill ``res`` from the probe's records, then decide its status."""
     recs = res["records"]
-    for r in recs:
-        t = r.get("type")
-        if t == "env":
-            res.update(torch=r.get("torch"), platform=r.get("platform"), hip=r.get("hip"),
-                       cuda=r.get("cuda"))
-        elif t == "device":
-            res["devices"].append({k: r.get(k) for k in ("index", "name", "arch", "compute_capability",
-                                                         "model", "memory_bytes", "compute_units",
-                                                         "pci_bus_id", "peak_tflops", "peak_source")})
-        elif t == "hint":
-            res["hints"].append({k: v for k, v in r.items() if k != "type"})
-        elif t == "peer":
-            res["peer"].append({k: v for k, v in r.items() if k != "type"})
-        elif t == "allreduce":
-            res["allreduce"] = {k: v for k, v in r.items() if k != "type"}
-        elif t == "skip":
-            res["skipped"].append({"step": r.get("step"), "reason": r.get("reason")})
-        elif t in ("gemm", "perf") and not r.get("ok"):
-            res["failures"].append({"step": t, "device": r.get("device"), "dtype": r.get("dtype"),
-                                    "case": r.get("case"), "message": r.get("message")})
-        elif t == "failure":
-            res["failures"].append({k: v for k, v in r.items() if k != "type"})
+    _collect(res, recs)
     summaries = {r["device"]: r for r in recs if r.get("type") == "device_summary"}
     for d in res["devices"]:
         s = summaries.get(d["index"])
-        d["gemm"] = None if s is None else {k: s.get(k) for k in ("ok", "checks", "failed_checks",
-                                                                   "tflops", "ratio", "slow")}
+        d["gemm"] = None if s is None else {k: s.get(k) for k in _GEMM_KEYS}
     for p in res["peer"]:
         if not p.get("ok"):
             res["failures"].append({"step": "peer", "src": p.get("src"), "dst": p.get("dst"),
@@ -196,6 +202,36 @@ def _summarise(res: dict, stderr: str, stuck: bool, quiet_limit: float) -> None:
     result = next((r for r in reversed(recs) if r.get("type") == "result"), None)
     if result:
         res["warnings"] += list(result.get("warnings") or [])
+    _set_status(res, result, stderr, stuck, quiet_limit)
+
+
+def _collect(res: dict, recs: list[dict]) -> None:
+    """Sort the records by type into the summary's lists."""
+    for r in recs:
+        t = r.get("type")
+        rest = {k: v for k, v in r.items() if k != "type"}
+        if t == "env":
+            res.update(torch=r.get("torch"), platform=r.get("platform"), hip=r.get("hip"),
+                       cuda=r.get("cuda"))
+        elif t == "device":
+            res["devices"].append({k: r.get(k) for k in _DEVICE_KEYS})
+        elif t == "hint":
+            res["hints"].append(rest)
+        elif t == "peer":
+            res["peer"].append(rest)
+        elif t == "allreduce":
+            res["allreduce"] = rest
+        elif t == "skip":
+            res["skipped"].append({"step": r.get("step"), "reason": r.get("reason")})
+        elif t in ("gemm", "perf") and not r.get("ok"):
+            res["failures"].append({"step": t, "device": r.get("device"), "dtype": r.get("dtype"),
+                                    "case": r.get("case"), "message": r.get("message")})
+        elif t == "failure":
+            res["failures"].append(rest)
+
+
+def _set_status(res: dict, result: dict | None, stderr: str, stuck: bool, quiet_limit: float) -> None:
+    """passed / failed / unavailable, with the reason, from the probe's result record."""
     if stuck:
         res["status"] = "failed"
         res["reason"] = (f"the PyTorch probe printed nothing for {quiet_limit:g} s and was killed "
