@@ -63,6 +63,17 @@ def codeobjects():
     return session_fixtures()
 
 
+@pytest.fixture(scope="session")
+def llama_bin() -> Path:
+    """The folder holding llama.cpp's llama-bench and llama-completion, built once (tests/fixtures/llama.py)."""
+    from tests.fixtures.llama import ensure_llama_bin
+
+    bin_dir, problem = ensure_llama_bin()
+    if bin_dir is None:
+        pytest.skip(problem)
+    return bin_dir
+
+
 # ---------------------------------------------------------------------------------------------
 # the skip policy: every skip reason is shown (-rs) and a reason not on tests/skip_policy.py's
 # reviewed list fails the run, whether it runs through `make test` or a plain `pytest`

@@ -17,7 +17,6 @@ from rocmrevive.errors import exit_code
 from rocmrevive.smoke import verdict
 from rocmrevive.smoke.record import RECORD_PATH, read_last, write_last
 from rocmrevive.rootfs import Root
-from tests.fixtures.llama import ensure_llama_bin
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -26,14 +25,6 @@ REPO = Path(__file__).resolve().parent.parent
 def _torch_present():
     if importlib.util.find_spec("torch") is None:
         pytest.fail("PyTorch is not installed in the test interpreter: pip install torch==2.13.0 (CPU build)")
-
-
-@pytest.fixture(scope="session")
-def llama_bin() -> Path:
-    bin_dir, problem = ensure_llama_bin()
-    if bin_dir is None:
-        pytest.skip(problem)
-    return bin_dir
 
 
 def cli(*args, root: Path, fault: str | None = None, timeout=300):

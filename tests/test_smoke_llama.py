@@ -15,17 +15,8 @@ import pytest
 
 from rocmrevive.smoke import llama
 from rocmrevive.smoke.gguf_model import TinyLlama, write_tiny_llama
-from tests.fixtures.llama import ensure_llama_bin
 
 import gguf  # noqa: E402  (a dependency of `rocmrevive smoke`: pip install gguf)
-
-
-@pytest.fixture(scope="session")
-def llama_bin() -> Path:
-    bin_dir, problem = ensure_llama_bin()
-    if bin_dir is None:
-        pytest.skip(problem)
-    return bin_dir
 
 
 @pytest.fixture(scope="module")
