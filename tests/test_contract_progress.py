@@ -8,16 +8,11 @@ import subprocess
 
 import pytest
 
-from tests.test_contract_readonly import demo_machine, rr, source, src_args  # noqa: F401
-from tests.test_contract_terminal import RR, Pty
+from tests.test_contract_readonly import rr, source  # noqa: F401  (source: pytest's fixture)
+from tests.test_contract_terminal import RR, Pty, machine  # noqa: F401  (machine: pytest's fixture)
 from tests.test_install import tree_hash
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\r")
-
-
-@pytest.fixture
-def machine(tmp_path, source):  # noqa: F811 - pytest's fixture
-    return demo_machine(tmp_path / "m"), src_args(source, tmp_path / "cache")
 
 
 def _plain(text: str) -> str:
