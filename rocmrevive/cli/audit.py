@@ -126,6 +126,7 @@ def graft_remedies(root, manifests, cache=None):
     target, and whether its source passes the ABI check here (``install.graft.graft_remedy``)."""
     from pathlib import Path
 
+    from rocmrevive.diagnose.audit import GraftAbi
     from rocmrevive.install.graft import graft_remedy
     from rocmrevive.sources.cache import default_cache_dir
 
@@ -137,7 +138,7 @@ def graft_remedies(root, manifests, cache=None):
         try:
             return graft_remedy(root, root.machine_path(path), target, manifests, cache_dir)
         except RevError as exc:  # a damaged cache or an odd tree: say so in the cell
-            return {"manifest": None, "abi": "unknown", "lines": [exc.message], "source": None}
+            return {"manifest": None, "abi": GraftAbi.UNKNOWN, "lines": [exc.message], "source": None}
 
     return graft_for
 
@@ -146,7 +147,7 @@ def _render(con, rep, show_all) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from rocmrevive.diagnose.audit import CellStatus
+    from rocmrevive.diagnose.audit import CellStatus, GraftAbi
 
     word = {CellStatus.EMBEDDED: "[green]embedded[/]", CellStatus.MISSING: "[red]MISSING[/]",
             CellStatus.OTHER_MODE: "[red]other mode[/]", CellStatus.NOT_GPU: "[dim]no GPU code[/]",
@@ -173,7 +174,7 @@ def _render(con, rep, show_all) -> None:
                       f"{escape(cell.detail)}")
             con.print(f"  breaks: {cell.breaks}", markup=False)
             con.print(f"  do:     {cell.remedy}", markup=False)
-            if cell.graft and cell.graft.get("abi") == "refused":
+            if cell.graft and cell.graft.get("abi") == GraftAbi.REFUSED:
                 for line in cell.graft.get("lines", [])[1:]:
                     con.print(f"          also: {line}", markup=False)
     unreadable = [r for r in rep.rows if any(c.status == CellStatus.UNREADABLE for c in r.cells.values())]

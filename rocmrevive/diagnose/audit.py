@@ -29,8 +29,18 @@ from rocmrevive.strenum import StrEnum
 # (library key, processor) -> what rocmrevive can do about a missing cell, or None
 RemedyFor = Callable[[str, str], "str | None"]
 # (real path of a host library, target) -> a manifest graft for it, or None:
-# {"manifest", "soname", "source", "abi": "loads" | "refused" | "not-fetched" | "no-source", "lines", "summary"}
+# {"manifest", "soname", "source", "abi": a GraftAbi, "lines", "summary"}
 GraftFor = Callable[[Path, TargetId], "dict | None"]
+
+
+class GraftAbi(StrEnum):
+    """Whether a manifest's source for a missing cell would load here (a graft's ``abi``)."""
+
+    LOADS = "loads"               # it passes the ABI check on this machine
+    REFUSED = "refused"           # it does not load here (``lines`` say why)
+    NOT_FETCHED = "not-fetched"   # not in the cache yet: not checked
+    NO_SOURCE = "no-source"       # the manifest has no source for this ROCm version
+    UNKNOWN = "unknown"           # the check itself failed (a damaged cache): ``lines``
 
 
 
@@ -220,15 +230,15 @@ def graft_remedy_text(graft: dict, workaround: str) -> str:
     source passes the ABI check here, why not when it does not (then the workaround)."""
     src = graft.get("source") or graft["manifest"]
     abi = graft["abi"]
-    if abi == "loads":
+    if abi == GraftAbi.LOADS:
         return (f"sudo rocmrevive install (grafts {src}, manifest {graft['manifest']}: it passes the ABI "
                 f"check on this machine), then rocmrevive audit")
-    if abi == "refused":
+    if abi == GraftAbi.REFUSED:
         lines = graft.get("lines") or ["?"]
         more = f" (+{len(lines) - 1} more)" if len(lines) > 1 else ""
         return (f"rocmrevive's source {src} ({graft['manifest']}) does not load here: {lines[0]}{more}; "
                 f"meanwhile: {workaround}")
-    if abi == "not-fetched":
+    if abi == GraftAbi.NOT_FETCHED:
         return (f"rocmrevive has a source: {src} ({graft['manifest']}); `sudo rocmrevive install --check` "
                 f"fetches it and checks it against this machine (ABI not checked yet); or: {workaround}")
     return f"{'; '.join(graft.get('lines') or [])}; {workaround}"

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from rocmrevive.codeobj.targetid import TargetId
+from rocmrevive.diagnose.audit import GraftAbi
 from rocmrevive.install.core import Decline, Hooks, Staged, Status, Verdict, install_component, staging_area
 from rocmrevive.install.extract import cached_component_file, component_file, fetch_first
 from rocmrevive.install.report import LibraryPlan, record_applied
@@ -230,8 +231,7 @@ def graft_remedy(root: Root, file_machine_path: str, target: TargetId, manifests
     ABI check here. Nothing is fetched or unpacked: a source is checked when an earlier
     ``install`` (or ``install --check``) left it extracted in the cache.
 
-    Returns None (no manifest for it) or {"manifest", "source", "abi": "loads" | "refused" |
-    "not-fetched" | "no-source", "lines", "summary"}."""
+    Returns None (no manifest for it) or {"manifest", "source", "abi": a GraftAbi, "lines", "summary"}."""
     from rocmrevive.trees.installs import read_version
 
     libdir, name = os.path.split(file_machine_path)
@@ -247,7 +247,8 @@ def graft_remedy(root: Root, file_machine_path: str, target: TargetId, manifests
 def _remedy(root: Root, m, comp, libdir: str, target: TargetId, rocm_version, cache_dir: Path) -> dict:
     from rocmrevive.hostlib.abi import check_library
 
-    out = {"manifest": m.id, "soname": comp.soname, "source": None, "abi": "no-source", "lines": [], "summary": ""}
+    out = {"manifest": m.id, "soname": comp.soname, "source": None, "abi": GraftAbi.NO_SOURCE, "lines": [],
+           "summary": ""}
     sources = m.sources_for_rocm(rocm_version) if rocm_version else []
     if not sources:
         out["lines"] = [f"{m.id} has no source for ROCm {rocm_version or '(unknown version)'}"]
@@ -259,8 +260,8 @@ def _remedy(root: Root, m, comp, libdir: str, target: TargetId, rocm_version, ca
             continue
         v = check_library(root, staged, search_dirs=[libdir], targets=[target], rocm_version=rocm_version,
                           origin=libdir)
-        out.update(abi="loads" if v.ok else "refused", lines=list(v.lines), summary=v.summary,
+        out.update(abi=GraftAbi.LOADS if v.ok else GraftAbi.REFUSED, lines=list(v.lines), summary=v.summary,
                    source=src.describe())
         return out
-    out["abi"] = "not-fetched"
+    out["abi"] = GraftAbi.NOT_FETCHED
     return out
