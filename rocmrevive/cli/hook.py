@@ -137,7 +137,7 @@ def run(ui, mode, state_dir, now, wait_s, log_path, install_args):
     `rocmrevive install --yes INSTALL_ARGS` in the background, once apt has released its locks
     (it holds them while its hooks run), and logs the result.
     """
-    from rocmrevive.install.hooks import HOOK_LOG, HookRun, after_dpkg, reapply_now
+    from rocmrevive.install.hooks import HOOK_LOG, HookAction, HookRun, after_dpkg, reapply_now
 
     log_machine = log_path or HOOK_LOG
 
@@ -153,7 +153,7 @@ def run(ui, mode, state_dir, now, wait_s, log_path, install_args):
                               install_args=install_args)
 
         def show(con):
-            if done.action == "error":
+            if done.action is HookAction.ERROR:
                 con.print(f"rocmrevive hook: could not check: {done.problem}", markup=False)
             for f in done.findings:
                 con.print(f"rocmrevive hook: {f.message()}", markup=False)
@@ -168,6 +168,8 @@ def run(ui, mode, state_dir, now, wait_s, log_path, install_args):
 
 def _reapplied(res: dict) -> Outcome:
     """The background half's outcome (``hooks.reapply_now``)."""
-    if res["action"] == "gave-up":
+    from rocmrevive.install.hooks import HookAction
+
+    if res["action"] is HookAction.GAVE_UP:
         return Outcome(data=res, code="LOCKED", message="package manager still busy")
     return Outcome(data=res, changed=bool((res.get("install") or {}).get("changed")))

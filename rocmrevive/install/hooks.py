@@ -30,6 +30,7 @@ from pathlib import Path
 
 from rocmrevive.errors import RevError
 from rocmrevive.install.core import Hooks, Staged
+from rocmrevive.strenum import StrEnum
 from rocmrevive.txn.history import Integrity
 from rocmrevive.txn.journal import PENDING, TxState
 
@@ -262,26 +263,36 @@ def findings(root, state_dir: str | None = None) -> list[Finding]:
     return out
 
 
+class HookAction(StrEnum):
+    """What ``hook run`` did after a dpkg run (``HookRun.action``) and what its background half
+    did (``reapply_now``'s ``action``)."""
+
+    NONE = "none"
+    WARNED = "warned"
+    REAPPLY_STARTED = "reapply-started"  # ``pid`` re-installs in the background, logging to ``log``
+    ERROR = "error"                      # the check itself failed: ``problem`` (the hook never fails apt)
+    GAVE_UP = "gave-up"                  # apt/dpkg still held their locks
+    REAPPLIED = "reapplied"
+
+
 @dataclass
 class HookRun:
-    """What ``hook run`` found after a dpkg run and did about it. ``action``: "none", "warned",
-    "reapply-started" (``pid`` re-installs in the background, logging to ``log``) or "error"
-    (the check itself failed: ``problem``; the hook never fails apt)."""
+    """What ``hook run`` found after a dpkg run and did about it (a ``HookAction``)."""
 
     mode: str
     findings: list[Finding]
-    action: str
+    action: HookAction
     pid: int | None = None
     log: str | None = None
     problem: str | None = None
 
     @classmethod
     def failed(cls, mode: str, exc: Exception) -> "HookRun":
-        return cls(mode, [], "error", problem=getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}")
+        return cls(mode, [], HookAction.ERROR, problem=getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}")
 
     def to_json(self) -> dict:
         head = {"mode": self.mode, "findings": [f.to_json() for f in self.findings], "action": self.action}
-        if self.action == "error":
+        if self.action is HookAction.ERROR:
             return {**head, "problem": self.problem}
         return {**head, "pid": self.pid, "log": self.log}
 
@@ -297,8 +308,8 @@ def after_dpkg(root, *, mode: str, state_dir: str | None, wait_s: float, log_mac
     if mode == "reapply" and any(f.kind in ("lost", "gone") for f in found):
         pid = start_reapply(root, found, state_dir=state_dir, wait_s=wait_s, log_machine=log_machine,
                             install_args=install_args)
-        return HookRun(mode, found, "reapply-started", pid, log_machine)
-    return HookRun(mode, found, "warned" if found else "none")
+        return HookRun(mode, found, HookAction.REAPPLY_STARTED, pid, log_machine)
+    return HookRun(mode, found, HookAction.WARNED if found else HookAction.NONE)
 
 
 def wait_for_package_managers(root, timeout: float, poll: float = 1.0) -> bool:
@@ -354,7 +365,7 @@ def start_reapply(root, found: list[Finding], *, state_dir: str | None, wait_s: 
 
 def reapply_now(root, *, state_dir: str | None, install_args, wait_s: float, log_machine: str) -> dict:
     """The background half: wait for apt, look again, run ``rocmrevive install --yes``, log.
-    Returns {"action": "gave-up" | "none" | "reapplied", "exit", "install"}."""
+    Returns {"action": HookAction.GAVE_UP | NONE | REAPPLIED, "exit", "install"}."""
     log_real = root.path(log_machine)
 
     def log(line: str) -> None:
@@ -364,10 +375,10 @@ def reapply_now(root, *, state_dir: str | None, install_args, wait_s: float, log
 
     if not wait_for_package_managers(root, wait_s):
         log(f"gave up: apt/dpkg still held their locks after {wait_s:g} s; run `rocmrevive install` by hand")
-        return {"action": "gave-up"}
+        return {"action": HookAction.GAVE_UP}
     if not [f for f in findings(root, state_dir) if f.kind in ("lost", "gone")]:
         log("nothing to re-install any more")
-        return {"action": "none"}
+        return {"action": HookAction.NONE}
     argv = self_argv(root) + ["--json", "--no-progress", "install", "--yes", *install_args]
     log("running: " + " ".join(argv))
     r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True)
@@ -378,4 +389,4 @@ def reapply_now(root, *, state_dir: str | None, install_args, wait_s: float, log
     err = (doc.get("error") or {}).get("message")
     copies = ", ".join(f"{c['library']}: {c['status']}" for c in doc.get("copies") or [])
     log(f"install exited {r.returncode}" + (f": {copies}" if copies else "") + (f"; {err}" if err else ""))
-    return {"action": "reapplied", "exit": r.returncode, "install": doc}
+    return {"action": HookAction.REAPPLIED, "exit": r.returncode, "install": doc}
