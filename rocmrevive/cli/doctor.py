@@ -11,7 +11,7 @@ import click
 
 from rocmrevive.cli.detect import run_survey, shared_options
 from rocmrevive.cli.ui import UI, Outcome, text_file_option
-from rocmrevive.hardware.findings import Severity
+from rocmrevive.hardware.findings import FixKind, Severity
 from rocmrevive.hardware.vulkan import parse_vulkan_devices
 
 STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -45,7 +45,7 @@ def render_doctor(doc: dict, root=None):
             say((f"{f['severity']:7}", STYLE[f["severity"]]), f" {f['message']}")
             if f["cause"]:
                 say(f"         cause: {f['cause']}")
-            if f["fix_kind"] != "none":
+            if f["fix_kind"] != FixKind.NONE:
                 say(f"         fix:   {runnable(f['fix'], root)}")
         c = doc["counts"]
         say(f"{_n(c[Severity.ERROR], 'error', 'errors')}, {_n(c[Severity.WARNING], 'warning', 'warnings')}, "

@@ -20,6 +20,15 @@ class Severity(StrEnum):
     WARNING = "warning"  # slow, or failing in some setups (multi-GPU, RCCL)
     INFO = "info"        # context
 
+
+class FixKind(StrEnum):
+    """What a finding's ``fix`` is."""
+
+    COMMAND = "command"    # a command to run
+    SETTING = "setting"    # a setting (firmware, kernel command line, environment)
+    HARDWARE = "hardware"  # a change to the machine
+    NONE = "none"          # nothing to do (the fix text says why)
+
 RELATION_TEXT = {
     "PIX": "behind one PCIe switch",
     "PXB": "behind several PCIe switches",
@@ -37,7 +46,7 @@ class Finding:
     message: str
     cause: str
     fix: str
-    fix_kind: str = "command"           # command | setting | hardware | none
+    fix_kind: FixKind = FixKind.COMMAND
     data: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
@@ -60,12 +69,12 @@ def _presence(hw) -> list[Finding]:
         where = "the KFD topology lists no GPU" if hw.kfd_present else "there is no KFD topology"
         out.append(Finding("no-amd-gpu", Severity.INFO, "machine", f"no AMD GPU found: {where} and no AMD "
                            "display device is on the PCI bus", "nothing for rocmrevive to do here",
-                           "none", "none"))
+                           "none", FixKind.NONE))
     elif not hw.gfx906:
         procs = ", ".join(sorted({g.processor or "unknown" for g in hw.gpus}))
         out.append(Finding("no-gfx906", Severity.INFO, "machine", f"no gfx906 GPU: found {procs}",
                            "rocmrevive restores gfx906 (MI50/MI60/Radeon VII) support only",
-                           "none", "none"))
+                           "none", FixKind.NONE))
     for g in hw.gpus:
         if g.node is None:
             sev = Severity.ERROR if g.processor == "gfx906" else Severity.WARNING
@@ -83,7 +92,7 @@ def _presence(hw) -> list[Finding]:
                                f"{(g.bdf or '')[5:]}`", data={"problems": other}))
     for p in hw.problems:
         out.append(Finding("read-problem", Severity.WARNING, "machine", p, "a sysfs file is missing or garbled",
-                           "none", "none"))
+                           "none", FixKind.NONE))
     return out
 
 
@@ -98,7 +107,7 @@ def _bars_and_links(hw) -> list[Finding]:
                 "for this card, and some tools skip it ('Bar size smaller than needed')",
                 "enable 'Above 4G Decoding' and 'Resizable BAR' in the BIOS setup; MI50 32GB cards "
                 "whose vBIOS exposes a 16 GiB BAR need a vBIOS with a full BAR (ROCm#4793)",
-                "setting", {"bar_bytes": g.bar_bytes, "vram_bytes": g.vram_bytes}))
+                FixKind.SETTING, {"bar_bytes": g.bar_bytes, "vram_bytes": g.vram_bytes}))
         loc = g.location
         link = (loc.slot_link if loc and loc.slot_link and loc.slot_link.known else None) or \
             (g.pci.link if g.pci else None)
@@ -109,18 +118,18 @@ def _bars_and_links(hw) -> list[Finding]:
                 "the slot is wired narrower than the card (chipset or shared slot), or the card is "
                 "not seated well",
                 "move the card to a CPU-attached x16 slot and check the slot's lane sharing in the "
-                "board manual", "hardware", link.to_json()))
+                "board manual", FixKind.HARDWARE, link.to_json()))
         if link and link.speed and link.max_speed and link.speed < link.max_speed:
             out.append(Finding(
                 "link-slow", Severity.INFO, g.label,
                 f"{_gpu_name(g)}: PCIe link at {link.speed:g} GT/s of {link.max_speed:g} GT/s",
                 "amdgpu lowers the link speed while idle; under load it should rise",
-                f"read {_sysfs_dir(g)}/current_link_speed again under load", "none", link.to_json()))
+                f"read {_sysfs_dir(g)}/current_link_speed again under load", FixKind.NONE, link.to_json()))
         if loc and loc.flat and g.pci:
             out.append(Finding("flat-topology", Severity.INFO, g.label,
                                f"{_gpu_name(g)} sits directly on root bus {loc.root_complex}",
                                "a virtual machine flattens the PCIe tree; topology claims are weak here",
-                               "none", "none"))
+                               "none", FixKind.NONE))
     return out
 
 
@@ -152,7 +161,7 @@ def _pairs(hw) -> list[Finding]:
                 "p2p-impossible", Severity.WARNING, subject,
                 f"{a.label} and {b.label} are {where}: peer-to-peer DMA is not possible, RCCL "
                 "all-reduce may fail at init or fall back to slow copies",
-                "; ".join(p.blockers), "; ".join(fixes), "setting", p.to_json()))
+                "; ".join(p.blockers), "; ".join(fixes), FixKind.SETTING, p.to_json()))
         elif p.p2p_possible is None:
             unverified.append(p)
         if p.risks and p.p2p_possible is not False:
@@ -161,7 +170,7 @@ def _pairs(hw) -> list[Finding]:
                 f"{a.label} and {b.label} are {where}: peer transfers may be slow or hang",
                 "; ".join(p.risks),
                 "move the card to a CPU-attached slot; or run RCCL/NCCL with NCCL_P2P_DISABLE=1",
-                "hardware", p.to_json()))
+                FixKind.HARDWARE, p.to_json()))
     if unverified:
         reasons = sorted({r for p in unverified for r in p.unverified})
         out.append(Finding(
@@ -170,7 +179,7 @@ def _pairs(hw) -> list[Finding]:
             + ", ".join(f"GPU{p.a}-GPU{p.b} ({p.relation})" for p in unverified[:6])
             + (" ..." if len(unverified) > 6 else ""),
             "; ".join(reasons), "run `rocm-bandwidth-test`, or look for p2p_links under "
-            "/sys/class/kfd/kfd/topology/nodes/*/ after boot", "command",
+            "/sys/class/kfd/kfd/topology/nodes/*/ after boot", FixKind.COMMAND,
             {"pairs": [p.to_json() for p in unverified]}))
     return out
 
@@ -191,11 +200,11 @@ def _iommu(hw) -> list[Finding]:
             "RCCL warns 'Missing \"iommu=pt\" from kernel command line which can lead to system "
             "instablity or hang'; translated DMA also slows host-device and peer transfers",
             f"add `{want}` to GRUB_CMDLINE_LINUX_DEFAULT in /etc/default/grub, run "
-            "`sudo update-grub` and reboot", "setting", io.to_json())]
+            "`sudo update-grub` and reboot", FixKind.SETTING, io.to_json())]
     if io.mode == "unknown":
         return [Finding("iommu-unknown", Severity.INFO, "machine", "an IOMMU is present; its mode is unknown",
                         "no IOMMU group types readable", f"make sure `{want}` is on the kernel command line",
-                        "setting", io.to_json())]
+                        FixKind.SETTING, io.to_json())]
     return []
 
 
@@ -213,7 +222,7 @@ def _clocks(hw) -> list[Finding]:
                 "(reported by MI50 users)",
                 f"echo manual | sudo tee {d}/power_dpm_force_performance_level && "
                 f"echo {len(g.mclk.levels_mhz) - 1} | sudo tee {d}/pp_dpm_mclk "
-                "(or `rocm-smi --setperflevel high`)", "command", g.mclk.to_json()))
+                "(or `rocm-smi --setperflevel high`)", FixKind.COMMAND, g.mclk.to_json()))
         if g.performance_level == "low":
             out.append(Finding("perf-level-low", Severity.WARNING, g.label,
                                f"{_gpu_name(g)}: power_dpm_force_performance_level is 'low'",
@@ -236,7 +245,7 @@ def access_findings(hw, access) -> list[Finding]:
     if access.uid is None:
         out.append(Finding("user-unknown", Severity.INFO, "machine", access.problems[0] if access.problems
                            else f"user {access.user} unknown", "cannot check device-node access",
-                           "pass --user NAME", "none"))
+                           "pass --user NAME", FixKind.NONE))
     elif access.uid != 0 and access.missing_groups:
         groups = ",".join(sorted(set(access.missing_groups) | {"video"}))
         blocked = [n.path for n in access.nodes if n.user_ok is False]
@@ -266,7 +275,7 @@ def vulkan_findings(hw, text: str | None) -> list[Finding]:
                                f"the Vulkan loader sees {g.label} as {dev!r}",
                                "Mesa's RADV driver drives the card without ROCm",
                                "llama.cpp's Vulkan backend is an alternative while a rocBLAS copy "
-                               "lacks gfx906", "none", {"vulkan_devices": names}))
+                               "lacks gfx906", FixKind.NONE, {"vulkan_devices": names}))
         elif g.processor == "gfx906":
             out.append(Finding("vulkan-missing-gpu", Severity.WARNING, g.label,
                                f"the Vulkan loader does not list {g.label}",

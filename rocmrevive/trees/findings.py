@@ -5,7 +5,7 @@ detected GPU needs, broken ``/opt/rocm`` links, layouts rocmrevive cannot patch 
 """
 from __future__ import annotations
 
-from rocmrevive.hardware.findings import Finding, Severity
+from rocmrevive.hardware.findings import Finding, FixKind, Severity
 
 
 def tree_findings(s) -> list[Finding]:
@@ -28,7 +28,7 @@ def _machine_findings(s) -> list[Finding]:
     if s.hardware.gfx906 and not s.copies:
         out.append(Finding("no-rocblas", Severity.INFO, "machine", "no rocBLAS copy found",
                            "no ROCm under /opt, no distribution package, no PyTorch ROCm wheel in the "
-                           "places searched", "pass --python for a venv elsewhere, or --tree PATH", "none"))
+                           "places searched", "pass --python for a venv elsewhere, or --tree PATH", FixKind.NONE))
     return out
 
 
@@ -44,12 +44,12 @@ def _copy_findings(s, c, missing: list) -> list[Finding]:
         out.append(Finding(
             "rocblas-missing-other", Severity.INFO, c.path,
             f"{what} does not serve {', '.join(f'{g.label} ({g.processor})' for g in others)}",
-            "rocmrevive adds gfx906 files only", "none", "none"))
+            "rocmrevive adds gfx906 files only", "none", FixKind.NONE))
     if c.kpack or c.arch_folders:
         out.append(_therock_layout(c, what, m906))
     if c.problems:
         out.append(Finding("rocblas-read-problems", Severity.INFO, c.path, f"{c.path}: " + "; ".join(c.problems[:3]),
-                           "files missing or unreadable", "none", "none"))
+                           "files missing or unreadable", "none", FixKind.NONE))
     if c.deep and c.deep.not_code:
         out.append(Finding("rocblas-not-code", Severity.WARNING, c.path,
                            f"{len(c.deep.not_code)} file(s) named .co/.hsaco in {c.path} are not code objects",
@@ -101,4 +101,4 @@ def _therock_layout(c, what: str, m906: list) -> Finding:
     return Finding(
         "rocblas-new-layout", Severity.INFO, c.path, f"{what} uses TheRock's layout ({layout})",
         "ROCm 7.13+ builds move device code into per-target packages; rocmrevive reads them, "
-        "and leaves them to AMD's packages", "none", "none", data=kpacks)
+        "and leaves them to AMD's packages", "none", FixKind.NONE, data=kpacks)

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 
 from rocmrevive.hardware.access import AccessReport, check_access
-from rocmrevive.hardware.findings import Finding, Severity, hardware_findings
+from rocmrevive.hardware.findings import Finding, FixKind, Severity, hardware_findings
 from rocmrevive.hardware.gpus import HardwareReport, scan
 from rocmrevive.rootfs import Root
 from rocmrevive.trees.findings import tree_findings
@@ -76,6 +76,6 @@ def diagnose(s: Survey, *, user: str | None = None, vulkan_text: str | None = No
         nodes = ["/dev/kfd"] + sorted({g.render_node for g in s.hardware.gpus if g.render_node})
         access = check_access(s.root, user or default_user(), nodes)
     found = hardware_findings(s.hardware, access=access, vulkan_text=vulkan_text) + tree_findings(s)
-    found += [Finding("read-problem", Severity.INFO, "machine", p, "", "none", "none") for p in s.problems]
+    found += [Finding("read-problem", Severity.INFO, "machine", p, "", "none", FixKind.NONE) for p in s.problems]
     order = {sev: i for i, sev in enumerate(Severity)}
     return sorted(found, key=lambda f: order[f.severity])
