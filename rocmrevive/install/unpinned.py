@@ -97,6 +97,21 @@ def stage(source: Path, processor: str, tensile_select, work: Path) -> Staged:
     paths = {f.name: Path(f.path) for f in files}
     hashes = {f.name: (f.sha256, f.size) for f in files}
     rels = list(paths)
+    home = _library_home(rels, processor, source)
+    by_name = {}
+    for r in rels:
+        d, base = os.path.dirname(r), r.rsplit("/", 1)[-1]
+        if d == home and base not in _META_NAMES and tensile_select(base):
+            by_name[base] = paths[r]
+    st = Staged(str(source), kind, home or ".", by_name,
+                sha256={base: hashes[f"{home}/{base}" if home else base] for base in by_name})
+    st.evidence = _version_evidence(paths, sonames)
+    return st
+
+
+def _library_home(rels: list[str], processor: str, source: Path) -> str:
+    """The one folder of the extracted ``rels`` that holds ``processor``'s lazy index (the rocBLAS
+    library folder of the build); none or several is VERIFY_FAILED."""
     lazy = f"TensileLibrary_lazy_{processor}.dat"
     homes = sorted({os.path.dirname(r) for r in rels if r.rsplit("/", 1)[-1] == lazy}, key=lambda d: (len(d), d))
     if not homes:
@@ -106,35 +121,34 @@ def stage(source: Path, processor: str, tensile_select, work: Path) -> Staged:
         raise RevError("VERIFY_FAILED", f"--from {source}: {len(homes)} rocBLAS library folders with {lazy} "
                                         f"({', '.join(h or '.' for h in homes[:3])}); give the one meant; "
                                         f"nothing was changed")
-    home = homes[0]
-    by_name = {}
-    for r in rels:
-        d, base = os.path.dirname(r), r.rsplit("/", 1)[-1]
-        if d == home and base not in _META_NAMES and tensile_select(base):
-            by_name[base] = paths[r]
-    st = Staged(str(source), kind, home or ".", by_name,
-                sha256={base: hashes[f"{home}/{base}" if home else base] for base in by_name})
-    for r in rels:
+    return homes[0]
+
+
+def _version_evidence(paths: dict[str, Path], sonames: list[str]) -> list[dict]:
+    """The rocBLAS versions the build states: rocblas-version.h, the CMake config files, and the
+    versioned librocblas.so names seen (not extracted), each as {"file", "version"}."""
+    evidence: list[dict] = []
+    for r, path in paths.items():
         base = r.rsplit("/", 1)[-1]
         if base not in _META_NAMES:
             continue
         try:
-            text = paths[r].read_text(errors="replace")[:65536]
+            text = path.read_text(errors="replace")[:65536]
         except OSError:
             continue
         if base == "rocblas-version.h":
             parts = dict(_HDR.findall(text))
             if {"MAJOR", "MINOR", "PATCH"} <= parts.keys():
-                st.evidence.append({"file": r, "version": f"{parts['MAJOR']}.{parts['MINOR']}.{parts['PATCH']}"})
+                evidence.append({"file": r, "version": f"{parts['MAJOR']}.{parts['MINOR']}.{parts['PATCH']}"})
         else:
             m = _CMAKE.search(text)
             if m:
-                st.evidence.append({"file": r, "version": m.group(1)})
+                evidence.append({"file": r, "version": m.group(1)})
     for n in sonames:
         m = _SONAME.match(n.rsplit("/", 1)[-1])
         if m:
-            st.evidence.append({"file": n, "version": m.group(1)})
-    return st
+            evidence.append({"file": n, "version": m.group(1)})
+    return evidence
 
 
 _ANY_LAZY = re.compile(r"^TensileLibrary_lazy_gfx[0-9a-z]+(?:-xnack[+-])?\.dat$")
