@@ -446,3 +446,29 @@ def test_download_into_a_shared_cache_with_planted_partial_links(arena, tmp_path
     assert arena.victim_intact() and arena.precious.stat().st_mode & 0o777 == 0o644
     got = cache / "sha256" / sha
     assert got.stat().st_uid == 0 and hashlib.sha256(got.read_bytes()).hexdigest() == sha
+
+
+# 14. a file the user names with -o ------------------------------------------------------------
+def test_an_output_file_in_a_user_owned_folder_is_never_written_through_a_planted_link(arena, tmp_path):
+    """`rccl env -o ~alice/rccl.env` as root: the folder is the user's choice (written, as before),
+    but links alice planted at the output's former fixed temporary name and at every name she can
+    guess are never followed: the victim is intact and the output is a new regular file of root's."""
+    root = build("mi50x4-switch", tmp_path / "m")
+    out = arena.home / "rccl.env"
+
+    def plant():
+        os.symlink(arena.precious, arena.home / ".rccl.env.rocmrevive-new")   # the old fixed name
+        os.symlink(arena.victim / "created-by-root", arena.home / ".rccl.env.tmp")
+
+    arena.as_attacker(plant)
+    rc, doc, err = run_cli(["--root", str(root), "rccl", "env", "-o", str(out)])
+    assert rc == 0 and doc["written"] == str(out), (doc, err)
+    assert arena.victim_intact() and not (arena.victim / "created-by-root").exists()
+    assert not out.is_symlink() and out.stat().st_uid == 0 and "HSA_FORCE_FINE_GRAIN_PCIE=1" in out.read_text()
+    assert os.readlink(arena.home / ".rccl.env.rocmrevive-new") == str(arena.precious)
+
+    os.unlink(out)
+    arena.as_attacker(lambda: os.symlink(arena.precious, out))   # the output name itself: replaced, not followed
+    rc, doc, err = run_cli(["--root", str(root), "rccl", "env", "-o", str(out)])
+    assert rc == 0, (doc, err)
+    assert arena.victim_intact() and not out.is_symlink() and out.stat().st_uid == 0

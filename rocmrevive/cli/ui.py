@@ -46,17 +46,21 @@ class Outcome:
 
 
 def write_output(path: str, text: str, mode: int = 0o644) -> str:
-    """Write ``text`` to the file ``-o`` named (a path on this machine, not under --root):
-    a temporary file beside it, renamed over it. RevError("PERMISSION") when that fails."""
+    """Write ``text`` to the file ``-o`` named (a path on this machine, not under --root).
+    The folders are the ones the user typed (followed as ``cp`` would, created when missing);
+    the file is replaced through ``fs.Dir.write_atomic`` relative to its folder: a random
+    ``O_EXCL`` temporary and a rename, so a link planted in a folder another user can write
+    (a home, /tmp) is never written through. RevError("PERMISSION") when that fails."""
+    from rocmrevive.fs import Dir
+
     p = Path(path)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.name}.rocmrevive-new")
-        tmp.write_text(text)
-        tmp.chmod(mode)
-        tmp.replace(p)
+        fd = os.open(p.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
         raise RevError("PERMISSION", f"cannot write {path}: {exc.strerror or exc}") from None
+    with Dir(fd, p.parent, what="output folder") as folder:
+        folder.write_atomic(p.name, text.encode(), mode=mode)
     return str(p)
 
 
