@@ -17,8 +17,17 @@ import socket
 from typing import Callable
 
 from rocmrevive.rootfs import Root
+from rocmrevive.strenum import StrEnum
 
 PARTS = ("torch", "llama")
+
+
+class PartStatus(StrEnum):
+    """One part's outcome (``torch_runner`` and ``llama`` set it; ``verdict`` reads it)."""
+
+    PASSED = "passed"
+    FAILED = "failed"            # a check failed or a step hung
+    UNAVAILABLE = "unavailable"  # could not run here (no PyTorch, no GPU, no llama.cpp): ``reason`` says why
 
 
 def _now() -> str:
@@ -26,10 +35,10 @@ def _now() -> str:
 
 
 def verdict(parts: dict[str, dict], explicit: set[str]) -> tuple[str, str | None]:
-    """(code, message) from each part's ``status`` ("passed" | "failed" | "unavailable")."""
-    failed = [n for n, p in parts.items() if p["status"] == "failed"]
-    passed = [n for n, p in parts.items() if p["status"] == "passed"]
-    missing = [n for n, p in parts.items() if p["status"] == "unavailable" and n in explicit]
+    """(code, message) from each part's ``status`` (a ``PartStatus``)."""
+    failed = [n for n, p in parts.items() if p["status"] == PartStatus.FAILED]
+    passed = [n for n, p in parts.items() if p["status"] == PartStatus.PASSED]
+    missing = [n for n, p in parts.items() if p["status"] == PartStatus.UNAVAILABLE and n in explicit]
     label = {"torch": "PyTorch", "llama": "llama.cpp"}
     if failed:
         n = failed[0]
@@ -51,6 +60,7 @@ def run_smoke(root: Root, *, torch: bool, llama: bool, explicit: set[str] | None
     """Run the selected parts; return {"parts": {...}, "code", "message", "record", ...}."""
     from rocmrevive.smoke import llama as llama_mod
     from rocmrevive.smoke import record as record_mod
+    from rocmrevive.smoke.record import RunStatus
     from rocmrevive.smoke import torch_runner
 
     explicit = set(explicit or ())
@@ -59,7 +69,7 @@ def run_smoke(root: Root, *, torch: bool, llama: bool, explicit: set[str] | None
     if torch:
         py, why = torch_runner.pick_python(python)
         if py is None:
-            parts["torch"] = {"status": "unavailable", "reason": why, "python": None}
+            parts["torch"] = {"status": PartStatus.UNAVAILABLE, "reason": why, "python": None}
         else:
             res = torch_runner.run_torch_probe(py, timeout=timeout, cpu_test_mode=cpu_test_mode,
                                                cpu_devices=cpu_devices, on_record=on_torch_record)
@@ -71,12 +81,12 @@ def run_smoke(root: Root, *, torch: bool, llama: bool, explicit: set[str] | None
     code, message = verdict(parts, explicit)
     doc = {"started_at": started, "finished_at": _now(), "mode": "cpu-test" if cpu_test_mode else "gpu",
            "parts": parts, "skipped": [{"part": n, "reason": p.get("reason")}
-                                       for n, p in parts.items() if p["status"] == "unavailable"],
+                                       for n, p in parts.items() if p["status"] == PartStatus.UNAVAILABLE],
            "code": code, "message": message, "record": None, "record_error": None}
     if write_record:
-        status = {"OK": "passed", "SMOKE_FAILED": "failed"}.get(code, "nothing_ran")
-        if cpu_test_mode and status == "passed":  # ran on the CPU: proves nothing about the GPUs
-            status = "passed-cpu-test"
+        status = {"OK": RunStatus.PASSED, "SMOKE_FAILED": RunStatus.FAILED}.get(code, RunStatus.NOTHING_RAN)
+        if cpu_test_mode and status is RunStatus.PASSED:  # ran on the CPU: proves nothing about the GPUs
+            status = RunStatus.PASSED_CPU_TEST
         rec = {"started_at": doc["started_at"], "finished_at": doc["finished_at"], "status": status,
                "code": code, "message": message, "mode": doc["mode"], "host": socket.gethostname(),
                "parts": {n: _compact(n, p) for n, p in parts.items()}}

@@ -9,7 +9,7 @@ hangs past its time limit, prints no result or runs on no GPU is a failure. A bi
 without a GPU backend is reported as such.
 
     res = run_llama_smoke(bin_dir=None, timeout=120)
-    res["status"]  # "passed" | "failed" | "unavailable"
+    res["status"]  # PartStatus.PASSED | FAILED | UNAVAILABLE
 """
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
+
+from rocmrevive.smoke import PartStatus
 
 BENCH_NAMES = ("llama-bench",)
 CLI_NAMES = ("llama-completion", "llama-cli")
@@ -258,7 +260,7 @@ def run_llama_smoke(bin_dir: str | os.PathLike | None = None, *, timeout: float 
                     workdir: str | os.PathLike | None = None,
                     on_run: Callable[[LlamaRun], None] | None = None) -> dict:
     """Run the llama.cpp smoke; returns a JSON-ready dict (see module doc)."""
-    out: dict = {"status": "unavailable", "reason": None, "binary": None, "kind": None,
+    out: dict = {"status": PartStatus.UNAVAILABLE, "reason": None, "binary": None, "kind": None,
                  "model": None, "backends": None, "gpu_backend": None, "devices": [], "runs": [],
                  "failures": [], "warnings": []}
     binary, kind, looked = find_binary(bin_dir)
@@ -336,7 +338,7 @@ def _listed_gpus(out: dict, binary: Path, timeout: float) -> list[LlamaDevice] |
         out["failures"].append({"step": "llama", "label": "--list-devices",
                                 "message": f"{binary.name} --list-devices did not finish within "
                                            f"{min(timeout, 120):g} s: a hang"})
-        out["status"] = "failed"
+        out["status"] = PartStatus.FAILED
         out["reason"] = out["failures"][0]["message"]
         return None
     gpus = [d for d in (devices or []) if d.backend in GPU_BACKENDS]
@@ -377,9 +379,9 @@ def _gpus_from_a_run(out: dict, binary: Path, kind: str, model: Path, timeout: f
 
 def _finish(out: dict) -> dict:
     if out["failures"]:
-        out["status"] = "failed"
+        out["status"] = PartStatus.FAILED
         out["reason"] = out["failures"][0]["message"]
     elif out["runs"]:
-        out["status"] = "passed"
+        out["status"] = PartStatus.PASSED
         out["reason"] = None
     return out

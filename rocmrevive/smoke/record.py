@@ -11,9 +11,19 @@ import json
 from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir
 from rocmrevive.rootfs import Root
+from rocmrevive.strenum import StrEnum
 
 RECORD_PATH = "/var/lib/rocmrevive/smoke/last.json"
 RECORD_SCHEMA = 1
+
+
+class RunStatus(StrEnum):
+    """The record's ``status``: the whole run's outcome (``rocmrevive status`` shows it)."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    NOTHING_RAN = "nothing_ran"
+    PASSED_CPU_TEST = "passed-cpu-test"   # --cpu-test-mode: proves nothing about the GPUs
 
 
 def read_last(root: Root) -> dict | None:
@@ -32,7 +42,7 @@ def write_last(root: Root, record: dict) -> str:
     prev = read_last(root) or {}
     rec = dict(record)
     rec["record_schema"] = RECORD_SCHEMA
-    if rec.get("status") == "passed":
+    if rec.get("status") == RunStatus.PASSED:
         rec["last_passed_at"] = rec.get("finished_at")
     else:
         rec["last_passed_at"] = prev.get("last_passed_at")

@@ -3,7 +3,7 @@ its JSON lines. rocmrevive never imports torch: the probe runs in another proces
 itself runs every step in a process of its own with a time limit.
 
     res = run_torch_probe("/opt/venv/bin/python", timeout=180)
-    res["status"]   # "passed" | "failed" | "unavailable"
+    res["status"]   # PartStatus.PASSED | FAILED | UNAVAILABLE
 """
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Callable
+
+from rocmrevive.smoke import PartStatus
 
 PROBE = Path(__file__).with_name("probe.py")
 FAULT_ENV = "ROCMREVIVE_PROBE_FAULT"
@@ -87,7 +89,7 @@ def run_torch_probe(python: str, *, timeout: float = 180.0, cpu_test_mode: bool 
                     quiet_limit: float | None = None,
                     on_record: Callable[[dict], None] | None = None) -> dict:
     """Run the probe; return a JSON-ready summary with every record it printed."""
-    res: dict = {"status": "unavailable", "reason": None, "python": python, "torch": None,
+    res: dict = {"status": PartStatus.UNAVAILABLE, "reason": None, "python": python, "torch": None,
                  "platform": None, "hip": None, "cuda": None, "mode": "cpu-test" if cpu_test_mode else "gpu",
                  "devices": [], "hints": [], "peer": [], "allreduce": None, "skipped": [],
                  "failures": [], "warnings": [], "probe_exit": None, "seconds": None, "records": []}
@@ -233,23 +235,24 @@ def _collect(res: dict, recs: list[dict]) -> None:
 def _set_status(res: dict, result: dict | None, stderr: str, stuck: bool, quiet_limit: float) -> None:
     """passed / failed / unavailable, with the reason, from the probe's result record."""
     if stuck:
-        res["status"] = "failed"
+        res["status"] = PartStatus.FAILED
         res["reason"] = (f"the PyTorch probe printed nothing for {quiet_limit:g} s and was killed "
                          f"(its own step limits did not fire: a hang in the driver?)")
         res["failures"].append({"step": "probe", "message": res["reason"], "timeout": True})
     elif result is None:
-        res["status"] = "failed"
+        res["status"] = PartStatus.FAILED
         tail = " | ".join([ln for ln in stderr.strip().splitlines() if ln.strip()][-4:])
         res["reason"] = (f"the PyTorch probe exited with status {res['probe_exit']} without a result"
                          + (f": {tail}" if tail else ""))
         res["failures"].append({"step": "probe", "message": res["reason"]})
+    # the probe's own words (probe.py runs in the user's interpreter and imports nothing of rocmrevive)
     elif result.get("status") == "passed" and res["probe_exit"] == 0 and not res["failures"]:
-        res["status"] = "passed"
+        res["status"] = PartStatus.PASSED
     elif result.get("status") in ("no_devices", "no_torch"):
-        res["status"] = "unavailable"
+        res["status"] = PartStatus.UNAVAILABLE
         res["reason"] = result.get("reason")
     else:
-        res["status"] = "failed"
+        res["status"] = PartStatus.FAILED
         res["reason"] = result.get("reason") or (res["failures"][0]["message"] if res["failures"] else
                                                  f"probe exit status {res['probe_exit']}")
         if not res["failures"]:
