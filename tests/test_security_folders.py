@@ -472,3 +472,30 @@ def test_an_output_file_in_a_user_owned_folder_is_never_written_through_a_plante
     rc, doc, err = run_cli(["--root", str(root), "rccl", "env", "-o", str(out)])
     assert rc == 0, (doc, err)
     assert arena.victim_intact() and not out.is_symlink() and out.stat().st_uid == 0
+
+
+def test_the_hook_log_is_never_written_through_a_link(arena, tmp_path):
+    """The apt hook appends to /var/log/rocmrevive/hook.log as root: a link at that name, or a
+    log folder another user owns, is refused (PERMISSION) and the victim is untouched."""
+    from rocmrevive.install.hooks import HOOK_LOG, _open_log
+    from rocmrevive.rootfs import Root
+
+    root = tmp_path / "m"
+    log = root / HOOK_LOG.lstrip("/")
+    log.parent.mkdir(parents=True)
+    os.symlink(arena.precious, log)
+    with pytest.raises(RevError) as e:
+        _open_log(Root(root), HOOK_LOG)
+    assert e.value.code == "PERMISSION" and "symbolic link" in str(e.value)
+    os.unlink(log)
+    os.chown(log.parent, arena.uid, arena.gid)
+    with pytest.raises(RevError) as e:
+        _open_log(Root(root), HOOK_LOG)
+    assert e.value.code == "PERMISSION" and "owned by uid" in str(e.value)
+    assert arena.victim_intact() and not log.exists()
+    os.chown(log.parent, 0, 0)
+    with _open_log(Root(root), HOOK_LOG) as f:
+        f.write("a line\n")
+    with _open_log(Root(root), HOOK_LOG) as f:
+        f.write("another\n")
+    assert log.read_text() == "a line\nanother\n"

@@ -346,16 +346,25 @@ def _stamp() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _open_log(root, log_machine: str):
+    """The hook's log, opened to append as root: its folder through ``fs.Dir`` (created when
+    missing, never reached through a link another user planted), the file itself ``O_NOFOLLOW``
+    and a regular file (docs/security.md)."""
+    from rocmrevive.fs import Dir
+
+    log_real = root.path(log_machine)
+    with Dir.open(log_real.parent, create=True, what="hook log folder") as d:
+        return os.fdopen(d.open_rw(log_real.name, append=True), "a")
+
+
 def start_reapply(root, found: list[Finding], *, state_dir: str | None, wait_s: float, log_machine: str,
                   install_args=()) -> int:
     """Start ``rocmrevive hook run --now`` detached (apt holds its locks while its hooks run, so
     the install must wait in another process); returns its process id. Logs what dpkg left."""
-    log_real = root.path(log_machine)
-    log_real.parent.mkdir(parents=True, exist_ok=True)
     argv = self_argv(root) + ["hook", "run", "--mode", "reapply", "--now", "--wait", str(wait_s)]
     argv += (["--state-dir", state_dir] if state_dir else []) + ["--log", log_machine]
     argv += ["--", *install_args] if install_args else []
-    with open(log_real, "a") as logf:
+    with _open_log(root, log_machine) as logf:
         logf.write(f"{_stamp()} dpkg run left: {'; '.join(f.message() for f in found)}\n")
         logf.flush()
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
@@ -366,11 +375,8 @@ def start_reapply(root, found: list[Finding], *, state_dir: str | None, wait_s: 
 def reapply_now(root, *, state_dir: str | None, install_args, wait_s: float, log_machine: str) -> dict:
     """The background half: wait for apt, look again, run ``rocmrevive install --yes``, log.
     Returns {"action": HookAction.GAVE_UP | NONE | REAPPLIED, "exit", "install"}."""
-    log_real = root.path(log_machine)
-
     def log(line: str) -> None:
-        log_real.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_real, "a") as f:
+        with _open_log(root, log_machine) as f:
             f.write(f"{_stamp()} {line}\n")
 
     if not wait_for_package_managers(root, wait_s):
