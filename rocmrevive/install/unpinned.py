@@ -30,10 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmrevive.errors import RevError
+from rocmrevive.trees.rocblas import version_in_cmake, version_in_header
 
 VERIFIED_BY_CONTENT = "verified by content, unpinned"
-_HDR = re.compile(r"#define\s+ROCBLAS_VERSION_(MAJOR|MINOR|PATCH)\s+(\d+)")
-_CMAKE = re.compile(r'set\(\s*PACKAGE_VERSION\s+"?([0-9.]+)"?\s*\)')
 _SONAME = re.compile(r"^librocblas\.so\.(\d+\.\d+)(?:\.\d+)*$")
 _META_NAMES = ("rocblas-version.h", "rocblas-config-version.cmake")
 
@@ -136,14 +135,9 @@ def _version_evidence(paths: dict[str, Path], sonames: list[str]) -> list[dict]:
             text = path.read_text(errors="replace")[:65536]
         except OSError:
             continue
-        if base == "rocblas-version.h":
-            parts = dict(_HDR.findall(text))
-            if {"MAJOR", "MINOR", "PATCH"} <= parts.keys():
-                evidence.append({"file": r, "version": f"{parts['MAJOR']}.{parts['MINOR']}.{parts['PATCH']}"})
-        else:
-            m = _CMAKE.search(text)
-            if m:
-                evidence.append({"file": r, "version": m.group(1)})
+        version = version_in_header(text) if base == "rocblas-version.h" else version_in_cmake(text)
+        if version:
+            evidence.append({"file": r, "version": version})
     for n in sonames:
         m = _SONAME.match(n.rsplit("/", 1)[-1])
         if m:

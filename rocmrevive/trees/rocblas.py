@@ -205,19 +205,27 @@ def _elf_soname(root: Root, mpath: str) -> tuple[str | None, str | None]:
     return (m.group(1), f"SONAME {name}") if m else (None, None)
 
 
+def version_in_header(text: str) -> str | None:
+    """The rocBLAS version ``rocblas-version.h`` states (ROCBLAS_VERSION_MAJOR/MINOR/PATCH)."""
+    parts = dict(_HDR.findall(text))
+    if {"MAJOR", "MINOR", "PATCH"} <= parts.keys():
+        return f"{parts['MAJOR']}.{parts['MINOR']}.{parts['PATCH']}"
+    return None
+
+
+def version_in_cmake(text: str) -> str | None:
+    """The PACKAGE_VERSION ``rocblas-config-version.cmake`` sets."""
+    m = _CMAKE.search(text)
+    return m.group(1) if m else None
+
+
 def _header_version(root: Root, prefix: str) -> tuple[str | None, str | None]:
-    rel = "include/rocblas/internal/rocblas-version.h"
-    text, _ = read_text(root.path(f"{prefix}/{rel}"))
-    if text:
-        parts = dict(_HDR.findall(text))
-        if {"MAJOR", "MINOR", "PATCH"} <= parts.keys():
-            return f"{parts['MAJOR']}.{parts['MINOR']}.{parts['PATCH']}", rel
-    rel = "lib/cmake/rocblas/rocblas-config-version.cmake"
-    text, _ = read_text(root.path(f"{prefix}/{rel}"))
-    if text:
-        m = _CMAKE.search(text)
-        if m:
-            return m.group(1), rel
+    for rel, parse in (("include/rocblas/internal/rocblas-version.h", version_in_header),
+                       ("lib/cmake/rocblas/rocblas-config-version.cmake", version_in_cmake)):
+        text, _ = read_text(root.path(f"{prefix}/{rel}"))
+        version = parse(text) if text else None
+        if version:
+            return version, rel
     return None, None
 
 
