@@ -2,6 +2,7 @@
 transaction, verify with one policy (a failed check rolls back), on a real folder machine."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,50 @@ def test_a_failed_check_after_rolls_back_and_undoes_outside_state(root):
     assert [t["state"] for t in list_transactions(root)] == ["rolled_back"]
 
 
+class TensileCheckAfter(OneFile):
+    """OneFile checked after by TensileFiles.verify (the library install's check after the apply);
+    ``forge`` first puts other bytes of the same size and mtime in the file's place (a new inode)."""
+
+    def __init__(self, data: bytes, root: Root, forge: bool):
+        super().__init__(data)
+        self.root, self.forge = root, forge
+
+    def verify(self, result) -> Verdict:
+        from types import SimpleNamespace
+
+        from rocmrevive.install.tensile import TensileFiles
+
+        real = self.root.path(self.label)
+        if self.forge:
+            old = real.stat()
+            forged = real.with_name("forged")
+            forged.write_bytes(bytes(b ^ 0xFF for b in real.read_bytes()))
+            os.utime(forged, ns=(old.st_atime_ns, old.st_mtime_ns))
+            os.replace(forged, real)
+        files = SimpleNamespace(ctx=SimpleNamespace(root=self.root), files={self.label: real},
+                                rec=SimpleNamespace(verify_staged={"ok": True}, verify_after=None),
+                                real_lib=real.parent, listings=[frozenset(os.listdir(real.parent))])
+        return TensileFiles.verify(files, result)
+
+
+def test_the_check_after_trusts_the_written_inode_and_catches_a_file_put_in_its_place(root, monkeypatch):
+    """The check after takes the file the apply wrote, hashed and renamed (same inode, size, mtime,
+    ctime) as the staged bytes without reading it again; same size, other bytes and the old mtime
+    in a new inode is caught by hashing, and rolled back."""
+    import rocmrevive.hashing
+
+    def no_hash(*a, **kw):
+        raise AssertionError("the file the apply wrote was hashed again")
+
+    with monkeypatch.context() as mp:
+        mp.setattr(rocmrevive.hashing, "sha256_file", no_hash)
+        assert walk(root, TensileCheckAfter(b"graft", root, forge=False)).status is Status.INSTALLED
+    with pytest.raises(RevError) as ei:
+        walk(root, TensileCheckAfter(b"other", root, forge=True))
+    assert ei.value.code == "VERIFY_FAILED" and "1 files differ from what was staged" in ei.value.message
+    assert root.path(f"{TREE}/libdemo.so.1").read_bytes() == b"graft", "rolled back to the first install"
+
+
 def test_not_confirmed_and_declined(root):
     asked = []
     applied = walk(root, OneFile(b"x"), confirm=lambda label, plan: asked.append(label) or False)
@@ -97,3 +142,23 @@ def test_status_values_are_the_json_strings():
 
 def test_the_cli_default_state_dir_is_the_transactions():
     assert STATE_DIR == DEFAULT_STATE_DIR
+
+
+def test_the_host_library_is_inspected_once_while_it_is_the_same_file(tmp_path, monkeypatch):
+    """verify before and on the staged files share one inspection of librocblas.so; a file put in
+    its place (a new inode) is inspected again."""
+    import rocmrevive.codeobj.inspect
+    from rocmrevive.install.tensile import _host_report
+
+    seen = []
+    real = rocmrevive.codeobj.inspect.inspect_file
+    monkeypatch.setattr(rocmrevive.codeobj.inspect, "inspect_file", lambda p: seen.append(p) or real(p))
+    lib = tmp_path / "librocblas.so.4"
+    lib.write_bytes(b"\x7fELF" + bytes(60))
+    first = _host_report(lib)
+    assert _host_report(lib) is first and len(seen) == 1
+    other = tmp_path / "other"
+    other.write_bytes(b"\x7fELF" + bytes(60))
+    os.replace(other, lib)
+    assert _host_report(lib) is not first and len(seen) == 2
+    assert _host_report(None) is None

@@ -84,6 +84,30 @@ def test_apply_puts_exactly_the_plan_in_place_with_tree_owners_and_modes(m):
     assert res.journal_path == f"/var/lib/rocmrevive/tx/{res.txid}.jsonl"
 
 
+def test_written_identity_vouches_only_for_the_very_file_the_apply_wrote(m):
+    """TxResult.written lets a verify after skip re-hashing a file only while it is the inode the
+    apply wrote: a file put in its place after the apply with the same size, other bytes and the
+    old mtime (os.utime) is a new inode, and is not vouched for (the caller hashes it)."""
+    res = apply_plan(m.root, m.plan())
+    written = {a["path"] for a in res.actions if a["op"] in ("create", "replace")}
+    assert set(res.written) == written and written
+    for p in written:
+        assert res.still_written(p, m.root.resolve(p)), p
+    path = f"{RLIB}/TensileManifest.txt"
+    real = m.root.resolve(path)
+    old = os.lstat(real)
+    data = real.read_bytes()
+    forged = real.with_name("forged")
+    forged.write_bytes(bytes(b ^ 0xFF for b in data))  # same size, other bytes
+    os.utime(forged, ns=(old.st_atime_ns, old.st_mtime_ns))
+    os.replace(forged, real)
+    assert os.lstat(real).st_size == old.st_size and os.lstat(real).st_mtime_ns == old.st_mtime_ns
+    assert not res.still_written(path, real)
+    assert sha256_file(real)[0] != next(a["after"] for a in res.actions if a["path"] == path)
+    assert not res.still_written(f"{RLIB}/not-written", real), "only what the apply wrote"
+    assert "written" not in res.to_json(), "the JSON is unchanged"
+
+
 def test_journal_holds_begin_intents_before_done_backups_and_commit(m):
     plan = m.plan()
     replaced = m.p(f"{LIB}/TensileManifest.txt")

@@ -137,12 +137,12 @@ def verify_copy(library: Path, devices: list[TargetId], *, host_library: Path | 
                 rocm_version: str | None = None, integrity: Check | None = None,
                 show: Callable[[Path], str] = str,
                 progress: Callable[[int, int], None] | None = None,
-                staged: Mapping[str, Path] | None = None) -> CopyResult:
+                staged: Mapping[str, Path] | None = None, host_report=None) -> CopyResult:
     """Run every check for one rocBLAS copy and each device; never raises for damaged files.
     ``progress(done, total)`` after each check (total: CHECKS per device). With ``staged``
-    (file name → path) the folder is checked as it will read once those files are in it."""
-    host_report = None
-    if host_library is not None:
+    (file name → path) the folder is checked as it will read once those files are in it.
+    ``host_report``: ``inspect_file(host_library)`` when the caller has it already."""
+    if host_library is not None and host_report is None:
         from rocmrevive.codeobj.inspect import inspect_file
 
         host_report = inspect_file(host_library)

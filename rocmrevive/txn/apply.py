@@ -33,7 +33,7 @@ from rocmrevive.txn.lock import check_package_managers
 from rocmrevive.txn.observe import WORKERS, temp_for
 from rocmrevive.txn.plan import Plan
 from rocmrevive.txn.preflight import Prepared, Step, check_space, check_writable, nearest_existing, prepare
-from rocmrevive.txn.result import Progress, TxOutcome, TxResult, as_rev_error, expected_errors
+from rocmrevive.txn.result import Progress, TxOutcome, TxResult, as_rev_error, expected_errors, stat_identity
 from rocmrevive.txn.state import DEFAULT_STATE_DIR, StateDir, now, refuse_pending
 from rocmrevive.txn.testseam import checkpoint
 from rocmrevive.txn.undo import Undo
@@ -106,7 +106,20 @@ class _Apply:
             raise err from exc
         finally:
             journal.close()
-        return TxResult(txid, True, actions, self.mp(jpath), prep.tree, TxOutcome.COMMITTED, self.warnings)
+        return TxResult(txid, True, actions, self.mp(jpath), prep.tree, TxOutcome.COMMITTED, self.warnings,
+                        self._written())
+
+    def _written(self) -> dict[str, tuple[int, ...]]:
+        """The stat identity of each file written, still under the lock: a rename keeps the inode,
+        size and mtime the temporary had after its fsync; the lstat adds the ctime the rename set.
+        ``TxResult.still_written`` lets a verify after take these as the bytes staged and hashed."""
+        out = {}
+        for s in self.prep.todo:
+            with contextlib.suppress(OSError):
+                ident = stat_identity(os.lstat(s.real))
+                if s.synced and ident[:4] == s.synced:
+                    out[s.path] = ident
+        return out
 
     def _begin_record(self, txid: str) -> dict:
         prep = self.prep
@@ -178,7 +191,8 @@ class _Apply:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(s.temp)  # a leftover of ours (the name is reserved)
             a = s.after
-            stage_copy(s.staged, s.temp, mode=a["mode"], uid=a["uid"], gid=a["gid"], expect_sha256=a["sha256"])
+            stage_copy(s.staged, s.temp, mode=a["mode"], uid=a["uid"], gid=a["gid"], expect_sha256=a["sha256"],
+                       synced=lambda st: setattr(s, "synced", stat_identity(st)[:4]))
 
         workers = max(1, min(WORKERS, len(staged)))
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:

@@ -13,6 +13,7 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Callable
 
 from rocmrevive.fs import copy_fd, fsync_dir  # noqa: F401  (fsync_dir: re-exported)
 from rocmrevive.hashing import sha256_file as _sha256_file
@@ -38,10 +39,12 @@ def sha256_file(path: str | os.PathLike) -> tuple[str, int]:
 
 def stage_copy(src: str | os.PathLike, tmp: str | os.PathLike, *, mode: int, uid: int | None = None,
                gid: int | None = None, expect_sha256: str | None = None,
-               mtime_ns: int | None = None) -> tuple[str, int]:
+               mtime_ns: int | None = None, synced: Callable[[os.stat_result], None] | None = None
+               ) -> tuple[str, int]:
     """Copy ``src`` to the new file ``tmp`` (which must not exist), hashing the bytes on the way,
     then set owner, mode and (optionally) mtime and fsync it. The caller renames it into place.
     On any failure ``tmp`` is removed. Raises ``HashMismatch`` when ``expect_sha256`` differs.
+    ``synced`` gets the fstat of the written file after the fsync (``TxResult.written``).
     """
     sfd = os.open(src, os.O_RDONLY | os.O_CLOEXEC)
     try:
@@ -62,6 +65,8 @@ def stage_copy(src: str | os.PathLike, tmp: str | os.PathLike, *, mode: int, uid
         if mtime_ns is not None:
             os.utime(dfd, ns=(mtime_ns, mtime_ns))
         os.fsync(dfd)
+        if synced is not None:
+            synced(os.fstat(dfd))
     except BaseException:
         os.close(dfd)
         os.close(sfd)

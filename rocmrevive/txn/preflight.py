@@ -36,6 +36,7 @@ class Step:
     in_place: bool = False
     backup: str | None = None
     temp: Path | None = None
+    synced: tuple[int, ...] = ()  # (dev, ino, size, mtime_ns) of the temporary after its fsync
 
     def action(self) -> dict:
         return {"path": self.path, "op": "unchanged" if self.in_place else self.op,

@@ -8,7 +8,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from rocmrevive.errors import RevError
@@ -42,6 +44,21 @@ class TxResult:
     tree: str | None = None
     state: TxOutcome | None = None
     warnings: list[str] = field(default_factory=list)
+    # machine path -> stat identity of each file the apply wrote, taken after the renames (not in to_json)
+    written: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+    def still_written(self, path: str, real: Path) -> bool:
+        """Whether ``real`` (the tree file at machine path ``path``) is still the very file the apply
+        wrote and hashed: a regular file with the same (st_dev, st_ino, st_size, st_mtime_ns,
+        st_ctime_ns) as after the rename. The stat-identity reuse git's index and rsync's quick
+        check use: a new inode (how dpkg, editors and cp --remove write), another size, or a write
+        at a later clock tick (mtime, and ctime, which no one can set back) shows; False sends the
+        caller to hash the file as before. docs/transactions.md, "Verify after"."""
+        want = self.written.get(path)
+        try:
+            return want is not None and stat_identity(os.lstat(real)) == want
+        except OSError:
+            return False
 
     @property
     def diff(self) -> dict:
@@ -53,6 +70,13 @@ class TxResult:
         return {"txid": self.txid, "changed": self.changed, "state": self.state, "tree": self.tree,
                 "actions": self.actions, "diff": self.diff, "journal": self.journal_path,
                 "warnings": self.warnings}
+
+
+def stat_identity(st: os.stat_result) -> tuple[int, ...]:
+    """(dev, ino, size, mtime_ns, ctime_ns) of a regular file; () for anything else."""
+    if not stat.S_ISREG(st.st_mode):
+        return ()
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def few(items: list[str], n: int = 3) -> str:
