@@ -204,6 +204,29 @@ def test_reapply_waits_for_apt_then_installs_again(machine, tmp_path):
     assert st["trees"][0]["state"] == "intact" and len(st["transactions"]) == 2
 
 
+def test_reapply_never_writes_its_log_through_a_link(machine, tmp_path):
+    """A link at the hook's log: the re-install is not started, apt goes on (exit 0), the hook
+    says why in one line, and the file the link names is untouched."""
+    root, cli, install_args = machine
+    rr(cli, root, "--json", "install", "--yes", *install_args, rc=0)
+    rr(cli, root, "hook", "install", "--reapply", "--bin", str(cli), *install_args, rc=0)
+    (cmd,) = apt_hook_commands(root)
+    lib = root / LIB.lstrip("/")
+    for f in lib.glob("*gfx906*"):
+        f.unlink()
+    victim = tmp_path / "victim"
+    victim.write_text("not a log\n")
+    log = root / "var/log/rocmrevive/hook.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(victim, log)
+    r = run_as_apt(root, cmd)
+    assert r.returncode == 0 and f"{LIB} lost 9 gfx906 files" in r.stdout, r
+    (line,) = [x for x in r.stdout.splitlines() if "could not" in x]
+    assert line.startswith("rocmrevive hook: could not start the re-install: ") and "symbolic link" in line
+    assert victim.read_text() == "not a log\n" and "re-installing" not in r.stdout
+    assert not list(lib.glob("*gfx906*"))
+
+
 def test_needs_apt(machine):
     root, cli, _ = machine
     shutil.rmtree(root / "etc/apt")

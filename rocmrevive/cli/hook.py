@@ -153,8 +153,9 @@ def run(ui, mode, state_dir, now, wait_s, log_path, install_args):
                               install_args=install_args)
 
         def show(con):
-            if done.action is HookAction.ERROR:
-                con.print(f"rocmrevive hook: could not check: {done.problem}", markup=False)
+            if done.action is HookAction.ERROR:  # with findings: the check ran, the re-install did not start
+                what = "could not start the re-install" if done.findings else "could not check"
+                con.print(f"rocmrevive hook: {what}: {done.problem}", markup=False)
             for f in done.findings:
                 con.print(f"rocmrevive hook: {f.message()}", markup=False)
             if done.pid:

@@ -88,7 +88,7 @@ def _r_kernel_not_found(m, ctx):
     return d
 
 
-def _host_lib_advice(rule, library, arch, cause, severity=Severity.ERROR, lib_key_text=""):
+def _host_lib_advice(rule, library, arch, cause, severity=Severity.ERROR):
     return Diagnosis(rule, severity, library, arch, cause,
                      "rocmrevive audit (shows which library lacks code for the GPU and what to use instead)",
                      False, "Tensile files fix GEMMs only; this code lives in a host library "

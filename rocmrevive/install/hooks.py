@@ -306,8 +306,11 @@ def after_dpkg(root, *, mode: str, state_dir: str | None, wait_s: float, log_mac
     except Exception as exc:  # the hook must never break apt; say what went wrong instead
         return HookRun.failed(mode, exc)
     if mode == "reapply" and any(f.kind in ("lost", "gone") for f in found):
-        pid = start_reapply(root, found, state_dir=state_dir, wait_s=wait_s, log_machine=log_machine,
-                            install_args=install_args)
+        try:
+            pid = start_reapply(root, found, state_dir=state_dir, wait_s=wait_s, log_machine=log_machine,
+                                install_args=install_args)
+        except Exception as exc:  # a refused log (a link, a folder another user owns): apt goes on
+            return HookRun(mode, found, HookAction.ERROR, problem=HookRun.failed(mode, exc).problem)
         return HookRun(mode, found, HookAction.REAPPLY_STARTED, pid, log_machine)
     return HookRun(mode, found, HookAction.WARNED if found else HookAction.NONE)
 
