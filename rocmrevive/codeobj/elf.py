@@ -1,15 +1,17 @@
 """Raw AMDGPU ELF code objects.
 
-Two depths, as pyelftools does it: ``parse_header`` reads the 64-byte ELF header with one
-``struct`` call (enough for the processor and features: AMDGPUUsage "Header" and e_flags
-tables); ``read_amdgpu_elf`` goes deeper with pyelftools and merges every NT_AMDGPU_METADATA
-note and the ``*.kd`` kernel descriptors.
+Two depths: ``parse_header`` reads the 64-byte ELF header with one ``struct`` call (enough
+for the processor and features: AMDGPUUsage "Header" and e_flags tables); ``read_amdgpu_elf``
+goes deeper, walking the section table with ``struct`` too, and merges every
+NT_AMDGPU_METADATA note and the ``*.kd`` kernel descriptors.
 
     hdr = parse_header(open("x.hsaco", "rb").read(64)); str(hdr.target())   # 'gfx906:xnack-'
 """
 from __future__ import annotations
 
+import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rocmrevive.codeobj.targetid import ANY, OFF, ON, TargetId
@@ -174,7 +176,7 @@ def header_problem(hdr: ElfHeader | None, data: bytes) -> str | None:
 
 
 # ----------------------------------------------------------------------------------------
-# Deep reading: notes and symbols (pyelftools)
+# Deep reading: notes and symbols
 
 @dataclass
 class AmdgpuElf:
@@ -195,28 +197,6 @@ class AmdgpuElf:
         return self.header.e_flags
 
 
-class _BufferStream:
-    """A seekable read-only file over bytes or a bytearray, without copying it (``io.BytesIO``
-    copies a bytearray, and a code object may be hundreds of MiB)."""
-
-    def __init__(self, data):
-        self.view, self.pos = memoryview(data), 0
-
-    def seek(self, off: int, whence: int = 0) -> int:
-        base = (0, self.pos, len(self.view))[whence]
-        self.pos = max(0, base + off)
-        return self.pos
-
-    def tell(self) -> int:
-        return self.pos
-
-    def read(self, n: int = -1) -> bytes:
-        end = len(self.view) if n is None or n < 0 else min(len(self.view), self.pos + n)
-        out = bytes(self.view[self.pos:end]) if end > self.pos else b""
-        self.pos = max(self.pos, end)
-        return out
-
-
 def read_amdgpu_elf(data: bytes | bytearray) -> AmdgpuElf:
     """Read an AMDGPU ELF fully: target from e_flags, every metadata note, kernel descriptors.
 
@@ -224,53 +204,92 @@ def read_amdgpu_elf(data: bytes | bytearray) -> AmdgpuElf:
     a note's ``amdhsa.target`` and notes that cannot be decoded are listed in ``problems``;
     hostile bytes never raise anything else.
     """
-    hdr = parse_header(bytes(data[:64]))
-    why = header_problem(hdr, bytes(data[:64]))
+    view = memoryview(data)
+    return read_amdgpu_elf_at(lambda off, n: bytes(view[off:off + n]), len(data))
+
+
+def read_amdgpu_elf_file(fd: int, size: int) -> AmdgpuElf:
+    """``read_amdgpu_elf`` of the open file ``fd`` of ``size`` bytes, reading only the header,
+    the section table and the note and symbol sections (a Tensile code object is mostly code,
+    which this never reads)."""
+    return read_amdgpu_elf_at(lambda off, n: os.pread(fd, n, off), size)
+
+
+def read_amdgpu_elf_at(read: Callable[[int, int], bytes], size: int) -> AmdgpuElf:
+    """The deep read over ``read(offset, length)`` of an ELF of ``size`` bytes. The section
+    table is walked with ``struct`` (Elf64_Shdr), every offset checked against ``size``."""
+    head = read(0, 64)
+    hdr = parse_header(head)
+    why = header_problem(hdr, head)
     if why:
         raise ValueError(why)
     assert hdr is not None
     target = hdr.target()
     assert target is not None
     obj = AmdgpuElf(header=hdr, target=target)
-    if hdr.e_shoff + hdr.e_shnum * hdr.e_shentsize > len(data):
+    if hdr.e_shoff + hdr.e_shnum * hdr.e_shentsize > size:
         obj.problems.append("section headers lie past the end of the file (truncated)")
         return obj
-
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
-
     try:
-        elf = ELFFile(_BufferStream(data))
-        for sec in elf.iter_sections():
-            if sec["sh_type"] == "SHT_NOTE":
-                _read_notes(obj, sec, data)
-            elif sec["sh_type"] == "SHT_DYNSYM":
-                strtab = elf.get_section(sec["sh_link"])
-                _read_kd_symbols(obj, data, sec, strtab)
-    except (ELFError, struct.error, ValueError, IndexError) as exc:
+        sections = _section_table(hdr, read, size)
+        for sh_type, off, length, link in sections:
+            if sh_type == SHT_NOTE:
+                _read_notes(obj, _section_bytes(read, size, off, length, "note section"))
+            elif sh_type == SHT_DYNSYM:
+                if link >= len(sections):
+                    raise ValueError(f"a symbol table links to section {link} of {len(sections)}")
+                _s_type, s_off, s_len, _l = sections[link]
+                _read_kd_symbols(obj, _section_bytes(read, size, off, length, "symbol table"),
+                                 _section_bytes(read, size, s_off, s_len, "symbol table"))
+    except (ValueError, OSError, struct.error) as exc:
         obj.problems.append(f"cannot read sections: {exc}")
-        return obj
-    except Exception as exc:  # pyelftools on hostile offsets: OverflowError, KeyError, ...
-        obj.problems.append(f"cannot read sections: {type(exc).__name__}: {exc}")
         return obj
     _cross_check(obj)
     return obj
+
+
+_SHDR_TABLE_MAX = 1 << 16  # sections a code object may have (LLVM writes a few dozen)
+SHT_NOTE, SHT_DYNSYM = 7, 11
+
+
+def _section_table(hdr: ElfHeader, read: Callable[[int, int], bytes],
+                   size: int) -> list[tuple[int, int, int, int]]:
+    """(sh_type, sh_offset, sh_size, sh_link) of every section. ValueError when the table
+    cannot be read: a wrong entry size, more sections than any code object has, past the end."""
+    if not hdr.e_shoff:
+        return []
+    if hdr.e_shentsize != _SHDR.size:
+        raise ValueError(f"section headers of {hdr.e_shentsize} bytes, not {_SHDR.size}")
+    count = hdr.e_shnum
+    if count == 0:  # extended numbering: the count is section 0's sh_size
+        if hdr.e_shoff + _SHDR.size > size:
+            raise ValueError("section headers lie past the end of the file (truncated)")
+        count = _SHDR.unpack(read(hdr.e_shoff, _SHDR.size))[5]
+    if count > _SHDR_TABLE_MAX or hdr.e_shoff + count * _SHDR.size > size:
+        raise ValueError(f"a section table of {count:,} entries at byte {hdr.e_shoff:,} does not fit "
+                         f"the file's {size:,} bytes")
+    table = _section_bytes(read, size, hdr.e_shoff, count * _SHDR.size, "the section table")
+    return [(t, off, length, link)
+            for _n, t, _f, _a, off, length, link, _i, _al, _es in _SHDR.iter_unpack(table)]
+
+
+def _section_bytes(read: Callable[[int, int], bytes], size: int, off: int, length: int,
+                   what: str) -> bytes:
+    if off + length > size:
+        raise ValueError(f"{what} lies past the end of the file")
+    data = read(off, length)
+    if len(data) != length:  # the file shrank under the reader
+        raise ValueError(f"{what} lies past the end of the file")
+    return data
 
 
 _SYM = struct.Struct("<IBBHQQ")  # Elf64_Sym: name, info, other, shndx, value, size
 STT_OBJECT = 1
 
 
-def _read_kd_symbols(obj: AmdgpuElf, data: bytes, sec, strtab) -> None:
-    # pyelftools builds an object per symbol; Tensile .co files have thousands, and this loop
-    # is most of a cross-reference's time, so the fixed-size records are read with struct.
-    off, size = sec["sh_offset"], sec["sh_size"]
-    s_off, s_size = strtab["sh_offset"], strtab["sh_size"]
-    if off + size > len(data) or s_off + s_size > len(data):
-        obj.problems.append("symbol table lies past the end of the file")
-        return
-    strs = data[s_off:s_off + s_size]
-    for name, info, _other, shndx, _value, _size in _SYM.iter_unpack(data[off:off + size - size % 24]):
+def _read_kd_symbols(obj: AmdgpuElf, table: bytes, strs: bytes) -> None:
+    # Tensile .co files have thousands of symbols: fixed-size records read with struct.
+    for name, info, _other, shndx, _value, _size in _SYM.iter_unpack(table[:len(table) - len(table) % 24]):
         if info & 0xF != STT_OBJECT or shndx == 0 or name >= len(strs):
             continue
         end = strs.find(b"\0", name)
@@ -279,15 +298,12 @@ def _read_kd_symbols(obj: AmdgpuElf, data: bytes, sec, strtab) -> None:
             obj.kd_symbols.add(sym[:-3].decode("utf-8", "replace"))
 
 
-def _read_notes(obj: AmdgpuElf, sec, data: bytes) -> None:
-    # Walk the notes by hand: pyelftools does not decode AMDGPU's msgpack descriptors, and one
+def _read_notes(obj: AmdgpuElf, data: bytes) -> None:
+    # Walk the notes by hand: AMDGPU's msgpack descriptors are decoded with msgpack, and one
     # Tensile .co holds one note per kernel (FORMATS §2), so this must stay cheap.
     import msgpack
 
-    off, end = sec["sh_offset"], sec["sh_offset"] + sec["sh_size"]
-    if end > len(data):
-        obj.problems.append("note section lies past the end of the file")
-        return
+    off, end = 0, len(data)
     while off + 12 <= end:
         namesz, descsz, ntype = struct.unpack_from("<III", data, off)
         name_off = off + 12

@@ -411,7 +411,7 @@ class _CodeObjectReader:
 def read_code_object_file(path: Path) -> CodeObjectFile:
     """Every device ELF in ``path`` with its target, kernels and descriptors. A raw ELF is
     read directly; bundles and CCOB go through ``codeobj.inspect.iter_elf_payloads``."""
-    from rocmrevive.codeobj.elf import ELF_MAGIC, read_amdgpu_elf
+    from rocmrevive.codeobj.elf import ELF_MAGIC, read_amdgpu_elf, read_amdgpu_elf_file
 
     from rocmrevive.codeobj.bundle import MAX_CODE_OBJECT
     from rocmrevive.codeobj.inspect import open_regular
@@ -419,23 +419,19 @@ def read_code_object_file(path: Path) -> CodeObjectFile:
     name = path.name
     try:
         with open_regular(path) as fh:  # never a FIFO or a device
-            head = fh.read(4)
-            data = None
-            if head == ELF_MAGIC:
-                if os.fstat(fh.fileno()).st_size > MAX_CODE_OBJECT:
-                    return CodeObjectFile(name, "elf", problem=f"more than the {MAX_CODE_OBJECT >> 20} MiB "
-                                                                "a code object may have")
-                fh.seek(0)
-                data = fh.read()
+            if fh.read(4) == ELF_MAGIC:
+                co = CodeObjectFile(name, "elf")
+                size = os.fstat(fh.fileno()).st_size
+                if size > MAX_CODE_OBJECT:
+                    co.problem = f"more than the {MAX_CODE_OBJECT >> 20} MiB a code object may have"
+                    return co
+                try:  # only the header, section table, notes and symbols are read
+                    co.entries.append(_entry(read_amdgpu_elf_file(fh.fileno(), size)))
+                except ValueError as exc:
+                    co.problem = str(exc)
+                return co
     except OSError as exc:
         return CodeObjectFile(name, "unknown", problem=f"cannot read: {exc.strerror or exc}")
-    if data is not None:
-        co = CodeObjectFile(name, "elf")
-        try:
-            co.entries.append(_entry(read_amdgpu_elf(data)))
-        except ValueError as exc:
-            co.problem = str(exc)
-        return co
     co = CodeObjectFile(name, "bundle")
     try:
         from rocmrevive.codeobj.inspect import iter_elf_payloads
