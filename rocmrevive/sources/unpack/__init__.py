@@ -4,14 +4,16 @@ What an artifact is made of, one module each:
 
     deb.py         the ar container of a .deb (deb(5)): which byte range is data.tar, compressed how
     decompress.py  that range as one byte stream: the system xz/zstd/gzip/bzip2 behind a pipe, or Python's
+    xzblocks.py    a multi-block xz (dpkg's threaded one) read by block: blocks inside skipped data never decoded
     tar.py         the tar reader: members one by one, names checked (absolute, '..', NUL refused)
     staging.py     member selection (prefix, select) and the staging folder files are written to
     folder.py      an unpacked folder given with --from, walked by descriptor
     limits.py      Limits (bomb bounds) and ArchiveError
 
-The data tarball is streamed once, header by header, and every member that is not selected is
-skipped without being copied (``splice`` to /dev/null on a pipe). Only selected members are
-written, into a staging folder.
+The data tarball is read once, header by header, and every member that is not selected is
+skipped without being copied (``splice`` to /dev/null on a pipe; in a multi-block xz, the blocks
+lying wholly inside it are not even decoded). Only selected members are written, into a staging
+folder.
 
 Refused, with one line naming the archive and the member: absolute names and ``..`` anywhere in
 the archive; links, devices, fifos and directories among selected members; duplicates; a member

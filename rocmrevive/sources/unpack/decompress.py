@@ -282,6 +282,12 @@ class _PyStream(Stream):
 
 
 def open_stream(f, offset: int, length: int, comp: str, external: bool) -> Stream:
+    if comp == "xz":  # a multi-block stream is read by block, skipped blocks never decoded
+        from rocmrevive.sources.unpack.xzblocks import XzBlockStream, read_index
+
+        index = read_index(f.fileno(), offset, length)
+        if index is not None:
+            return XzBlockStream(f.fileno(), index)
     if comp != "none" and external:
         cmd = _external_command(comp)
         if cmd:
