@@ -79,4 +79,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    from bytecode import use_bytecode
+
+    use_bytecode()  # as an installed copy runs: from compiled modules
     sys.exit(main())
