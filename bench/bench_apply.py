@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rocmrevive.rootfs import Root  # noqa: E402
 from rocmrevive.txn.fsutil import sha256_file  # noqa: E402
-from rocmrevive.txn.plan import FileChange, Plan  # noqa: E402
+from rocmrevive.txn.plan import FileChange, Op, Plan  # noqa: E402
 from rocmrevive.txn.apply import apply_plan  # noqa: E402
 from rocmrevive.txn.undo import rollback  # noqa: E402
 
@@ -56,7 +56,7 @@ def main() -> None:
             p = stage / name
             p.write_bytes(os.urandom(per + (i % 7) * 1000))
             sha, size = sha256_file(p)  # planning hashes staged files; not part of apply
-            changes.append(FileChange(f"{LIB}/{name}", p, sha, size, "create", "bench"))
+            changes.append(FileChange(f"{LIB}/{name}", p, sha, size, Op.CREATE, "bench"))
         total = sum(c.size for c in changes)
         plan = Plan("/opt/rocm-6.4.3", changes, {"manifest": "bench"})
         root = Root(machine)

@@ -65,10 +65,11 @@ def install(ui, reapply, bin_path, state_dir, from_path, mirror, cache, manifest
 def remove(ui, force, dry_run):
     """Remove the apt hook by rolling back its transactions (checks it was not edited)."""
     from rocmrevive.install.hooks import HOOK_FILE, remove_hook
+    from rocmrevive.txn.plan import Op
 
     def work() -> Outcome:
         results = remove_hook(ui.root, force=force, dry_run=dry_run)
-        acted = [r for r in results if any(a["op"] != "keep" for a in r.actions)]
+        acted = [r for r in results if any(a["op"] != Op.KEEP for a in r.actions)]
 
         def show(con):
             if not results:

@@ -48,14 +48,15 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache,
     """
     from rocmrevive.errors import RevError
     from rocmrevive.install.pipeline import install as run_install
+    from rocmrevive.txn.plan import Op
 
     interactive = sys.stdin.isatty() and not (yes or check)
 
     def confirm(rec, plan) -> bool:
         s = plan.summary()
         ui.bars.close()
-        ui.err.print(f"{rec.what}: add {s.get('create', 0)}, replace {s.get('replace', 0)} "
-                     f"{_plural(s.get('create', 0) + s.get('replace', 0), 'file')} "
+        ui.err.print(f"{rec.what}: add {s.get(Op.CREATE, 0)}, replace {s.get(Op.REPLACE, 0)} "
+                     f"{_plural(s.get(Op.CREATE, 0) + s.get(Op.REPLACE, 0), 'file')} "
                      f"({_mb(s.get('bytes', 0))}) from {_artifact_name(rec.artifact)}", markup=False)
         return ui.confirm("apply?", default=True)
 
@@ -132,13 +133,15 @@ def _exit(rep):
 def _render(con, rep, show_diff: bool) -> None:
     from rich.table import Table
 
+    from rocmrevive.txn.plan import Op
+
     con.print(f"devices: {', '.join(rep.devices)} ({rep.devices_from})" + ("   [check: nothing changed]" if rep.check else ""))
     t = Table(show_edge=False)
     for col in ("rocBLAS copy", "version", "status", "files", "source", "detail"):
         t.add_column(col)
     for c in rep.copies:
         s = c.summary or {}
-        files = f"+{s.get('create', 0)} ~{s.get('replace', 0)} ({s.get('bytes', 0):,} B)" if s else "-"
+        files = f"+{s.get(Op.CREATE, 0)} ~{s.get(Op.REPLACE, 0)} ({s.get('bytes', 0):,} B)" if s else "-"
         src = ((c.artifact or {}).get("filename") or "-").rsplit("/", 1)[-1]
         t.add_row(c.library, c.rocblas_version or "?", c.status, files, src, c.reason)
     con.print(t)

@@ -12,11 +12,12 @@ from rocmrevive.cli.ui import Outcome
 
 
 def _verbs(actions: list[dict], dry: bool) -> str:
+    from rocmrevive.txn.plan import Op
+
     counts = Counter(a["op"] for a in actions)
-    words = {"restore": ("restored", "restore"), "remove": ("removed", "remove"),
-             "rmdir": ("folders removed", "remove folders"), "keep": ("already as before", "already as before")}
-    parts = [f"{counts[op]} {words[op][1 if dry else 0]}" for op in ("restore", "remove", "rmdir", "keep")
-             if counts.get(op)]
+    words = {Op.RESTORE: ("restored", "restore"), Op.REMOVE: ("removed", "remove"),
+             Op.RMDIR: ("folders removed", "remove folders"), Op.KEEP: ("already as before", "already as before")}
+    parts = [f"{counts[op]} {words[op][1 if dry else 0]}" for op in words if counts.get(op)]
     return ", ".join(parts) or "nothing to do"
 
 

@@ -21,7 +21,7 @@ from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root
 from rocmrevive.strenum import StrEnum
 from rocmrevive.txn.apply import apply_plan
-from rocmrevive.txn.plan import Plan, plan_from_staged
+from rocmrevive.txn.plan import Op, Plan, plan_from_staged
 from rocmrevive.txn.result import TxResult
 from rocmrevive.txn.undo import rollback
 
@@ -150,7 +150,7 @@ def install_component(root: Root, component: Component, area: Path, *, state_dir
         return Applied(Status.DECLINED, plan, reason="declined at the prompt; nothing was changed")
     res = apply_plan(root, plan, state_dir=state_dir, dry_run=check)
     if check:
-        pending = any(a.get("op") != "unchanged" for a in res.actions)
+        pending = any(a.get("op") != Op.UNCHANGED for a in res.actions)
         return Applied(Status.PLANNED if pending else Status.UNCHANGED, plan, res)
     try:
         component.after_commit(res)

@@ -17,6 +17,7 @@ from rocmrevive.install.core import Hooks, Staged, Status, Verdict, feed, instal
 from rocmrevive.install.extract import extracted, fetch_first, forget_extracted
 from rocmrevive.install.report import CopyPlan, record_applied
 from rocmrevive.install.unpinned import VERIFIED_BY_CONTENT
+from rocmrevive.txn.plan import Op
 
 TARGET = "gfx906"
 GATING = ("targets", "tensile")  # the host library's own device code is reported, not gated on
@@ -299,8 +300,8 @@ def plan_copy(ctx, copy, rec: CopyPlan) -> None:
     s = rec.summary or {}
     rec.reason = {
         Status.DECLINED: "declined at the prompt; nothing was changed",
-        Status.PLANNED: f"would add {s.get('create')} and replace {s.get('replace')} {_files(s)} ({s.get('bytes', 0):,} bytes)",
-        Status.INSTALLED: f"added {s.get('create')}, replaced {s.get('replace')} {_files(s)} (transaction {rec.txid})",
+        Status.PLANNED: f"would add {s.get(Op.CREATE)} and replace {s.get(Op.REPLACE)} {_files(s)} ({s.get('bytes', 0):,} bytes)",
+        Status.INSTALLED: f"added {s.get(Op.CREATE)}, replaced {s.get(Op.REPLACE)} {_files(s)} (transaction {rec.txid})",
     }.get(applied.status, "files already in place")
     if isinstance(component, UnpinnedTensile) and rec.status is not Status.DECLINED:
         rec.reason += f"; {VERIFIED_BY_CONTENT}"
@@ -331,7 +332,7 @@ def _refuse_drift(root, real_lib: Path, machine_lib: str, state_dir: str) -> Non
 
 
 def _files(summary: dict) -> str:
-    return "file" if summary.get("create", 0) + summary.get("replace", 0) == 1 else "files"
+    return "file" if summary.get(Op.CREATE, 0) + summary.get(Op.REPLACE, 0) == 1 else "files"
 
 
 def _from_is_build(ctx) -> bool:

@@ -31,7 +31,7 @@ from rocmrevive.txn.fsutil import fsync_dir, stage_copy
 from rocmrevive.txn.journal import JOURNAL_VERSION, Journal, TxRecord, TxState
 from rocmrevive.txn.lock import check_package_managers
 from rocmrevive.txn.observe import WORKERS, temp_for
-from rocmrevive.txn.plan import Plan
+from rocmrevive.txn.plan import Op, Plan
 from rocmrevive.txn.preflight import Prepared, Step, check_space, check_writable, nearest_existing, prepare
 from rocmrevive.txn.result import Progress, TxOutcome, TxResult, as_rev_error, expected_errors, stat_identity
 from rocmrevive.txn.state import DEFAULT_STATE_DIR, StateDir, now, refuse_pending
@@ -71,10 +71,10 @@ def apply_plan(root, plan: Plan, *, state_dir: str = DEFAULT_STATE_DIR, dry_run:
         dirs = {s.real.parent for s in todo if s.real.parent.exists()}
         dirs |= {nearest_existing(d) for d, *_ in prep.mkdirs}
         dirs.add(nearest_existing(st.real))
-        check_writable(root, dirs, {(s.after["uid"], s.after["gid"]) for s in todo if s.op != "delete"}
+        check_writable(root, dirs, {(s.after["uid"], s.after["gid"]) for s in todo if s.op != Op.DELETE}
                         | {(u, g) for _, _, u, g in prep.mkdirs})
         check_space(root, st, prep)
-        actions = [{"path": root.machine_path(d), "op": "mkdir", "before": None, "after": None}
+        actions = [{"path": root.machine_path(d), "op": Op.MKDIR, "before": None, "after": None}
                    for d, *_ in prep.mkdirs] + actions
         if dry_run:
             return TxResult(None, True, actions, None, prep.tree, TxOutcome.DRY_RUN)
@@ -93,7 +93,7 @@ class _Apply:
         txid = st.next_txid()
         jpath = st.tx_dir / f"{txid}.jsonl"
         for s in prep.todo:
-            if s.op != "delete":
+            if s.op != Op.DELETE:
                 s.temp = temp_for(s.real)
         with st.open("tx", create=True) as tx_dir:
             journal = Journal.create(tx_dir, jpath.name, self._begin_record(txid))
@@ -138,7 +138,7 @@ class _Apply:
 
         backed = False
         for s in todo:
-            if s.op != "create":
+            if s.op != Op.CREATE:
                 s.backup = st.backup(s.real, s.before["sha256"])
                 backed = True
                 checkpoint("backup")
@@ -147,7 +147,7 @@ class _Apply:
                 bd.fsync()
 
         if prep.mkdirs:
-            journal.write(*[{"type": "intent", "op": "mkdir", "path": mp(d), "mode": m, "uid": u, "gid": g}
+            journal.write(*[{"type": "intent", "op": Op.MKDIR, "path": mp(d), "mode": m, "uid": u, "gid": g}
                             for d, m, u, g in prep.mkdirs])
             for d, m, u, g in prep.mkdirs:
                 os.mkdir(d, 0o700)
@@ -156,9 +156,9 @@ class _Apply:
                 os.chmod(d, m)
                 fsync_dir(d.parent)
                 checkpoint("mkdir")
-            journal.write(*[{"type": "done", "op": "mkdir", "path": mp(d)} for d, *_ in prep.mkdirs])
+            journal.write(*[{"type": "done", "op": Op.MKDIR, "path": mp(d)} for d, *_ in prep.mkdirs])
 
-        staged = [s for s in todo if s.op != "delete"]
+        staged = [s for s in todo if s.op != Op.DELETE]
         if staged:
             journal.write({"type": "stage", "temps": [mp(s.temp) for s in staged]})
             self._stage_all(staged)
@@ -170,9 +170,9 @@ class _Apply:
         # a package-owned file is diverted before the graft takes its place (divert.follow)
         self.warnings = divert.follow(self.root, st.machine, self.plan.meta, txid, TxState.COMMITTED, strict=True)
         for s in todo:
-            if s.op == "delete":
+            if s.op == Op.DELETE:
                 os.unlink(s.real)
-            elif s.op == "create":
+            elif s.op == Op.CREATE:
                 _place_new(s.temp, s.real, mp(s.real))
             else:
                 os.replace(s.temp, s.real)

@@ -11,6 +11,7 @@ from rocmrevive.strenum import StrEnum
 from rocmrevive.txn.journal import TxState
 from rocmrevive.txn.lock import is_held
 from rocmrevive.txn.observe import matches, observe_all
+from rocmrevive.txn.plan import Op
 from rocmrevive.txn.result import expected_errors
 from rocmrevive.txn.state import DEFAULT_STATE_DIR, StateDir
 
@@ -51,7 +52,7 @@ def _list_transactions(root, st: StateDir, verify: bool) -> list[dict]:
         rec = {"txid": tx.txid, "state": state, "tree": tx.tree, "tree_given": b.get("tree_given"),
                "began": b.get("time"), "committed": (tx.commit or {}).get("time"),
                "rolled_back": (tx.rolled_back or {}).get("time"), "meta": b.get("meta") or {},
-               "files": len(files), "bytes": sum(f.get("size") or 0 for f in files if f["op"] != "delete"),
+               "files": len(files), "bytes": sum(f.get("size") or 0 for f in files if f["op"] != Op.DELETE),
                "ops": dict(Counter(f["op"] for f in files)), "mkdirs": b.get("mkdirs", []),
                "changes": [{k: f.get(k) for k in ("path", "op", "sha256", "size", "source")} for f in files],
                "journal": st.mp(tx.path), "tree_exists": bool(tx.tree) and root.path(tx.tree).is_dir(),
@@ -61,7 +62,7 @@ def _list_transactions(root, st: StateDir, verify: bool) -> list[dict]:
             superseded = [f["path"] for f in files if owner.get(f["path"]) != tx.txid]
             mine = [f for f in files if owner.get(f["path"]) == tx.txid]
             for f, cur in zip(mine, observe_all([root.path(f["path"]) for f in mine])):
-                want = {"exists": False} if f["op"] == "delete" else {"exists": True, "sha256": f.get("sha256")}
+                want = {"exists": False} if f["op"] == Op.DELETE else {"exists": True, "sha256": f.get("sha256")}
                 if matches(cur, want):
                     intact.append(f["path"])
                 elif want["exists"] and not cur.get("exists"):

@@ -43,6 +43,7 @@ from pathlib import Path
 from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir, check_regular, read_fd
 from rocmrevive.strenum import StrEnum
+from rocmrevive.txn.plan import OPS, Op
 
 JOURNAL_VERSION = 1
 TEMP_SUFFIX = ".rocmrevive-new"  # a staged file: ``.<name>.rocmrevive-new`` next to its target
@@ -247,7 +248,7 @@ class TxRecord:
                 tx.begin = r
                 tx.state = TxState.INTERRUPTED
             elif t == "intent":
-                (tx.mkdir_intents if r.get("op") == "mkdir" else tx.file_intents).append(r)
+                (tx.mkdir_intents if r.get("op") == Op.MKDIR else tx.file_intents).append(r)
             elif t == "stage":
                 tx.temps.extend(r["temps"])
             elif t == "done":
@@ -305,7 +306,6 @@ _FIELDS = {
     "stage": {"temps": list},
     "done": {"path": str},
 }
-_FILE_OPS = ("create", "replace", "delete")
 
 
 def _record_problem(r: dict) -> str | None:
@@ -315,12 +315,12 @@ def _record_problem(r: dict) -> str | None:
     t = r["type"]
     if t == "begin":
         for f in r["files"]:
-            if not (isinstance(f, dict) and isinstance(f.get("path"), str) and f.get("op") in _FILE_OPS):
+            if not (isinstance(f, dict) and isinstance(f.get("path"), str) and f.get("op") in OPS):
                 return "a planned file without path or op"
         if not isinstance(r.get("mkdirs", []), list) or not all(isinstance(m, str) for m in r.get("mkdirs", [])):
             return "mkdirs is not a list of paths"
-    elif t == "intent" and r["op"] != "mkdir":
-        if r["op"] not in _FILE_OPS:
+    elif t == "intent" and r["op"] != Op.MKDIR:
+        if r["op"] not in OPS:
             return f"unknown op {str(r['op'])[:20]!r}"
         for side in ("before", "after"):
             if not isinstance(r.get(side), dict):
@@ -371,7 +371,7 @@ def _path_problems(tx: TxRecord) -> list[str]:
     for d in mkdirs:
         if not inside(d):
             out.append(f"planned folder {ascii(d)[:120]} is outside its tree {tree}")
-    temps = {temp_path(p) for p, op in planned.items() if op != "delete"}
+    temps = {temp_path(p) for p, op in planned.items() if op != Op.DELETE}
     for t in tx.temps:
         if t not in temps:
             out.append(f"temporary {ascii(t)[:120]} is not one its begin planned")

@@ -4,7 +4,7 @@ Paths are machine paths (under the Root); staged files are real paths of verifie
 A plan is data only: ``transaction.apply_plan`` checks it against the tree and applies it.
 
     plan = Plan("/opt/rocm-6.4.3", [FileChange("/opt/rocm-6.4.3/lib/rocblas/library/X.co",
-                staged=Path("/var/cache/rocmrevive/stage/X.co"), sha256=sha, size=n, op="create",
+                staged=Path("/var/cache/rocmrevive/stage/X.co"), sha256=sha, size=n, op=Op.CREATE,
                 source="deb:librocblas4_6.4.4-4_amd64.deb")], meta={"manifest": "rocblas-4.4.1-gfx906"})
     plan.summary()  # {"files": 1, "create": 1, "replace": 0, "delete": 0, "bytes": n, "sources": [...]}
 """
@@ -17,8 +17,26 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from rocmrevive.errors import RevError
+from rocmrevive.strenum import StrEnum
 
-OPS = ("create", "replace", "delete")
+
+class Op(StrEnum):
+    """What a transaction does to one path: the ``op`` of a plan's change, of the journal's
+    ``begin`` files and ``intent``/``done`` records, and of a ``TxResult`` action. A journal read
+    back holds plain strings, which compare equal to these."""
+
+    CREATE = "create"        # a file where none was
+    REPLACE = "replace"      # other bytes in place of a file
+    DELETE = "delete"        # a file removed
+    MKDIR = "mkdir"          # a folder the apply made (intent/done records, apply actions)
+    UNCHANGED = "unchanged"  # (apply action) the file already has the planned bytes
+    RESTORE = "restore"      # (undo action) a file put back from its backup
+    REMOVE = "remove"        # (undo action) a file the transaction created, removed
+    KEEP = "keep"            # (undo action) the file is already as before
+    RMDIR = "rmdir"          # (undo action) a folder the transaction made, removed
+
+
+OPS = (Op.CREATE, Op.REPLACE, Op.DELETE)  # a plan's file changes, in the order its summary counts them
 
 
 @dataclass(frozen=True)
@@ -30,21 +48,22 @@ class FileChange:
     staged: Path | None
     sha256: str | None
     size: int | None
-    op: str
+    op: Op
     source: str = ""
     before_sha256: str | None = None
 
     def __post_init__(self):
         if self.op not in OPS:
-            raise ValueError(f"FileChange.op must be one of {OPS}, not {self.op!r}")
+            raise ValueError(f"FileChange.op must be one of {tuple(map(str, OPS))}, not {self.op!r}")
+        object.__setattr__(self, "op", Op(self.op))  # a plain word (JSON, a caller) becomes its member
         if not str(self.dest).startswith("/"):
             raise ValueError(f"FileChange.dest must be an absolute machine path: {self.dest!r}")
-        if self.op == "delete":
+        if self.op == Op.DELETE:
             if self.staged is not None or self.sha256 is not None:
                 raise ValueError(f"a delete carries no content: {self.dest}")
         elif self.staged is None or self.sha256 is None or self.size is None:
             raise ValueError(f"a {self.op} needs staged, sha256 and size: {self.dest}")
-        if self.op == "create" and self.before_sha256 is not None:
+        if self.op == Op.CREATE and self.before_sha256 is not None:
             raise ValueError(f"a create expects no file before: {self.dest}")
 
     def to_json(self) -> dict:
@@ -83,11 +102,11 @@ class Plan:
 
     def summary(self) -> dict:
         """Counts of what applying the plan changes: a replace by identical bytes is ``unchanged``."""
-        same = [c for c in self.changes if c.op == "replace" and c.before_sha256 == c.sha256]
-        moving = [c for c in self.changes if not (c.op == "replace" and c.before_sha256 == c.sha256)]
+        same = [c for c in self.changes if c.op == Op.REPLACE and c.before_sha256 == c.sha256]
+        moving = [c for c in self.changes if not (c.op == Op.REPLACE and c.before_sha256 == c.sha256)]
         counts = {op: sum(1 for c in moving if c.op == op) for op in OPS}
-        return {"tree": self.tree, "files": len(self.changes), **counts, "unchanged": len(same),
-                "bytes": sum(c.size or 0 for c in moving if c.op != "delete"),
+        return {"tree": self.tree, "files": len(self.changes), **counts, Op.UNCHANGED: len(same),
+                "bytes": sum(c.size or 0 for c in moving if c.op != Op.DELETE),
                 "sources": sorted({c.source for c in self.changes if c.source})}
 
     def diff(self) -> dict:
@@ -122,11 +141,11 @@ def plan_from_staged(root, tree: str, files: Mapping[str, str | os.PathLike], *,
         sha, size = known[dest] if dest in known else sha256_file(staged)
         cur = _current_sha(root, dest)
         if cur is None:
-            changes.append(FileChange(dest, Path(staged), sha, size, "create", source))
+            changes.append(FileChange(dest, Path(staged), sha, size, Op.CREATE, source))
         else:
-            changes.append(FileChange(dest, Path(staged), sha, size, "replace", source, before_sha256=cur))
+            changes.append(FileChange(dest, Path(staged), sha, size, Op.REPLACE, source, before_sha256=cur))
     for dest in deletes:
-        changes.append(FileChange(dest, None, None, None, "delete", source, before_sha256=_current_sha(root, dest)))
+        changes.append(FileChange(dest, None, None, None, Op.DELETE, source, before_sha256=_current_sha(root, dest)))
     return Plan(tree, changes, dict(meta or {}))
 
 

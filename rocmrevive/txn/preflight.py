@@ -17,7 +17,7 @@ from pathlib import Path
 from rocmrevive.errors import RevError
 from rocmrevive.txn.journal import TEMP_SUFFIX
 from rocmrevive.txn.observe import describe, matches, observe_all
-from rocmrevive.txn.plan import FileChange, Plan
+from rocmrevive.txn.plan import FileChange, Op, Plan
 from rocmrevive.txn.result import few, mb
 from rocmrevive.txn.state import StateDir, resolve_inside
 
@@ -28,7 +28,7 @@ class Step:
 
     path: str  # resolved machine path
     real: Path
-    op: str
+    op: Op
     source: str
     staged: Path | None
     before: dict
@@ -39,7 +39,7 @@ class Step:
     synced: tuple[int, ...] = ()  # (dev, ino, size, mtime_ns) of the temporary after its fsync
 
     def action(self) -> dict:
-        return {"path": self.path, "op": "unchanged" if self.in_place else self.op,
+        return {"path": self.path, "op": Op.UNCHANGED if self.in_place else self.op,
                 "before": self.before.get("sha256"), "after": self.after.get("sha256"),
                 "size": self.after.get("size"), "source": self.source}
 
@@ -105,7 +105,7 @@ def prepare(root, plan: Plan) -> Prepared:
         step, changed = _step(root, ch, parent, real, cur, mkdirs, templates)
         if changed:
             drift.append(changed)
-        if not step.in_place and ch.op != "delete":
+        if not step.in_place and ch.op != Op.DELETE:
             _check_staged(ch, step.path)
         steps.append(step)
     if drift:
@@ -150,7 +150,7 @@ def _step(root, ch: FileChange, parent: Path, real: Path, cur: dict, mkdirs: dic
         kind = {"l": "a symbolic link", "d": "a folder"}.get(cur["type"], "not a regular file")
         raise RevError("VERIFY_FAILED", f"{path} is {kind}; rocmrevive replaces only regular files")
     before = {k: cur[k] for k in ("exists", "sha256", "size", "mode", "uid", "gid", "mtime_ns") if k in cur}
-    if ch.op == "delete":
+    if ch.op == Op.DELETE:
         after: dict = {"exists": False}
     else:
         if cur["exists"]:
@@ -164,11 +164,11 @@ def _step(root, ch: FileChange, parent: Path, real: Path, cur: dict, mkdirs: dic
     step = Step(path, real, ch.op, ch.source, ch.staged, before, after)
     if matches(cur, after):
         step.in_place = True
-    elif ch.op == "create" and cur["exists"]:
+    elif ch.op == Op.CREATE and cur["exists"]:
         return step, f"{path} exists ({describe(cur)}), the plan expected no file"
-    elif ch.op in ("replace", "delete") and not cur["exists"]:
+    elif ch.op in (Op.REPLACE, Op.DELETE) and not cur["exists"]:
         return step, f"{path} is missing, the plan expected a file to {ch.op}"
-    elif ch.op in ("replace", "delete") and ch.before_sha256 and cur.get("sha256") != ch.before_sha256:
+    elif ch.op in (Op.REPLACE, Op.DELETE) and ch.before_sha256 and cur.get("sha256") != ch.before_sha256:
         return step, f"{path} has {describe(cur)}, the plan expected sha256 {ch.before_sha256[:12]}…"
     return step, None
 
@@ -232,9 +232,9 @@ def check_space(root, st: StateDir, prep: Prepared) -> None:
 
     todo = prep.todo
     for s in todo:
-        if s.op != "delete":
+        if s.op != Op.DELETE:
             add(s.real.parent, s.after["size"] + 4096, 1)  # the temporary lives beside the old file
-        if s.op != "create" and not (st.backup_dir / s.before["sha256"]).exists():
+        if s.op != Op.CREATE and not (st.backup_dir / s.before["sha256"]).exists():
             add(st.backup_dir, s.before["size"] + 4096, 1)
     for d, *_ in prep.mkdirs:
         add(d, 4096, 1)

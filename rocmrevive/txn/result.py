@@ -16,6 +16,7 @@ from typing import Callable
 from rocmrevive.errors import RevError
 from rocmrevive.strenum import StrEnum
 from rocmrevive.txn.fsutil import HashMismatch
+from rocmrevive.txn.plan import Op
 
 Progress = Callable[[int], None]
 
@@ -62,7 +63,7 @@ class TxResult:
 
     @property
     def diff(self) -> dict:
-        files = [a for a in self.actions if a["op"] not in ("unchanged", "keep", "mkdir", "rmdir")]
+        files = [a for a in self.actions if a["op"] not in (Op.UNCHANGED, Op.KEEP, Op.MKDIR, Op.RMDIR)]
         return {"before": {a["path"]: a.get("before") for a in files},
                 "after": {a["path"]: a.get("after") for a in files}}
 

@@ -19,6 +19,7 @@ from rocmrevive.txn.fsutil import HashMismatch, fsync_dir, sha256_file, stage_co
 from rocmrevive.txn.journal import Journal, TxRecord, TxState
 from rocmrevive.txn.lock import check_package_managers
 from rocmrevive.txn.observe import describe, matches, observe_all, temp_for
+from rocmrevive.txn.plan import Op
 from rocmrevive.txn.preflight import check_writable
 from rocmrevive.txn.result import Progress, TxOutcome, TxResult, as_rev_error, expected_errors, few
 from rocmrevive.txn.state import (DEFAULT_STATE_DIR, StateDir, now, refuse_damaged, refuse_pending, resolve_inside,
@@ -70,15 +71,15 @@ class Undo:
             before, after = it["before"], it["after"]
             item = {"path": path, "real": real, "intent": it, "cur": cur, "forced": False}
             if matches(cur, before):
-                item["op"] = "keep"
+                item["op"] = Op.KEEP
             elif matches(cur, after):
-                item["op"] = "restore" if before.get("exists") else "remove"
+                item["op"] = Op.RESTORE if before.get("exists") else Op.REMOVE
             elif self.force or (path in forced_before and forced_before[path] == cur.get("sha256")):
                 if cur.get("exists") and cur.get("type") not in ("f",):
                     raise RevError("DRIFT", f"{path} is {describe(cur)}; rocmrevive will not remove it even "
                                             "with --force: inspect it by hand")
-                item["op"] = "restore" if before.get("exists") else ("remove" if cur.get("exists") else "keep")
-                item["forced"] = item["op"] != "keep"
+                item["op"] = Op.RESTORE if before.get("exists") else (Op.REMOVE if cur.get("exists") else Op.KEEP)
+                item["forced"] = item["op"] != Op.KEEP
             else:
                 by = f" (by transaction {self.later[path]}; roll that back first)" if path in self.later else ""
                 want = describe({"type": "f", **after}) if after.get("exists") else "no file"
@@ -92,19 +93,19 @@ class Undo:
                                     "kept in the backups folder)", details={"drift": drift})
         for item in items:
             b = item["intent"]["before"]
-            if item["op"] == "restore":
+            if item["op"] == Op.RESTORE:
                 src = self.st.backup_dir / b["sha256"]
                 if not src.is_file() or sha256_file(src)[0] != b["sha256"]:
                     raise RevError("VERIFY_FAILED", f"the backup of {item['path']} ({self.st.mp(src)}) is missing or "
                                                     "damaged; cannot restore it; nothing was changed")
-        dirs = {i["real"].parent for i in items if i["op"] != "keep"}
+        dirs = {i["real"].parent for i in items if i["op"] != Op.KEEP}
         dirs |= {t.parent for t in self._temps() if os.path.lexists(t)}
         dirs |= {self.root.path(it["path"]).parent for it in self.tx.mkdir_intents
                  if self.root.path(it["path"]).is_dir()}
         if dirs:
             dirs.add(self.st.tx_dir)
             check_writable(self.root, dirs, {(i["intent"]["before"]["uid"], i["intent"]["before"]["gid"])
-                                              for i in items if i["op"] == "restore"})
+                                              for i in items if i["op"] == Op.RESTORE})
         self.items = items
         return items
 
@@ -112,7 +113,7 @@ class Undo:
         """A planned file without an intent was never renamed (intents are fsynced first); if one
         is in its new state anyway the journal lost records: stop rather than undo half."""
         intents = {it["path"] for it in self.tx.file_intents}
-        missing = [f for f in self.tx.planned if f["path"] not in intents and f["op"] != "delete"]
+        missing = [f for f in self.tx.planned if f["path"] not in intents and f["op"] != Op.DELETE]
         if not missing:
             return
         curs = observe_all([self._real(f["path"]) for f in missing])
@@ -134,11 +135,11 @@ class Undo:
         for i in self.items:
             b = i["intent"]["before"]
             out.append({"path": i["path"], "op": i["op"], "before": i["cur"].get("sha256"),
-                        "after": b.get("sha256") if i["op"] != "keep" else i["cur"].get("sha256"),
+                        "after": b.get("sha256") if i["op"] != Op.KEEP else i["cur"].get("sha256"),
                         "size": b.get("size"), "forced": i["forced"]})
         for it in reversed(self.tx.mkdir_intents):
             if self.root.path(it["path"]).is_dir():
-                out.append({"path": it["path"], "op": "rmdir", "before": None, "after": None})
+                out.append({"path": it["path"], "op": Op.RMDIR, "before": None, "after": None})
         return out
 
     def run(self) -> list[dict]:
@@ -146,7 +147,7 @@ class Undo:
             self.survey()
         forced = {i["path"]: i["cur"].get("sha256") for i in self.items if i["forced"]}
         self._write({"type": "undo_begin", "time": now(), "reason": self.reason, "force": self.force,
-                     "forced": forced, "files": [i["path"] for i in self.items if i["op"] != "keep"]})
+                     "forced": forced, "files": [i["path"] for i in self.items if i["op"] != Op.KEEP]})
         checkpoint("undo_begin")
         for d in sorted(self._restore()):
             if d.is_dir():
@@ -156,8 +157,8 @@ class Undo:
         self.warnings += divert.follow(self.root, self.st.machine, (self.tx.begin or {}).get("meta"),
                                        self.tx.txid, TxState.ROLLED_BACK, strict=False)
         self._write({"type": "rolled_back", "time": now(), "reason": self.reason,
-                     "restored": [i["path"] for i in self.items if i["op"] == "restore"],
-                     "removed": [i["path"] for i in self.items if i["op"] == "remove"],
+                     "restored": [i["path"] for i in self.items if i["op"] == Op.RESTORE],
+                     "removed": [i["path"] for i in self.items if i["op"] == Op.REMOVE],
                      "rmdirs": removed_dirs})
         checkpoint("rolled_back")
         return self.actions_done(removed_dirs)
@@ -167,14 +168,14 @@ class Undo:
         temporaries; returns the folders touched."""
         touched: set[Path] = set()
         for i in self.items:
-            if i["op"] == "keep":
+            if i["op"] == Op.KEEP:
                 continue
             real, b, cur = i["real"], i["intent"]["before"], i["cur"]
             if i["forced"] and cur.get("exists"):
                 self.st.backup(real, cur["sha256"])
                 self.warnings.append(f"{i['path']} had changed; its bytes are kept as "
                                      f"{self.st.mp(self.st.backup_dir / cur['sha256'])}")
-            if i["op"] == "restore":
+            if i["op"] == Op.RESTORE:
                 tmp = temp_for(real)
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
@@ -182,7 +183,7 @@ class Undo:
                            expect_sha256=b["sha256"], mtime_ns=b.get("mtime_ns"))
                 os.replace(tmp, real)
                 self.progress(b.get("size") or 0)
-            elif i["op"] == "remove":
+            elif i["op"] == Op.REMOVE:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(real)
             touched.add(real.parent)
@@ -214,8 +215,8 @@ class Undo:
         return removed_dirs
 
     def actions_done(self, removed_dirs: list[str]) -> list[dict]:
-        acts = [a for a in self.actions() if a["op"] != "rmdir"]
-        return acts + [{"path": d, "op": "rmdir", "before": None, "after": None} for d in removed_dirs]
+        acts = [a for a in self.actions() if a["op"] != Op.RMDIR]
+        return acts + [{"path": d, "op": Op.RMDIR, "before": None, "after": None} for d in removed_dirs]
 
 
 # rollback ------------------------------------------------------------------------------------
@@ -275,7 +276,7 @@ def rollback(root, txid: str | None = None, *, force: bool = False, state_dir: s
             undo.survey()
         if dry_run:
             acts = undo.actions()
-            return TxResult(tx.txid, any(a["op"] != "keep" for a in acts), acts, jpath, tx.tree, TxOutcome.DRY_RUN)
+            return TxResult(tx.txid, any(a["op"] != Op.KEEP for a in acts), acts, jpath, tx.tree, TxOutcome.DRY_RUN)
         undo.journal = Journal.reopen(tx.path)
         try:
             acts = undo.run()
@@ -287,7 +288,7 @@ def rollback(root, txid: str | None = None, *, force: bool = False, state_dir: s
                                           "`rocmrevive recover` to finish it") from exc
         finally:
             undo.journal.close()
-        return TxResult(tx.txid, any(a["op"] != "keep" for a in acts), acts, jpath, tx.tree, TxOutcome.ROLLED_BACK,
+        return TxResult(tx.txid, any(a["op"] != Op.KEEP for a in acts), acts, jpath, tx.tree, TxOutcome.ROLLED_BACK,
                         undo.warnings)
 
 
@@ -343,18 +344,18 @@ def _recover_one(root, st: StateDir, tx: TxRecord, *, force: bool, dry_run: bool
     undo.survey()
     if dry_run:
         acts = undo.actions()
-        return TxResult(tx.txid, any(a["op"] != "keep" for a in acts), acts, jpath, tx.tree, TxOutcome.DRY_RUN)
+        return TxResult(tx.txid, any(a["op"] != Op.KEEP for a in acts), acts, jpath, tx.tree, TxOutcome.DRY_RUN)
     with Journal.reopen(tx.path) as j:
         undo.journal = j
         acts = undo.run()
-    return TxResult(tx.txid, any(a["op"] != "keep" for a in acts), acts, jpath, tx.tree, TxOutcome.ROLLED_BACK,
+    return TxResult(tx.txid, any(a["op"] != Op.KEEP for a in acts), acts, jpath, tx.tree, TxOutcome.ROLLED_BACK,
                     undo.warnings)
 
 
 def _all_in_place(root, tx: TxRecord) -> bool:
     curs = observe_all([root.path(f["path"]) for f in tx.planned])
     for f, cur in zip(tx.planned, curs):
-        want = {"exists": False} if f["op"] == "delete" else {"exists": True, "sha256": f.get("sha256")}
+        want = {"exists": False} if f["op"] == Op.DELETE else {"exists": True, "sha256": f.get("sha256")}
         if not matches(cur, want):
             return False
     return True
