@@ -28,7 +28,7 @@ from pathlib import Path
 from rocmrevive.errors import RevError
 from rocmrevive.txn import divert
 from rocmrevive.txn.fsutil import fsync_dir, stage_copy
-from rocmrevive.txn.journal import JOURNAL_VERSION, Journal, TxRecord, TxState
+from rocmrevive.txn.journal import JOURNAL_VERSION, Journal, RecordType, TxRecord, TxState
 from rocmrevive.txn.lock import check_package_managers
 from rocmrevive.txn.observe import WORKERS, temp_for
 from rocmrevive.txn.plan import Op, Plan
@@ -123,7 +123,7 @@ class _Apply:
 
     def _begin_record(self, txid: str) -> dict:
         prep = self.prep
-        return {"type": "begin", "v": JOURNAL_VERSION, "txid": txid, "time": now(),
+        return {"type": RecordType.BEGIN, "v": JOURNAL_VERSION, "txid": txid, "time": now(),
                 "tool": _tool_version(), "argv": sys.argv[:50], "host": _host_facts(self.root),
                 "root": str(self.root.base), "tree": prep.tree, "tree_given": prep.tree_given,
                 "meta": self.plan.meta,
@@ -147,7 +147,7 @@ class _Apply:
                 bd.fsync()
 
         if prep.mkdirs:
-            journal.write(*[{"type": "intent", "op": Op.MKDIR, "path": mp(d), "mode": m, "uid": u, "gid": g}
+            journal.write(*[{"type": RecordType.INTENT, "op": Op.MKDIR, "path": mp(d), "mode": m, "uid": u, "gid": g}
                             for d, m, u, g in prep.mkdirs])
             for d, m, u, g in prep.mkdirs:
                 os.mkdir(d, 0o700)
@@ -156,14 +156,14 @@ class _Apply:
                 os.chmod(d, m)
                 fsync_dir(d.parent)
                 checkpoint("mkdir")
-            journal.write(*[{"type": "done", "op": Op.MKDIR, "path": mp(d)} for d, *_ in prep.mkdirs])
+            journal.write(*[{"type": RecordType.DONE, "op": Op.MKDIR, "path": mp(d)} for d, *_ in prep.mkdirs])
 
         staged = [s for s in todo if s.op != Op.DELETE]
         if staged:
-            journal.write({"type": "stage", "temps": [mp(s.temp) for s in staged]})
+            journal.write({"type": RecordType.STAGE, "temps": [mp(s.temp) for s in staged]})
             self._stage_all(staged)
 
-        journal.write(*[{"type": "intent", "op": s.op, "path": s.path, "before": s.before, "after": s.after,
+        journal.write(*[{"type": RecordType.INTENT, "op": s.op, "path": s.path, "before": s.before, "after": s.after,
                          "backup": s.backup, "temp": mp(s.temp) if s.temp else None, "source": s.source}
                         for s in todo])
         checkpoint("intent")
@@ -180,10 +180,10 @@ class _Apply:
         for d in sorted({s.real.parent for s in todo}):
             fsync_dir(d)
             checkpoint("dirsync")
-        journal.write(*[{"type": "done", "op": s.op, "path": s.path, "sha256": s.after.get("sha256")}
+        journal.write(*[{"type": RecordType.DONE, "op": s.op, "path": s.path, "sha256": s.after.get("sha256")}
                         for s in todo])
         checkpoint("done")
-        journal.write({"type": "commit", "time": now(), "files": len(todo)})
+        journal.write({"type": RecordType.COMMIT, "time": now(), "files": len(todo)})
         checkpoint("commit")
 
     def _stage_all(self, staged: list[Step]) -> None:

@@ -27,7 +27,7 @@ with its ``begin`` already in it, so an empty one is damage), or planned files w
 after the intents were written make it *damaged*: ``problems`` says what, and rollback/recover
 stop (exit 9) instead of undoing part of it.
 
-    j = Journal.create(path); j.write({"type": "begin", ...}); j.close()
+    j = Journal.create(path); j.write({"type": RecordType.BEGIN, ...}); j.close()
     tx = TxRecord.load(path); tx.state  # TxState.COMMITTED
 """
 from __future__ import annotations
@@ -48,8 +48,24 @@ from rocmrevive.txn.plan import OPS, Op
 JOURNAL_VERSION = 1
 TEMP_SUFFIX = ".rocmrevive-new"  # a staged file: ``.<name>.rocmrevive-new`` next to its target
 MAX_JOURNAL = 256 << 20          # a journal of 2,000 files is ~2 MB
-_TORN = json.dumps({"type": "torn"}).encode() + b"\n"
 _HEX = re.compile(r"^[0-9a-f]{64}$")
+
+
+class RecordType(StrEnum):
+    """A journal record's ``type`` (the list at the top of this module). A journal read back holds
+    plain strings, which compare equal to these."""
+
+    BEGIN = "begin"
+    INTENT = "intent"
+    STAGE = "stage"
+    DONE = "done"
+    COMMIT = "commit"
+    UNDO_BEGIN = "undo_begin"
+    ROLLED_BACK = "rolled_back"
+    TORN = "torn"
+
+
+_TORN = json.dumps({"type": RecordType.TORN}).encode() + b"\n"  # after a line a kill cut short
 
 
 class TxState(StrEnum):
@@ -192,10 +208,10 @@ def _parse(data: bytes) -> tuple[list[dict], int, list[str], bool]:
                 pending_bad = n + 1
             continue
         if pending_bad is not None:
-            if rec["type"] != "torn":
+            if rec["type"] != RecordType.TORN:
                 problems.append(f"line {pending_bad} is unreadable and is not the last")
             pending_bad = None
-        if rec["type"] != "torn":
+        if rec["type"] != RecordType.TORN:
             records.append(rec)
         else:
             torn = True
@@ -241,25 +257,25 @@ class TxRecord:
                 tx.problems.append(f"record {n + 1} ({str(r.get('type'))[:20]}): {why}")
                 continue
             t = r["type"]
-            if t == "begin":
+            if t == RecordType.BEGIN:
                 if tx.begin is not None:
                     tx.problems.append(f"record {n + 1}: a second begin")
                     continue
                 tx.begin = r
                 tx.state = TxState.INTERRUPTED
-            elif t == "intent":
+            elif t == RecordType.INTENT:
                 (tx.mkdir_intents if r.get("op") == Op.MKDIR else tx.file_intents).append(r)
-            elif t == "stage":
+            elif t == RecordType.STAGE:
                 tx.temps.extend(r["temps"])
-            elif t == "done":
+            elif t == RecordType.DONE:
                 tx.done[r["path"]] = r.get("sha256")
-            elif t == "commit":
+            elif t == RecordType.COMMIT:
                 tx.commit = r
                 tx.state = TxState.COMMITTED
-            elif t == "undo_begin":
+            elif t == RecordType.UNDO_BEGIN:
                 tx.undo = r
                 tx.state, tx.phase = TxState.INTERRUPTED, "undo"
-            elif t == "rolled_back":
+            elif t == RecordType.ROLLED_BACK:
                 tx.rolled_back = r
                 tx.state = TxState.ROLLED_BACK
         if tx.begin is None:
@@ -301,10 +317,10 @@ class TxRecord:
 
 # checking what was read ------------------------------------------------------------------
 _FIELDS = {
-    "begin": {"tree": str, "files": list},
-    "intent": {"op": str, "path": str},
-    "stage": {"temps": list},
-    "done": {"path": str},
+    RecordType.BEGIN: {"tree": str, "files": list},
+    RecordType.INTENT: {"op": str, "path": str},
+    RecordType.STAGE: {"temps": list},
+    RecordType.DONE: {"path": str},
 }
 
 
@@ -313,13 +329,13 @@ def _record_problem(r: dict) -> str | None:
         if not isinstance(r.get(name), typ):
             return f"field {name!r} missing or not a {typ.__name__}"
     t = r["type"]
-    if t == "begin":
+    if t == RecordType.BEGIN:
         for f in r["files"]:
             if not (isinstance(f, dict) and isinstance(f.get("path"), str) and f.get("op") in OPS):
                 return "a planned file without path or op"
         if not isinstance(r.get("mkdirs", []), list) or not all(isinstance(m, str) for m in r.get("mkdirs", [])):
             return "mkdirs is not a list of paths"
-    elif t == "intent" and r["op"] != Op.MKDIR:
+    elif t == RecordType.INTENT and r["op"] != Op.MKDIR:
         if r["op"] not in OPS:
             return f"unknown op {str(r['op'])[:20]!r}"
         for side in ("before", "after"):
@@ -332,7 +348,7 @@ def _record_problem(r: dict) -> str | None:
             for k in ("mode", "uid", "gid"):
                 if not isinstance(b.get(k), int):
                     return f"before.{k} missing"
-    elif t == "stage":
+    elif t == RecordType.STAGE:
         if not all(isinstance(x, str) for x in r["temps"]):
             return "temps is not a list of paths"
     return None

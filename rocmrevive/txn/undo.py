@@ -16,7 +16,7 @@ from pathlib import Path
 from rocmrevive.errors import RevError
 from rocmrevive.txn import divert
 from rocmrevive.txn.fsutil import HashMismatch, fsync_dir, sha256_file, stage_copy
-from rocmrevive.txn.journal import Journal, TxRecord, TxState
+from rocmrevive.txn.journal import Journal, RecordType, TxRecord, TxState
 from rocmrevive.txn.lock import check_package_managers
 from rocmrevive.txn.observe import describe, matches, observe_all, temp_for
 from rocmrevive.txn.plan import Op
@@ -146,7 +146,7 @@ class Undo:
         if not self.items:
             self.survey()
         forced = {i["path"]: i["cur"].get("sha256") for i in self.items if i["forced"]}
-        self._write({"type": "undo_begin", "time": now(), "reason": self.reason, "force": self.force,
+        self._write({"type": RecordType.UNDO_BEGIN, "time": now(), "reason": self.reason, "force": self.force,
                      "forced": forced, "files": [i["path"] for i in self.items if i["op"] != Op.KEEP]})
         checkpoint("undo_begin")
         for d in sorted(self._restore()):
@@ -156,7 +156,7 @@ class Undo:
         # the files are as before: dpkg's diversion of a grafted file goes too (divert.follow)
         self.warnings += divert.follow(self.root, self.st.machine, (self.tx.begin or {}).get("meta"),
                                        self.tx.txid, TxState.ROLLED_BACK, strict=False)
-        self._write({"type": "rolled_back", "time": now(), "reason": self.reason,
+        self._write({"type": RecordType.ROLLED_BACK, "time": now(), "reason": self.reason,
                      "restored": [i["path"] for i in self.items if i["op"] == Op.RESTORE],
                      "removed": [i["path"] for i in self.items if i["op"] == Op.REMOVE],
                      "rmdirs": removed_dirs})
@@ -333,11 +333,11 @@ def _recover_one(root, st: StateDir, tx: TxRecord, *, force: bool, dry_run: bool
                     os.unlink(t)
             for d in sorted({root.path(f["path"]).parent for f in tx.planned}):
                 fsync_dir(d)
-            j.write(*[{"type": "done", "op": f["op"], "path": f["path"], "sha256": f.get("sha256")}
+            j.write(*[{"type": RecordType.DONE, "op": f["op"], "path": f["path"], "sha256": f.get("sha256")}
                       for f in tx.planned if f["path"] not in tx.done])
             warnings = divert.follow(root, st.machine, (tx.begin or {}).get("meta"), tx.txid, TxState.COMMITTED,
                                      strict=False)
-            j.write({"type": "commit", "time": now(), "files": len(tx.planned), "recovered": True})
+            j.write({"type": RecordType.COMMIT, "time": now(), "files": len(tx.planned), "recovered": True})
             checkpoint("forward")
         return TxResult(tx.txid, False, acts, jpath, tx.tree, TxOutcome.ROLLED_FORWARD, warnings)
     undo = Undo(root, st, tx, None, reason="recover", force=force or bool((tx.undo or {}).get("force")))
