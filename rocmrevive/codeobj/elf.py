@@ -205,20 +205,20 @@ def read_amdgpu_elf(data: bytes | bytearray) -> AmdgpuElf:
     hostile bytes never raise anything else.
     """
     view = memoryview(data)
-    return read_amdgpu_elf_at(lambda off, n: bytes(view[off:off + n]), len(data))
+    return read_amdgpu_elf_at(lambda n, off: bytes(view[off:off + n]), len(data))
 
 
 def read_amdgpu_elf_file(fd: int, size: int) -> AmdgpuElf:
     """``read_amdgpu_elf`` of the open file ``fd`` of ``size`` bytes, reading only the header,
     the section table and the note and symbol sections (a Tensile code object is mostly code,
     which this never reads)."""
-    return read_amdgpu_elf_at(lambda off, n: os.pread(fd, n, off), size)
+    return read_amdgpu_elf_at(lambda n, off: os.pread(fd, n, off), size)
 
 
 def read_amdgpu_elf_at(read: Callable[[int, int], bytes], size: int) -> AmdgpuElf:
-    """The deep read over ``read(offset, length)`` of an ELF of ``size`` bytes. The section
+    """The deep read over ``read(length, offset)`` of an ELF of ``size`` bytes. The section
     table is walked with ``struct`` (Elf64_Shdr), every offset checked against ``size``."""
-    head = read(0, 64)
+    head = read(64, 0)
     hdr = parse_header(head)
     why = header_problem(hdr, head)
     if why:
@@ -231,7 +231,7 @@ def read_amdgpu_elf_at(read: Callable[[int, int], bytes], size: int) -> AmdgpuEl
         obj.problems.append("section headers lie past the end of the file (truncated)")
         return obj
     try:
-        sections = _section_table(hdr, read, size)
+        sections = _sections(hdr, read, size)
         for sh_type, off, length, link in sections:
             if sh_type == SHT_NOTE:
                 _read_notes(obj, _section_bytes(read, size, off, length, "note section"))
@@ -248,36 +248,37 @@ def read_amdgpu_elf_at(read: Callable[[int, int], bytes], size: int) -> AmdgpuEl
     return obj
 
 
-_SHDR_TABLE_MAX = 1 << 16  # sections a code object may have (LLVM writes a few dozen)
+_SHDR_TABLE_MAX = 0xFF00  # e_shnum's largest ordinary value (SHN_LORESERVE); LLVM writes a few dozen
 SHT_NOTE, SHT_DYNSYM = 7, 11
 
 
-def _section_table(hdr: ElfHeader, read: Callable[[int, int], bytes],
-                   size: int) -> list[tuple[int, int, int, int]]:
-    """(sh_type, sh_offset, sh_size, sh_link) of every section. ValueError when the table
-    cannot be read: a wrong entry size, more sections than any code object has, past the end."""
+def section_table(hdr: ElfHeader, read: Callable[[int, int], bytes], size: int) -> bytes:
+    """The raw section header table of an ELF of ``size`` bytes, through ``read(length,
+    offset)`` (``os.pread``'s order); b"" when it has none. ValueError when the table cannot be
+    read: another entry size, more sections than an ELF numbers ordinarily, past the end."""
     if not hdr.e_shoff:
-        return []
+        return b""
     if hdr.e_shentsize != _SHDR.size:
         raise ValueError(f"section headers of {hdr.e_shentsize} bytes, not {_SHDR.size}")
     count = hdr.e_shnum
     if count == 0:  # extended numbering: the count is section 0's sh_size
-        if hdr.e_shoff + _SHDR.size > size:
-            raise ValueError("section headers lie past the end of the file (truncated)")
-        count = _SHDR.unpack(read(hdr.e_shoff, _SHDR.size))[5]
-    if count > _SHDR_TABLE_MAX or hdr.e_shoff + count * _SHDR.size > size:
-        raise ValueError(f"a section table of {count:,} entries at byte {hdr.e_shoff:,} does not fit "
-                         f"the file's {size:,} bytes")
-    table = _section_bytes(read, size, hdr.e_shoff, count * _SHDR.size, "the section table")
-    return [(t, off, length, link)
-            for _n, t, _f, _a, off, length, link, _i, _al, _es in _SHDR.iter_unpack(table)]
+        count = _SHDR.unpack(_section_bytes(read, size, hdr.e_shoff, _SHDR.size, "the section table"))[5]
+    if count > _SHDR_TABLE_MAX:
+        raise ValueError(f"a section table of {count:,} entries")
+    return _section_bytes(read, size, hdr.e_shoff, count * _SHDR.size, "the section table")
+
+
+def _sections(hdr: ElfHeader, read: Callable[[int, int], bytes], size: int) -> list[tuple[int, int, int, int]]:
+    """(sh_type, sh_offset, sh_size, sh_link) of every section."""
+    return [(t, off, length, link) for _n, t, _f, _a, off, length, link, _i, _al, _es
+            in _SHDR.iter_unpack(section_table(hdr, read, size))]
 
 
 def _section_bytes(read: Callable[[int, int], bytes], size: int, off: int, length: int,
                    what: str) -> bytes:
     if off + length > size:
         raise ValueError(f"{what} lies past the end of the file")
-    data = read(off, length)
+    data = read(length, off)
     if len(data) != length:  # the file shrank under the reader
         raise ValueError(f"{what} lies past the end of the file")
     return data

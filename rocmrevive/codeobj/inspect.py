@@ -23,7 +23,7 @@ from typing import Iterator
 
 from rocmrevive.codeobj import bundle as B
 from rocmrevive.codeobj.elf import (ELF_MAGIC, header_problem, parse_header, machine_words,
-                                    read_amdgpu_elf, truncation_problem)
+                                    read_amdgpu_elf, section_table, truncation_problem)
 from rocmrevive.codeobj.targetid import Coverage, TargetId
 
 TENSILE_DAT_MAGIC = b"\x82\xa9solutions"
@@ -135,11 +135,13 @@ def open_regular(path: str | os.PathLike):
         raise
 
 
-def _section_table(hdr, read) -> bytes | None:
-    """The section header table through ``read(n, offset)`` (None when absent or odd-sized)."""
-    if not hdr.e_shoff or hdr.e_shentsize != 64 or not 0 < hdr.e_shnum <= 4096:
+def _section_table(hdr, read, size: int) -> bytes | None:
+    """The section header table through ``read(n, offset)``; None when it has none or it cannot
+    be read (``truncation_problem`` then says what it can from the header alone)."""
+    try:
+        return section_table(hdr, read, size) or None
+    except ValueError:
         return None
-    return read(hdr.e_shnum * 64, hdr.e_shoff)
 
 
 def inspect_file(path: str | os.PathLike, *, deep: bool = False) -> FileReport:
@@ -178,7 +180,7 @@ def _inspect_head(path: str, fd: int, size: int, head: bytes, kind: str) -> File
         rep.entries.append(co)
         hdr = parse_header(head)
         assert hdr is not None
-        cut = truncation_problem(hdr, size, _section_table(hdr, lambda n, at: os.pread(fd, n, at)))
+        cut = truncation_problem(hdr, size, _section_table(hdr, lambda n, at: os.pread(fd, n, at), size))
         if cut:
             rep.problems.append(cut)
     return rep
@@ -245,7 +247,7 @@ def _elf_entry(rep: FileReport, data, offset: int, size: int, entry_id: str | No
     if entry_id:
         _check_entry_id(rep, entry_id, target, hdr.co_version)
     if offset + size <= len(data):  # a streamed entry head (64 bytes) cannot be checked
-        table = _section_table(hdr, lambda n, at: bytes(data[offset + at:offset + at + n]))
+        table = _section_table(hdr, lambda n, at: bytes(data[offset + at:offset + at + n]), size)
         cut = truncation_problem(hdr, size, table)
         if cut:
             rep.problems.append(f"{entry_id}: {cut}" if entry_id else cut)

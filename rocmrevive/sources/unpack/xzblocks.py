@@ -6,7 +6,8 @@ The stream's index, at its end, gives each block's compressed and uncompressed s
 uncompressed offset maps to one block that can be decoded on its own. The tar reader skips
 every member it does not select; a block lying wholly inside skipped data is never decoded,
 and the blocks it does need are decoded ahead on worker threads (``lzma`` lets go of the GIL).
-On librocblas4 that decodes 123 of 164 blocks, two at a time.
+On librocblas4 that decodes 123 of 164 blocks (two at a time on two CPUs, up to
+``MAX_WORKERS``).
 
 Format facts (the .xz file format, version 1.1.0): a 12-byte stream header (magic, two flag
 bytes, their CRC32), blocks on 4-byte boundaries, the index (indicator 0x00, the record count,
@@ -16,8 +17,9 @@ padding, sizes that do not tile the byte range exactly, a block over ``MAX_BLOCK
 ``read_index`` return None and the caller reads the stream front to back as before.
 
 What is checked: every block the reader consumes decodes to exactly the size the index gives
-and passes its own check (CRC64 in dpkg's streams); a block never decoded is not checked,
-which is why a package is hashed against its pin before it is extracted.
+and passes its own check (CRC64 in dpkg's streams). A block never decoded is not checked:
+what vouches for it is the artifact's pin (its sha256, checked as it enters the cache); an
+unpinned ``--from`` package gets the checks of what it stages, as before.
 
     index = read_index(fd, offset, length)
     stream = XzBlockStream(fd, index) if index else None   # None: read it front to back
@@ -66,10 +68,7 @@ class XzIndex:
 
     def block_at(self, pos: int) -> int:
         """The number of the block holding decompressed byte ``pos``."""
-        return bisect_right(self._starts, pos) - 1
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_starts", [b.u_start for b in self.blocks])
+        return bisect_right(self.blocks, pos, key=lambda b: b.u_start) - 1
 
 
 def _varint(buf: bytes, i: int) -> tuple[int, int]:
@@ -184,7 +183,7 @@ class XzBlockStream(Stream):
         self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="xz-block")
         self.pending: dict[int, Future[bytes]] = {}
         self.pos = 0
-        self.current: tuple[int, bytes] | None = None  # (block number, its bytes)
+        self.current: tuple[int, memoryview] | None = None  # (block number, its bytes)
 
     def _schedule(self, first: int) -> None:
         """Decode blocks ``first`` .. ``first + workers`` ahead; drop what lies before ``first``."""
@@ -194,11 +193,11 @@ class XzBlockStream(Stream):
             if n not in self.pending and (self.current is None or self.current[0] != n):
                 self.pending[n] = self.pool.submit(decode_block, self.fd, self.index, n)
 
-    def _block(self, n: int) -> bytes:
+    def _block(self, n: int) -> memoryview:
         if self.current is None or self.current[0] != n:
             if n not in self.pending:
                 self._schedule(n)
-            self.current = (n, self.pending.pop(n).result())
+            self.current = (n, memoryview(self.pending.pop(n).result()))
             self._schedule(n + 1)
         return self.current[1]
 
