@@ -27,6 +27,8 @@ import zlib
 
 from rocmrevive.hashing import CHUNK
 from rocmrevive.sources.unpack.limits import ArchiveError
+from rocmrevive.sources.unpack.stream import Stream
+from rocmrevive.sources.unpack.xzblocks import XzBlockStream, read_index
 
 
 def compression_of(head: bytes) -> str | None:
@@ -40,28 +42,6 @@ def compression_of(head: bytes) -> str | None:
     if head.startswith(b"BZh"):
         return "bz2"
     return None
-
-
-class Stream:
-    """One decompressed byte stream, read front to back: ``readinto`` and ``skip`` return 0 at
-    its end; ``finish`` drains it and says what went wrong, ``abort`` stops it early."""
-
-    def readinto(self, mv: memoryview) -> int:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def skip(self, n: int) -> int:
-        """Discard up to n bytes; return how many were discarded (0 at end of stream)."""
-        raise NotImplementedError  # pragma: no cover
-
-    def failure(self) -> str | None:
-        return None
-
-    def finish(self) -> str | None:
-        """Drain and close; return what went wrong in the decompressor, or None."""
-        return None
-
-    def abort(self) -> None:
-        pass
 
 
 def _external_command(comp: str) -> list[str] | None:
@@ -283,8 +263,6 @@ class _PyStream(Stream):
 
 def open_stream(f, offset: int, length: int, comp: str, external: bool) -> Stream:
     if comp == "xz":  # a multi-block stream is read by block, skipped blocks never decoded
-        from rocmrevive.sources.unpack.xzblocks import XzBlockStream, read_index
-
         index = read_index(f.fileno(), offset, length)
         if index is not None:
             return XzBlockStream(f.fileno(), index)

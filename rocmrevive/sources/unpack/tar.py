@@ -23,7 +23,7 @@ from typing import Iterator
 
 from rocmrevive.fs import copy_fd
 from rocmrevive.hashing import CHUNK
-from rocmrevive.sources.unpack.decompress import Stream
+from rocmrevive.sources.unpack.stream import Stream
 from rocmrevive.sources.unpack.limits import ArchiveError, Limits, human
 
 BLOCK = 512

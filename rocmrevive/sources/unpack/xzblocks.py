@@ -34,7 +34,7 @@ from bisect import bisect_right
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from rocmrevive.sources.unpack.decompress import Stream
+from rocmrevive.sources.unpack.stream import Stream
 from rocmrevive.sources.unpack.limits import ArchiveError
 
 HEADER_MAGIC, FOOTER_MAGIC = b"\xfd7zXZ\x00", b"YZ"
