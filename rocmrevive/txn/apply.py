@@ -4,11 +4,15 @@ The order (each journal group fsynced before the actions it describes; see ``jou
 records and ``docs/transactions.md`` for the reasoning):
 
     lock → refuse if apt/dpkg busy or a transaction is pending → preflight (paths, tree unchanged
-    since the plan, writable, free space) → begin → back up replaced/deleted files into
-    backups/<sha256> → mkdir (intent first) → stage temporaries ``.<name>.rocmrevive-new`` next to
-    their targets (copy + sha256 check + owner/mode + fsync, in parallel) → intents → dpkg-divert
-    (a graft of a package-owned file: ``divert.follow``) → rename each into place → fsync folders
-    → done → commit
+    since the plan, writable, free space) → survey (open every folder written, O_NOFOLLOW from the
+    root, record its device/inode: ``folders.Folders``) → begin → back up replaced/deleted files
+    into backups/<sha256> → mkdir (intent first) → stage temporaries ``.<name>.<random>.rocmrevive-new``
+    (names recorded, then created O_EXCL; copy + sha256 check + owner/mode + fsync, in parallel) →
+    intents → dpkg-divert (a graft of a package-owned file: ``divert.follow``) → rename each into
+    place → fsync folders → done (with the identity of each file written) → commit
+
+Every create, rename, link and unlink is relative to the surveyed folders' descriptors: a folder
+swapped for a link after the survey is never followed.
 
 Any error undoes what was done, from the journal (``undo.Undo``), and reports one line; a kill
 leaves a journal that ``recover_pending`` completes or undoes.
@@ -27,16 +31,19 @@ from pathlib import Path
 
 from rocmrevive.errors import RevError
 from rocmrevive.txn import divert
-from rocmrevive.txn.fsutil import fsync_dir, stage_copy
-from rocmrevive.txn.journal import JOURNAL_VERSION, Journal, RecordType, TxRecord, TxState
+from rocmrevive.txn.folders import Folders
+from rocmrevive.txn.fsutil import fill_temp
+from rocmrevive.txn.journal import JOURNAL_VERSION, Journal, RecordType, TxRecord, TxState, temp_name
 from rocmrevive.txn.lock import check_package_managers
-from rocmrevive.txn.observe import WORKERS, temp_for
+from rocmrevive.txn.observe import WORKERS
 from rocmrevive.txn.plan import Op, Plan
 from rocmrevive.txn.preflight import Prepared, Step, check_space, check_writable, nearest_existing, prepare
-from rocmrevive.txn.result import Progress, TxOutcome, TxResult, as_rev_error, expected_errors, stat_identity
+from rocmrevive.txn.result import Progress, TxOutcome, TxResult, as_rev_error, expected_errors, few, stat_identity
 from rocmrevive.txn.state import DEFAULT_STATE_DIR, StateDir, now, refuse_pending
 from rocmrevive.txn.testseam import checkpoint
 from rocmrevive.txn.undo import Undo
+
+_TEMP_ROUNDS = 5  # draws of fresh temporary names before giving up (a name is taken only on purpose)
 
 
 def apply_plan(root, plan: Plan, *, state_dir: str = DEFAULT_STATE_DIR, dry_run: bool = False,
@@ -78,23 +85,38 @@ def apply_plan(root, plan: Plan, *, state_dir: str = DEFAULT_STATE_DIR, dry_run:
                    for d, *_ in prep.mkdirs] + actions
         if dry_run:
             return TxResult(None, True, actions, None, prep.tree, TxOutcome.DRY_RUN)
-        return _Apply(root, st, plan, prep, progress).run(actions)
+        with Folders(root) as folders:
+            survey(folders, prep)
+            return _Apply(root, st, plan, prep, progress, folders).run(actions)
+
+
+def survey(folders: Folders, prep: Prepared) -> None:
+    """Open every folder the transaction writes in (each file's folder, each new folder's nearest
+    existing parent) from the root, ``O_NOFOLLOW`` per component, recording its device/inode: a
+    folder swapped for a link since the preflight is refused here, before anything is written."""
+    made = {d for d, *_ in prep.mkdirs}
+    for d in sorted({s.real.parent for s in prep.todo} | {d.parent for d in made}):
+        if d not in made:
+            try:
+                folders.fd(d)
+            except (FileNotFoundError, NotADirectoryError):
+                raise RevError("DRIFT", f"the folder {folders.root.machine_path(d)} went away since the "
+                                        "preflight; nothing was changed, plan again") from None
 
 
 class _Apply:
-    def __init__(self, root, st: StateDir, plan: Plan, prep: Prepared, progress: Progress):
+    def __init__(self, root, st: StateDir, plan: Plan, prep: Prepared, progress: Progress, folders: Folders):
         self.root, self.st, self.plan, self.prep, self.progress = root, st, plan, prep, progress
+        self.folders = folders
         self.mp = root.machine_path
         self.warnings: list[str] = []
+        self.idents: dict[str, list[int]] = {}  # path -> [dev, ino, size, mtime_ns] of the file put there
 
     def run(self, actions: list[dict]) -> TxResult:
         st, prep = self.st, self.prep
         st.ensure()
         txid = st.next_txid()
         jpath = st.tx_dir / f"{txid}.jsonl"
-        for s in prep.todo:
-            if s.op != Op.DELETE:
-                s.temp = temp_for(s.real)
         with st.open("tx", create=True) as tx_dir:
             journal = Journal.create(tx_dir, jpath.name, self._begin_record(txid))
         try:
@@ -111,12 +133,13 @@ class _Apply:
 
     def _written(self) -> dict[str, tuple[int, ...]]:
         """The stat identity of each file written, still under the lock: a rename keeps the inode,
-        size and mtime the temporary had after its fsync; the lstat adds the ctime the rename set.
-        ``TxResult.still_written`` lets a verify after take these as the bytes staged and hashed."""
+        size and mtime the temporary had after its fsync; the lstat (through the folder's
+        descriptor) adds the ctime the rename set. ``TxResult.still_written`` lets a verify after
+        take these as the bytes staged and hashed."""
         out = {}
         for s in self.prep.todo:
             with contextlib.suppress(OSError):
-                ident = stat_identity(os.lstat(s.real))
+                ident = stat_identity(self.folders.lstat(s.real) or os.stat_result((0,) * 10))
                 if s.synced and ident[:4] == s.synced:
                     out[s.path] = ident
         return out
@@ -129,17 +152,18 @@ class _Apply:
                 "meta": self.plan.meta,
                 "files": [{"path": s.path, "op": s.op, "sha256": s.after.get("sha256"), "size": s.after.get("size"),
                            "source": s.source} for s in prep.todo],
-                "mkdirs": [self.mp(d) for d, *_ in prep.mkdirs]}
+                "mkdirs": [self.mp(d) for d, *_ in prep.mkdirs],
+                "dirs": {self.mp(d): list(i) for d, i in self.folders.ids.items()}}
 
     def _run(self, journal: Journal, txid: str) -> None:
-        prep, st, mp = self.prep, self.st, self.mp
+        prep, st, mp, folders = self.prep, self.st, self.mp, self.folders
         todo = prep.todo
         checkpoint("begin")  # the begin record came with the journal (Journal.create)
 
         backed = False
         for s in todo:
             if s.op != Op.CREATE:
-                s.backup = st.backup(s.real, s.before["sha256"])
+                s.backup = st.backup(folders.open_file(s.real), s.before["sha256"], s.path)
                 backed = True
                 checkpoint("backup")
         if backed:
@@ -149,19 +173,17 @@ class _Apply:
         if prep.mkdirs:
             journal.write(*[{"type": RecordType.INTENT, "op": Op.MKDIR, "path": mp(d), "mode": m, "uid": u, "gid": g}
                             for d, m, u, g in prep.mkdirs])
+            made = []
             for d, m, u, g in prep.mkdirs:
-                os.mkdir(d, 0o700)
-                if (u, g) != (os.geteuid(), os.getegid()):
-                    os.chown(d, u, g)
-                os.chmod(d, m)
-                fsync_dir(d.parent)
+                made.append({"type": RecordType.DONE, "op": Op.MKDIR, "path": mp(d),
+                             "id": list(folders.mkdir(d, m, u, g))})
+                folders.fsync(d.parent)
                 checkpoint("mkdir")
-            journal.write(*[{"type": RecordType.DONE, "op": Op.MKDIR, "path": mp(d)} for d, *_ in prep.mkdirs])
+            journal.write(*made)
 
         staged = [s for s in todo if s.op != Op.DELETE]
         if staged:
-            journal.write({"type": RecordType.STAGE, "temps": [mp(s.temp) for s in staged]})
-            self._stage_all(staged)
+            self._stage_all(journal, staged)
 
         journal.write(*[{"type": RecordType.INTENT, "op": s.op, "path": s.path, "before": s.before, "after": s.after,
                          "backup": s.backup, "temp": mp(s.temp) if s.temp else None, "source": s.source}
@@ -171,41 +193,87 @@ class _Apply:
         self.warnings = divert.follow(self.root, st.machine, self.plan.meta, txid, TxState.COMMITTED, strict=True)
         for s in todo:
             if s.op == Op.DELETE:
-                os.unlink(s.real)
+                folders.unlink(s.real, missing_ok=False)
             elif s.op == Op.CREATE:
-                _place_new(s.temp, s.real, mp(s.real))
+                _place_new(folders, s.temp, s.real, s.path)
             else:
-                os.replace(s.temp, s.real)
+                folders.rename(s.temp, s.real)
             checkpoint("rename")
         for d in sorted({s.real.parent for s in todo}):
-            fsync_dir(d)
+            folders.fsync(d)
             checkpoint("dirsync")
-        journal.write(*[{"type": RecordType.DONE, "op": s.op, "path": s.path, "sha256": s.after.get("sha256")}
-                        for s in todo])
+        journal.write(*[self._done(s) for s in todo])
         checkpoint("done")
         journal.write({"type": RecordType.COMMIT, "time": now(), "files": len(todo)})
         checkpoint("commit")
 
-    def _stage_all(self, staged: list[Step]) -> None:
+    def _done(self, s: Step) -> dict:
+        """The done record of a step: for a file written, the identity of the inode now at its
+        path (``status`` compares it with what is there later: an escape or a swap shows)."""
+        rec = {"type": RecordType.DONE, "op": s.op, "path": s.path, "sha256": s.after.get("sha256")}
+        if s.op != Op.DELETE:
+            st = self.folders.lstat(s.real)
+            if st is not None:
+                rec["ident"] = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+        return rec
+
+    def _stage_all(self, journal: Journal, staged: list[Step]) -> None:
+        """Create every temporary (random names, recorded before they are created, ``O_EXCL``),
+        then fill them in parallel."""
+        fds = self._create_temps(journal, staged)
+
         def one(s: Step) -> None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(s.temp)  # a leftover of ours (the name is reserved)
             a = s.after
-            stage_copy(s.staged, s.temp, mode=a["mode"], uid=a["uid"], gid=a["gid"], expect_sha256=a["sha256"],
-                       synced=lambda st: setattr(s, "synced", stat_identity(st)[:4]))
+            fill_temp(s.staged, fds.pop(s.path), mode=a["mode"], uid=a["uid"], gid=a["gid"],
+                      expect_sha256=a["sha256"], synced=lambda st: setattr(s, "synced", stat_identity(st)[:4]))
 
         workers = max(1, min(WORKERS, len(staged)))
-        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(one, s) for s in staged]
-            try:
-                for s, f in zip(staged, futures):
-                    f.result()
-                    checkpoint("stage")
-                    self.progress(s.after["size"])
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise  # leaving the with-block waits for running copies before any undo
+        try:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+                futures = [pool.submit(one, s) for s in staged]
+                try:
+                    for s, f in zip(staged, futures):
+                        f.result()
+                        checkpoint("stage")
+                        self.progress(s.after["size"])
+                except BaseException:
+                    for f in futures:
+                        f.cancel()
+                    raise  # leaving the with-block waits for running copies before any undo
+        finally:
+            for fd in fds.values():  # temporaries a cancelled copy never filled
+                os.close(fd)
+
+    def _create_temps(self, journal: Journal, staged: list[Step]) -> dict[str, int]:
+        """path -> descriptor of its new temporary. A name found taken (someone planted it, having
+        read the journal) is recorded as ``foreign`` and another one drawn: a planted file or folder
+        never fails the install nor gets removed by an undo."""
+        fds: dict[str, int] = {}
+        todo, foreign = staged, []
+        try:
+            for _ in range(_TEMP_ROUNDS):
+                for s in todo:
+                    s.temp = s.real.parent / temp_name(s.real.name)
+                rec = {"type": RecordType.STAGE, "temps": [self.mp(s.temp) for s in todo]}
+                journal.write({**rec, "foreign": foreign} if foreign else rec)
+                taken = []
+                for s in todo:
+                    try:
+                        fds[s.path] = self.folders.open_temp(s.temp)
+                    except FileExistsError:
+                        taken.append(s)
+                if not taken:
+                    return fds
+                todo, foreign = taken, [self.mp(s.temp) for s in taken]
+        except BaseException:
+            for fd in fds.values():
+                os.close(fd)
+            raise
+        for fd in fds.values():
+            os.close(fd)
+        raise RevError("DRIFT", f"the temporary names rocmrevive drew for {few([s.path for s in todo])} were taken "
+                                f"{_TEMP_ROUNDS} times in a row: another process is creating files in that folder; "
+                                "stop it and retry")
 
     def _fail(self, exc: BaseException, journal: Journal, txid: str) -> BaseException:
         """Undo what was done and return the error to raise."""
@@ -214,7 +282,8 @@ class _Apply:
         why = err.message if err else ("interrupted by the user" if isinstance(exc, KeyboardInterrupt) else repr(exc))
         try:
             with _no_second_interrupt():  # a second Ctrl-C must not cut the undo short
-                Undo(self.root, self.st, tx, journal, reason=f"apply failed: {why}", best_effort_journal=True).run()
+                Undo(self.root, self.st, tx, journal, reason=f"apply failed: {why}", best_effort_journal=True,
+                     folders=self.folders).run()
         except BaseException as exc2:  # the tree may be mixed: only recover may continue
             what = f"{type(exc2).__name__}: {exc2}" if str(exc2) else type(exc2).__name__
             return RevError("INTERRUPTED", f"{why}; undoing transaction {txid} failed too ({what}); "
@@ -243,20 +312,21 @@ def _no_second_interrupt():
 
 
 
-def _place_new(temp: Path, dest: Path, shown: str) -> None:
+def _place_new(folders: Folders, temp: Path, dest: Path, shown: str) -> None:
     """Rename ``temp`` to ``dest`` unless something appeared at ``dest`` since the preflight
-    (a plain rename would silently clobber it): link() refuses an existing name, atomically."""
+    (a plain rename would silently clobber it): link() refuses an existing name, atomically.
+    Both names are taken relative to the folder's descriptor."""
+    fd = folders.fd(dest.parent)
     try:
-        os.link(temp, dest)
+        os.link(temp.name, dest.name, src_dir_fd=folders.fd(temp.parent), dst_dir_fd=fd, follow_symlinks=False)
     except FileExistsError as exc:
         raise RevError("DRIFT", f"{shown} appeared while rocmrevive was installing it; retry") from exc
     except OSError as exc:
         if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
             raise
-        os.replace(temp, dest)  # a filesystem without hard links
+        folders.rename(temp, dest)  # a filesystem without hard links
         return
-    os.unlink(temp)
-
+    folders.unlink(temp)
 
 
 def _tool_version() -> str:

@@ -2,8 +2,8 @@
 fsync a folder (both from rocmrevive.fs), and the one tree hash every test and check compares.
 
     sha, size = sha256_file(path)
-    sha, size = stage_copy(src, tmp, mode=0o644, uid=0, gid=0, expect_sha256=sha)
-    os.replace(tmp, dest); fsync_dir(dest.parent)       # docs/transactions.md, "Atomic replacement"
+    sha, size = fill_temp(src, dfd, mode=0o644, uid=0, gid=0, expect_sha256=sha)  # dfd: an O_EXCL temporary
+    (renamed into place through its folder's descriptor: txn.folders, docs/transactions.md)
     tree_hash("/opt/rocm-6.4.3")                         # paths + types + modes + owners + sha256
 """
 from __future__ import annotations
@@ -37,20 +37,22 @@ def sha256_file(path: str | os.PathLike) -> tuple[str, int]:
     return _sha256_file(path, follow_symlinks=False)
 
 
-def stage_copy(src: str | os.PathLike, tmp: str | os.PathLike, *, mode: int, uid: int | None = None,
-               gid: int | None = None, expect_sha256: str | None = None,
-               mtime_ns: int | None = None, synced: Callable[[os.stat_result], None] | None = None
-               ) -> tuple[str, int]:
-    """Copy ``src`` to the new file ``tmp`` (which must not exist), hashing the bytes on the way,
-    then set owner, mode and (optionally) mtime and fsync it. The caller renames it into place.
-    On any failure ``tmp`` is removed. Raises ``HashMismatch`` when ``expect_sha256`` differs.
-    ``synced`` gets the fstat of the written file after the fsync (``TxResult.written``).
+def fill_temp(src: str | os.PathLike | int, dfd: int, *, mode: int, uid: int | None = None,
+              gid: int | None = None, expect_sha256: str | None = None, mtime_ns: int | None = None,
+              synced: Callable[[os.stat_result], None] | None = None) -> tuple[str, int]:
+    """Copy ``src`` (a path, or a descriptor this function closes) into the fresh temporary open
+    at ``dfd`` (created ``O_EXCL`` by the caller, see ``txn.folders``), hashing the bytes on the
+    way, then set owner, mode and (optionally) mtime and fsync it; the caller renames it into
+    place, or removes it on failure. Closes ``dfd``. Raises ``HashMismatch`` when
+    ``expect_sha256`` differs. ``synced`` gets the fstat of the written file after the fsync
+    (``TxResult.written``).
+
+        sha, size = fill_temp(staged, folders.open_temp(tmp), mode=0o644, uid=0, gid=0, expect_sha256=sha)
     """
-    sfd = os.open(src, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        dfd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        sfd = src if isinstance(src, int) else os.open(src, os.O_RDONLY | os.O_CLOEXEC)
     except BaseException:
-        os.close(sfd)
+        os.close(dfd)
         raise
     try:
         sha, size = copy_fd(sfd, dfd)
@@ -67,21 +69,10 @@ def stage_copy(src: str | os.PathLike, tmp: str | os.PathLike, *, mode: int, uid
         os.fsync(dfd)
         if synced is not None:
             synced(os.fstat(dfd))
-    except BaseException:
+    finally:
         os.close(dfd)
         os.close(sfd)
-        _unlink_quiet(tmp)
-        raise
-    os.close(dfd)
-    os.close(sfd)
     return sha, size
-
-
-def _unlink_quiet(path) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 def tree_listing(path: str | os.PathLike, *, owners: bool = True) -> dict[str, list]:

@@ -3,11 +3,15 @@
 Records are written in groups; every group is fsynced before any action it describes starts, so
 the file always says at least as much as the tree shows (docs/transactions.md, "Journal contents"). Record types:
 
-    begin        tree, files planned (path, op, after sha256), created folders, meta/provenance, host
+    begin        tree, files planned (path, op, after sha256), created folders, meta/provenance, host,
+                 ``dirs``: machine path -> [dev, ino] of each folder surveyed (an undo refuses another)
     intent       op mkdir|create|replace|delete, path, before {exists, sha256, size, mode, uid, gid,
                  mtime_ns}, after {sha256, size, mode, uid, gid}, backup "backups/<sha256>", temp
-    stage        temporary names about to be created next to their targets
-    done         path, observed sha256
+    stage        temporary names about to be created next to their targets (random, created O_EXCL
+                 after this record; ``foreign``: names of an earlier stage record found taken, not ours)
+    done         path, sha256; for a file written, ``ident`` [dev, ino, size, mtime_ns] of the file
+                 put there (``status`` compares what is at the path with it); for a folder made, ``id``
+                 [dev, ino]
     commit       the transaction is in place
     undo_begin   a rollback (or the undo of a failed/interrupted apply) starts: reason, force
     rolled_back  the tree is back to its state before the transaction
@@ -37,6 +41,7 @@ import json
 import os
 import posixpath
 import re
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,7 +51,8 @@ from rocmrevive.strenum import StrEnum
 from rocmrevive.txn.plan import OPS, Op
 
 JOURNAL_VERSION = 1
-TEMP_SUFFIX = ".rocmrevive-new"  # a staged file: ``.<name>.rocmrevive-new`` next to its target
+TEMP_SUFFIX = ".rocmrevive-new"  # a staged file: ``.<name>.<12 hex>.rocmrevive-new`` next to its target
+_TEMP_RE = re.compile(r"^\..+\.[0-9a-f]{12}" + re.escape(TEMP_SUFFIX) + "$")
 MAX_JOURNAL = 256 << 20          # a journal of 2,000 files is ~2 MB
 _HEX = re.compile(r"^[0-9a-f]{64}$")
 
@@ -232,7 +238,10 @@ class TxRecord:
     file_intents: list[dict] = field(default_factory=list)
     mkdir_intents: list[dict] = field(default_factory=list)
     temps: list[str] = field(default_factory=list)
+    foreign: set[str] = field(default_factory=set)  # temporary names found taken: not ours to remove
     done: dict[str, str | None] = field(default_factory=dict)
+    written: dict[str, list[int]] = field(default_factory=dict)  # path -> [dev, ino, size, mtime_ns] put there
+    dir_ids: dict[str, tuple[int, int]] = field(default_factory=dict)  # folder -> (dev, ino) surveyed or made
     undo: dict | None = None
     commit: dict | None = None
     rolled_back: dict | None = None
@@ -262,13 +271,19 @@ class TxRecord:
                     tx.problems.append(f"record {n + 1}: a second begin")
                     continue
                 tx.begin = r
+                tx.dir_ids.update(_ids(r.get("dirs")))
                 tx.state = TxState.INTERRUPTED
             elif t == RecordType.INTENT:
                 (tx.mkdir_intents if r.get("op") == Op.MKDIR else tx.file_intents).append(r)
             elif t == RecordType.STAGE:
                 tx.temps.extend(r["temps"])
+                tx.foreign.update(x for x in r.get("foreign") or () if isinstance(x, str))
             elif t == RecordType.DONE:
                 tx.done[r["path"]] = r.get("sha256")
+                if _ident(r.get("ident"), 4):
+                    tx.written[r["path"]] = r["ident"]
+                if _ident(r.get("id"), 2):
+                    tx.dir_ids[r["path"]] = tuple(r["id"])
             elif t == RecordType.COMMIT:
                 tx.commit = r
                 tx.state = TxState.COMMITTED
@@ -354,6 +369,29 @@ def _record_problem(r: dict) -> str | None:
     return None
 
 
+def _ident(v, n: int) -> bool:
+    return isinstance(v, list) and len(v) == n and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+
+
+def _ids(dirs) -> dict[str, tuple[int, int]]:
+    """The folder identities a begin recorded (old journals have none; malformed ones are ignored:
+    the folders are then only required to be folders, not links)."""
+    if not isinstance(dirs, dict):
+        return {}
+    return {k: tuple(v) for k, v in dirs.items() if isinstance(k, str) and _ident(v, 2)}
+
+
+def temp_name(name: str) -> str:
+    """A fresh random name for the temporary of ``name``: ``.<name>.<12 hex>.rocmrevive-new``
+    (the name cut so the whole stays under NAME_MAX)."""
+    return f".{name[:200]}.{secrets.token_hex(6)}{TEMP_SUFFIX}"
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether ``name`` is one ``temp_name`` makes (what a journal may name as a temporary)."""
+    return bool(_TEMP_RE.match(name)) and "/" not in name
+
+
 def clean_path(p) -> bool:
     """An absolute, normalised machine path: no '..', '.', empty parts or NUL."""
     return (isinstance(p, str) and p.startswith("/") and "\x00" not in p and posixpath.normpath(p) == p
@@ -387,9 +425,11 @@ def _path_problems(tx: TxRecord) -> list[str]:
     for d in mkdirs:
         if not inside(d):
             out.append(f"planned folder {ascii(d)[:120]} is outside its tree {tree}")
-    temps = {temp_path(p) for p, op in planned.items() if op != Op.DELETE}
+    legacy = {temp_path(p) for p, op in planned.items() if op != Op.DELETE}
+    folders = {posixpath.dirname(p) for p in planned}
     for t in tx.temps:
-        if t not in temps:
+        if not (t in legacy or (clean_path(t) and posixpath.dirname(t) in folders
+                                and is_temp_name(posixpath.basename(t)))):
             out.append(f"temporary {ascii(t)[:120]} is not one its begin planned")
     for it in tx.mkdir_intents:
         if it["path"] not in mkdirs:

@@ -7,6 +7,7 @@ transactions are open, and their ids.
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -14,7 +15,8 @@ import time
 from pathlib import Path
 
 from rocmrevive.errors import RevError
-from rocmrevive.fs import Dir, open_regular
+from rocmrevive.fs import Dir
+from rocmrevive.hashing import hash_fd
 from rocmrevive.txn.journal import TxRecord
 from rocmrevive.txn.lock import TxLock, is_held
 
@@ -93,25 +95,46 @@ class StateDir:
         seqs = [txid_seq(n.split(".")[0]) for n in os.listdir(self.tx_dir)] if self.tx_dir.is_dir() else []
         return f"{max(seqs, default=0) + 1:04d}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
 
-    def backup(self, real: Path, sha: str) -> str:
-        """Copy ``real`` into backups/<sha> (content addressed, fsynced) unless it is there already.
-        Written through the backups folder's descriptor: an O_EXCL temporary renamed into place."""
-        from rocmrevive.hashing import hash_fd
-
+    def backup(self, src_fd: int, sha: str, shown: str) -> str:
+        """Copy the file open at ``src_fd`` (closed here; opened through its tree folder's
+        descriptor) into backups/<sha> (content addressed, fsynced) unless a good copy is there
+        already. Written through the backups folder's descriptor: an O_EXCL temporary renamed into
+        place. ``shown``: the file's machine path, for the message when its bytes changed."""
         with self.open("backups", create=True) as bd:
-            have = bd.lstat(sha)
-            if have is not None:
-                if stat.S_ISREG(have.st_mode):
-                    fd = bd.open_read(sha)
-                    try:
-                        if hash_fd(fd)[0] == sha:
-                            return f"backups/{sha}"
-                    finally:
-                        os.close(fd)
-                bd.rmtree(sha)  # damaged (or not a file): make it again
-            bd.copy_in_closing(sha, open_regular(real), mode=0o600, expect_sha256=sha, changed=RevError(
-                "DRIFT", f"{self.mp(real)} changed while rocmrevive was backing it up; retry"))
+            if self._good_backup(bd, sha):
+                os.close(src_fd)
+                return f"backups/{sha}"
+            bd.rmtree(sha)  # damaged (or not a file): make it again
+            bd.copy_in_closing(sha, src_fd, mode=0o600, expect_sha256=sha, changed=RevError(
+                "DRIFT", f"{shown} changed while rocmrevive was backing it up; retry"))
         return f"backups/{sha}"
+
+    def has_backup(self, sha: str) -> bool:
+        """Whether backups/<sha> is a regular file with those bytes (read through the folder's descriptor)."""
+        bd = self.open("backups")
+        if bd is None:
+            return False
+        with bd:
+            return self._good_backup(bd, sha)
+
+    def open_backup(self, sha: str) -> int:
+        """A read descriptor on backups/<sha> (never a link or FIFO)."""
+        bd = self.open("backups")
+        if bd is None:
+            raise FileNotFoundError(errno.ENOENT, "no backups folder", str(self.backup_dir))
+        with bd:
+            return bd.open_read(sha)
+
+    @staticmethod
+    def _good_backup(bd: Dir, sha: str) -> bool:
+        have = bd.lstat(sha)
+        if have is None or not stat.S_ISREG(have.st_mode):
+            return False
+        fd = bd.open_read(sha)
+        try:
+            return hash_fd(fd)[0] == sha
+        finally:
+            os.close(fd)
 
 
 def txid_seq(txid: str) -> int:

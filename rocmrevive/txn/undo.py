@@ -10,20 +10,20 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import posixpath
+import stat
 from pathlib import Path
 
 from rocmrevive.errors import RevError
 from rocmrevive.txn import divert
-from rocmrevive.txn.fsutil import HashMismatch, fsync_dir, sha256_file, stage_copy
-from rocmrevive.txn.journal import Journal, RecordType, TxRecord, TxState
+from rocmrevive.txn.folders import Folders
+from rocmrevive.txn.fsutil import HashMismatch, fill_temp
+from rocmrevive.txn.journal import Journal, RecordType, TxRecord, TxState, clean_path, temp_name
 from rocmrevive.txn.lock import check_package_managers
-from rocmrevive.txn.observe import describe, matches, observe_all, temp_for
+from rocmrevive.txn.observe import describe, legacy_temp, matches, observe_all
 from rocmrevive.txn.plan import Op
 from rocmrevive.txn.preflight import check_writable
 from rocmrevive.txn.result import Progress, TxOutcome, TxResult, as_rev_error, expected_errors, few
-from rocmrevive.txn.state import (DEFAULT_STATE_DIR, StateDir, now, refuse_damaged, refuse_pending, resolve_inside,
-                                  txid_seq)
+from rocmrevive.txn.state import DEFAULT_STATE_DIR, StateDir, now, refuse_damaged, refuse_pending, txid_seq
 from rocmrevive.txn.testseam import checkpoint
 
 
@@ -36,8 +36,11 @@ class Undo:
 
     def __init__(self, root, st: StateDir, tx: TxRecord, journal: Journal | None, *, reason: str,
                  force: bool = False, best_effort_journal: bool = False, later: dict | None = None,
-                 progress: Progress | None = None):
+                 progress: Progress | None = None, folders: Folders | None = None):
         self.root, self.st, self.tx, self.journal = root, st, tx, journal
+        # the apply's own folders when it undoes itself; else opened afresh from the root, each
+        # checked against the identity the journal recorded
+        self.folders = folders if folders is not None else Folders(root, tx.dir_ids)
         self.reason, self.force, self.best_effort = reason, force, best_effort_journal
         self.later = later or {}
         self.progress = progress or (lambda n: None)
@@ -53,12 +56,17 @@ class Undo:
             if not self.best_effort:
                 raise
 
+    def close(self) -> None:
+        self.folders.close()
+
     def _real(self, mpath: str) -> Path:
+        """The real path of a journal's path (data: checked clean and inside its tree when the
+        journal was read). Its folder is opened from the root, never through a link, and must be
+        the one the transaction recorded (``Folders``)."""
+        if not clean_path(mpath) or mpath == "/":
+            raise RevError("VERIFY_FAILED", f"the journal names {ascii(mpath)[:120]}, not a clean path; refusing")
         real = self.root.path(mpath)
-        parent = resolve_inside(self.root, posixpath.dirname(mpath), what="path")
-        if parent != real.parent:
-            raise RevError("DRIFT", f"the folder of {mpath} now leads elsewhere (symbolic link); refusing to touch "
-                                    "it: inspect it by hand")
+        self.folders.exists(real.parent)
         return real
 
     def survey(self) -> list[dict]:
@@ -66,7 +74,7 @@ class Undo:
         items, drift = [], []
         intents = list(reversed(self.tx.file_intents))
         reals = [self._real(it["path"]) for it in intents]
-        for it, real, cur in zip(intents, reals, observe_all(reals)):
+        for it, real, cur in zip(intents, reals, observe_all(reals, self.folders)):
             path = it["path"]
             before, after = it["before"], it["after"]
             item = {"path": path, "real": real, "intent": it, "cur": cur, "forced": False}
@@ -93,15 +101,13 @@ class Undo:
                                     "kept in the backups folder)", details={"drift": drift})
         for item in items:
             b = item["intent"]["before"]
-            if item["op"] == Op.RESTORE:
+            if item["op"] == Op.RESTORE and not self.st.has_backup(b["sha256"]):
                 src = self.st.backup_dir / b["sha256"]
-                if not src.is_file() or sha256_file(src)[0] != b["sha256"]:
-                    raise RevError("VERIFY_FAILED", f"the backup of {item['path']} ({self.st.mp(src)}) is missing or "
-                                                    "damaged; cannot restore it; nothing was changed")
+                raise RevError("VERIFY_FAILED", f"the backup of {item['path']} ({self.st.mp(src)}) is missing or "
+                                                "damaged; cannot restore it; nothing was changed")
         dirs = {i["real"].parent for i in items if i["op"] != Op.KEEP}
-        dirs |= {t.parent for t in self._temps() if os.path.lexists(t)}
-        dirs |= {self.root.path(it["path"]).parent for it in self.tx.mkdir_intents
-                 if self.root.path(it["path"]).is_dir()}
+        dirs |= {t.parent for t in self._temps() if self._lstat(t) is not None}
+        dirs |= {d.parent for d in self._made_dirs()}
         if dirs:
             dirs.add(self.st.tx_dir)
             check_writable(self.root, dirs, {(i["intent"]["before"]["uid"], i["intent"]["before"]["gid"])
@@ -116,7 +122,7 @@ class Undo:
         missing = [f for f in self.tx.planned if f["path"] not in intents and f["op"] != Op.DELETE]
         if not missing:
             return
-        curs = observe_all([self._real(f["path"]) for f in missing])
+        curs = observe_all([self._real(f["path"]) for f in missing], self.folders)
         new = [f["path"] for f, cur in zip(missing, curs) if cur.get("exists") and cur.get("sha256") == f.get("sha256")]
         if new:
             raise RevError("INTERRUPTED", f"the journal {self.st.mp(self.tx.path)} of transaction {self.tx.txid} has "
@@ -127,8 +133,26 @@ class Undo:
                            details={"journal": self.st.mp(self.tx.path), "unrecorded": new})
 
     def _temps(self) -> set[Path]:
-        temps = {self.root.path(t) for t in self.tx.temps}
-        return temps | {temp_for(self.root.path(it["path"])) for it in self.tx.file_intents}
+        """The temporaries the journal says were created (a name found taken is not ours), and the
+        fixed name older journals used."""
+        temps = {self.root.path(t) for t in self.tx.temps if t not in self.tx.foreign and clean_path(t)}
+        return temps | {legacy_temp(self.root.path(it["path"])) for it in self.tx.file_intents}
+
+    def _lstat(self, real: Path) -> os.stat_result | None:
+        """``lstat`` through the folder's descriptor; None when it or its folder is missing."""
+        if not self.folders.exists(real.parent):
+            return None
+        return self.folders.lstat(real)
+
+    def _made_dirs(self) -> list[Path]:
+        """The folders the transaction made that are folders now, newest first."""
+        out = []
+        for it in reversed(self.tx.mkdir_intents):
+            d = self.root.path(it["path"])
+            st = self._lstat(d)
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                out.append(d)
+        return out
 
     def actions(self) -> list[dict]:
         out = []
@@ -137,9 +161,8 @@ class Undo:
             out.append({"path": i["path"], "op": i["op"], "before": i["cur"].get("sha256"),
                         "after": b.get("sha256") if i["op"] != Op.KEEP else i["cur"].get("sha256"),
                         "size": b.get("size"), "forced": i["forced"]})
-        for it in reversed(self.tx.mkdir_intents):
-            if self.root.path(it["path"]).is_dir():
-                out.append({"path": it["path"], "op": Op.RMDIR, "before": None, "after": None})
+        for d in self._made_dirs():
+            out.append({"path": self.root.machine_path(d), "op": Op.RMDIR, "before": None, "after": None})
         return out
 
     def run(self) -> list[dict]:
@@ -150,8 +173,8 @@ class Undo:
                      "forced": forced, "files": [i["path"] for i in self.items if i["op"] != Op.KEEP]})
         checkpoint("undo_begin")
         for d in sorted(self._restore()):
-            if d.is_dir():
-                fsync_dir(d)
+            if self.folders.exists(d):
+                self.folders.fsync(d)
         removed_dirs = self._remove_folders()
         # the files are as before: dpkg's diversion of a grafted file goes too (divert.follow)
         self.warnings += divert.follow(self.root, self.st.machine, (self.tx.begin or {}).get("meta"),
@@ -165,52 +188,75 @@ class Undo:
 
     def _restore(self) -> set[Path]:
         """Restore or remove each file (a forced one's bytes backed up first), then remove the
-        temporaries; returns the folders touched."""
+        temporaries; returns the folders touched. Everything through the folders' descriptors."""
         touched: set[Path] = set()
+        restores = [i for i in self.items if i["op"] == Op.RESTORE]
+        temps = {i["path"]: i["real"].parent / temp_name(i["real"].name) for i in restores}
+        if temps:  # recorded before they are created, so a recover removes them after a kill
+            self._write({"type": RecordType.STAGE, "temps": [self.root.machine_path(t) for t in temps.values()]})
         for i in self.items:
             if i["op"] == Op.KEEP:
                 continue
             real, b, cur = i["real"], i["intent"]["before"], i["cur"]
             if i["forced"] and cur.get("exists"):
-                self.st.backup(real, cur["sha256"])
+                self.st.backup(self.folders.open_file(real), cur["sha256"], i["path"])
                 self.warnings.append(f"{i['path']} had changed; its bytes are kept as "
                                      f"{self.st.mp(self.st.backup_dir / cur['sha256'])}")
             if i["op"] == Op.RESTORE:
-                tmp = temp_for(real)
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
-                stage_copy(self.st.backup_dir / b["sha256"], tmp, mode=b["mode"], uid=b["uid"], gid=b["gid"],
-                           expect_sha256=b["sha256"], mtime_ns=b.get("mtime_ns"))
-                os.replace(tmp, real)
+                tmp = temps[i["path"]]
+                try:
+                    fill_temp(self.st.open_backup(b["sha256"]), self.folders.open_temp(tmp), mode=b["mode"],
+                              uid=b["uid"], gid=b["gid"], expect_sha256=b["sha256"], mtime_ns=b.get("mtime_ns"))
+                    self.folders.rename(tmp, real)
+                except BaseException:
+                    with contextlib.suppress(OSError):
+                        self.folders.unlink(tmp)
+                    raise
                 self.progress(b.get("size") or 0)
             elif i["op"] == Op.REMOVE:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(real)
+                self.folders.unlink(real)
             touched.add(real.parent)
             checkpoint("undo")
         for t in sorted(self._temps()):
-            if os.path.lexists(t):
-                os.unlink(t)
+            if self._remove_temp(t):
                 touched.add(t.parent)
                 checkpoint("undo_temps")
         return touched
 
+    def _remove_temp(self, t: Path) -> bool:
+        """Remove one temporary the journal names, through its folder's descriptor: a file or a
+        link (ours, or left where ours would be), never a folder or anything else someone planted
+        at the name (left with a warning: finding 5 of issue 26)."""
+        st = self._lstat(t)
+        if st is None:
+            return False
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+            self.warnings.append(f"left {self.root.machine_path(t)} in place: rocmrevive never makes anything "
+                                 "but a file there; remove it by hand")
+            return False
+        self.folders.unlink(t)
+        return True
+
     def _remove_folders(self) -> list[str]:
-        """Remove the folders the transaction made, newest first, when empty; returns them."""
+        """Remove the folders the transaction made, newest first, when empty and still the folder it
+        made (its recorded identity); returns them."""
         removed_dirs = []
-        for it in reversed(self.tx.mkdir_intents):
-            d = self.root.path(it["path"])
-            if not d.is_dir() or d.is_symlink():
+        for d in self._made_dirs():
+            mp = self.root.machine_path(d)
+            want = self.tx.dir_ids.get(mp)
+            st = self.folders.lstat(d)
+            if want is not None and st is not None and (st.st_dev, st.st_ino) != tuple(want):
+                self.warnings.append(f"left the folder {mp} in place: it is not the folder rocmrevive made")
                 continue
             try:
-                d.rmdir()
+                self.folders.rmdir(d)
             except OSError as exc:
                 if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
-                    self.warnings.append(f"left the folder {it['path']} in place: it holds files rocmrevive did not put there")
+                    self.warnings.append(f"left the folder {mp} in place: it holds files rocmrevive did not put there")
                     continue
                 raise
-            fsync_dir(d.parent)
-            removed_dirs.append(it["path"])
+            self.folders.fsync(d.parent)
+            removed_dirs.append(mp)
             checkpoint("rmdir")
         return removed_dirs
 
@@ -271,24 +317,33 @@ def rollback(root, txid: str | None = None, *, force: bool = False, state_dir: s
             if t.state is TxState.COMMITTED and txid_seq(t.txid) > txid_seq(tx.txid):
                 for f in t.planned:
                     later[f["path"]] = t.txid
-        undo = Undo(root, st, tx, None, reason="rollback", force=force, later=later, progress=progress)
         with expected_errors(root, "; nothing was changed"):
-            undo.survey()
-        if dry_run:
-            acts = undo.actions()
-            return TxResult(tx.txid, any(a["op"] != Op.KEEP for a in acts), acts, jpath, tx.tree, TxOutcome.DRY_RUN)
-        undo.journal = Journal.reopen(tx.path)
+            undo = Undo(root, st, tx, None, reason="rollback", force=force, later=later, progress=progress)
         try:
-            acts = undo.run()
-        except RevError:
-            raise
-        except (OSError, HashMismatch) as exc:
-            err = as_rev_error(exc, root)
-            raise RevError("INTERRUPTED", f"rollback of {tx.txid} stopped: {err.message}; fix that and run "
-                                          "`rocmrevive recover` to finish it") from exc
+            return _rollback_run(root, undo, dry_run)
         finally:
-            undo.journal.close()
-        return TxResult(tx.txid, any(a["op"] != Op.KEEP for a in acts), acts, jpath, tx.tree, TxOutcome.ROLLED_BACK,
+            undo.close()
+
+
+def _rollback_run(root, undo: Undo, dry_run: bool) -> TxResult:
+    tx, jpath = undo.tx, undo.st.mp(undo.tx.path)
+    with expected_errors(root, "; nothing was changed"):
+        undo.survey()
+    if dry_run:
+        acts = undo.actions()
+        return TxResult(tx.txid, any(a["op"] != Op.KEEP for a in acts), acts, jpath, tx.tree, TxOutcome.DRY_RUN)
+    undo.journal = Journal.reopen(tx.path)
+    try:
+        acts = undo.run()
+    except RevError:
+        raise
+    except (OSError, HashMismatch) as exc:
+        err = as_rev_error(exc, root)
+        raise RevError("INTERRUPTED", f"rollback of {tx.txid} stopped: {err.message}; fix that and run "
+                                      "`rocmrevive recover` to finish it") from exc
+    finally:
+        undo.journal.close()
+    return TxResult(tx.txid, any(a["op"] != Op.KEEP for a in acts), acts, jpath, tx.tree, TxOutcome.ROLLED_BACK,
                         undo.warnings)
 
 
@@ -311,9 +366,18 @@ def recover_pending(root, *, state_dir: str = DEFAULT_STATE_DIR, force: bool = F
 
 
 def _recover_one(root, st: StateDir, tx: TxRecord, *, force: bool, dry_run: bool) -> TxResult:
-    jpath = st.mp(tx.path)
     refuse_damaged(st, tx)  # a journal is created with its begin, so none is legitimately empty
-    if tx.phase == "apply" and _all_in_place(root, tx):
+    undo = Undo(root, st, tx, None, reason="recover", force=force or bool((tx.undo or {}).get("force")))
+    try:
+        return _recover_with(undo, dry_run)
+    finally:
+        undo.close()
+
+
+def _recover_with(undo: Undo, dry_run: bool) -> TxResult:
+    root, st, tx = undo.root, undo.st, undo.tx
+    jpath = st.mp(tx.path)
+    if tx.phase == "apply" and _all_in_place(undo):
         intents = {it["path"] for it in tx.file_intents}
         lost = [f["path"] for f in tx.planned if f["path"] not in intents]
         if lost:  # intents are fsynced before any rename: every file in place without one means lost records
@@ -327,20 +391,16 @@ def _recover_one(root, st: StateDir, tx: TxRecord, *, force: bool, dry_run: bool
         if dry_run:
             return TxResult(tx.txid, False, acts, jpath, tx.tree, TxOutcome.DRY_RUN)
         with Journal.reopen(tx.path) as j:
-            temps = {root.path(t) for t in tx.temps}
-            for t in sorted(temps):
-                if os.path.lexists(t):
-                    os.unlink(t)
+            for t in sorted(undo._temps()):
+                undo._remove_temp(t)
             for d in sorted({root.path(f["path"]).parent for f in tx.planned}):
-                fsync_dir(d)
-            j.write(*[{"type": RecordType.DONE, "op": f["op"], "path": f["path"], "sha256": f.get("sha256")}
-                      for f in tx.planned if f["path"] not in tx.done])
+                undo.folders.fsync(d)
+            j.write(*[_forward_done(undo, f) for f in tx.planned if f["path"] not in tx.done])
             warnings = divert.follow(root, st.machine, (tx.begin or {}).get("meta"), tx.txid, TxState.COMMITTED,
                                      strict=False)
             j.write({"type": RecordType.COMMIT, "time": now(), "files": len(tx.planned), "recovered": True})
             checkpoint("forward")
         return TxResult(tx.txid, False, acts, jpath, tx.tree, TxOutcome.ROLLED_FORWARD, warnings)
-    undo = Undo(root, st, tx, None, reason="recover", force=force or bool((tx.undo or {}).get("force")))
     undo.survey()
     if dry_run:
         acts = undo.actions()
@@ -352,8 +412,20 @@ def _recover_one(root, st: StateDir, tx: TxRecord, *, force: bool, dry_run: bool
                     undo.warnings)
 
 
-def _all_in_place(root, tx: TxRecord) -> bool:
-    curs = observe_all([root.path(f["path"]) for f in tx.planned])
+def _forward_done(undo: Undo, f: dict) -> dict:
+    """The done record a roll-forward writes for a planned file (with the identity of the file in
+    place, as an apply's own done records have)."""
+    rec = {"type": RecordType.DONE, "op": f["op"], "path": f["path"], "sha256": f.get("sha256")}
+    if f["op"] != Op.DELETE:
+        st = undo.folders.lstat(undo.root.path(f["path"]))
+        if st is not None:
+            rec["ident"] = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+    return rec
+
+
+def _all_in_place(undo: Undo) -> bool:
+    tx = undo.tx
+    curs = observe_all([undo._real(f["path"]) for f in tx.planned], undo.folders)
     for f, cur in zip(tx.planned, curs):
         want = {"exists": False} if f["op"] == Op.DELETE else {"exists": True, "sha256": f.get("sha256")}
         if not matches(cur, want):
