@@ -1,0 +1,301 @@
+"""The transaction raced by an ordinary user (issue 26, findings 2, 3, 5): the real unprivileged
+account owns a folder inside the tree (as in a venv's ``torch/lib/rocblas``) and, from a forked
+child, swaps the library folder with a link to root's own folder (``renameat2(RENAME_EXCHANGE)``)
+at the moment the journal changes (inotify on the state folder) or in a tight loop, while root runs
+``apply_plan``, ``rollback`` or ``recover_pending``. Not one byte of root's folder may change: every
+write of the transaction goes through the folders it surveyed (``txn.folders``), never by path.
+
+These drive the transaction layer directly (the tree-trust decision that refuses a user's tree up
+front is a layer above): they prove the descriptor layer on its own. Each scenario fails on the code
+before descriptors (the escapes counted there are in the commit message)."""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+
+from rocmrevive.errors import RevError
+from rocmrevive.txn import apply as txn_apply
+from rocmrevive.txn.apply import apply_plan
+from rocmrevive.txn.state import StateDir
+from rocmrevive.txn.undo import recover_pending, rollback
+from tests.security_support import Arena, attacker
+from tests.test_txn_support import LIB, Machine, read_journal, run_child
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="root raced by an ordinary user: needs root")
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+_IN_MODIFY, _IN_CREATE, _IN_MOVED_TO = 0x2, 0x100, 0x80
+REPS_INOTIFY = 20
+REPS_LOOP = 25
+
+
+def exchange(a: Path, b: Path) -> int:
+    """renameat2(a, b, RENAME_EXCHANGE): 0, or the errno."""
+    rc = _libc.syscall(316, _AT_FDCWD, os.fsencode(str(a)), _AT_FDCWD, os.fsencode(str(b)), _RENAME_EXCHANGE)
+    return 0 if rc == 0 else ctypes.get_errno()
+
+
+def wait_inotify(folder: Path, mask: int, ready_w: int) -> None:
+    """Block until something happens in ``folder`` (inotify), telling the parent when watching."""
+    fd = _libc.inotify_init1(os.O_CLOEXEC)
+    assert fd >= 0, ctypes.get_errno()
+    assert _libc.inotify_add_watch(fd, os.fsencode(str(folder)), mask) >= 0, ctypes.get_errno()
+    os.write(ready_w, b"r")
+    os.read(fd, 4096)
+
+
+class Racer:
+    """A forked child that becomes the attacker and swaps ``lib`` with ``evil`` (a link to root's
+    folder): once, when the state folder's ``tx`` changes (``trigger``), or over and over."""
+
+    def __init__(self, arena: Arena, lib: Path, evil: Path, trigger: Path | None):
+        self.lib, self.evil = lib, evil
+        r, w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                os.close(r)
+                os.setgroups([])
+                os.setgid(arena.gid)
+                os.setuid(arena.uid)
+                if trigger is not None:
+                    wait_inotify(trigger, _IN_MODIFY | _IN_CREATE | _IN_MOVED_TO, w)
+                    exchange(lib, evil)
+                    os._exit(0)
+                os.write(w, b"r")
+                while True:
+                    exchange(lib, evil)
+            except BaseException:
+                os._exit(1)
+        os.close(w)
+        assert os.read(r, 1) == b"r"
+        os.close(r)
+
+    def stop(self) -> None:
+        with _suppress():
+            os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        if self.lib.is_symlink():  # left swapped: put the folder back for the checks that follow
+            exchange(self.lib, self.evil)
+
+
+class _suppress:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, typ, exc, tb):
+        return typ is not None and issubclass(typ, ProcessLookupError)
+
+
+@pytest.fixture
+def arena():
+    a = Arena.make(attacker())
+    yield a
+    a.cleanup()
+
+
+def victim_machine(arena: Arena, n: int) -> tuple[Machine, Path, Path]:
+    """A machine in the arena whose ``lib/rocblas`` (the library's parent) the attacker owns, with a
+    link ``evil`` beside the library pointing at root's folder. Root's folder holds a copy of the
+    library (same names, same bytes), so a write, replace or delete that escapes shows there."""
+    where = arena.base / f"m{n}"
+    where.mkdir()
+    m = Machine.build(where)
+    lib = m.p(LIB)
+    os.chown(lib.parent, arena.uid, arena.gid)
+    evil = lib.parent / "evil"
+    os.symlink(arena.victim, evil)
+    os.lchown(evil, arena.uid, arena.gid)
+    StateDir(m.root).ensure()
+    return m, lib, evil
+
+
+def copy_into_victim(arena: Arena, lib: Path) -> None:
+    """Root's folder gets the library's files (so an escaped backup, restore or delete succeeds and shows)."""
+    for p in lib.iterdir():
+        if p.is_file():
+            shutil.copy2(p, arena.victim / p.name)
+    arena.before = arena.victim_hash()
+
+
+def attempt(fn):
+    """Run one transaction command; a refusal (one RevError) is a fine outcome of a race."""
+    try:
+        fn()
+        return "ok"
+    except RevError as exc:
+        assert "\n" not in exc.message
+        return exc.code
+
+
+def race(arena: Arena, lib: Path, evil: Path, trigger: Path | None, fn) -> str:
+    racer = Racer(arena, lib, evil, trigger)
+    try:
+        outcome = attempt(fn)
+    finally:
+        racer.stop()
+    return outcome
+
+
+def tally(outcomes: list[str], escapes: int, reps: int) -> None:
+    print(f"{reps} runs: {escapes} escapes; outcomes {sorted(set(outcomes))}")
+    assert escapes == 0, f"root wrote or deleted in its own folder in {escapes} of {reps} runs"
+
+
+@pytest.mark.parametrize("mode", ["inotify", "loop"])
+def test_apply_raced_never_writes_outside_the_tree(arena, mode):
+    reps = REPS_INOTIFY if mode == "inotify" else REPS_LOOP
+    escapes, outcomes = 0, []
+    for n in range(reps):
+        m, lib, evil = victim_machine(arena, n)
+        copy_into_victim(arena, lib)
+        plan = m.plan()
+        trigger = m.state("tx") if mode == "inotify" else None
+        outcomes.append(race(arena, lib, evil, trigger, lambda: apply_plan(m.root, plan)))
+        escapes += not arena.victim_intact()
+        restore_victim(arena)
+    tally(outcomes, escapes, reps)
+
+
+@pytest.mark.parametrize("mode", ["inotify", "loop"])
+def test_rollback_raced_never_writes_outside_the_tree(arena, mode):
+    reps = REPS_INOTIFY if mode == "inotify" else REPS_LOOP
+    escapes, outcomes = 0, []
+    for n in range(reps):
+        m, lib, evil = victim_machine(arena, n)
+        apply_plan(m.root, m.plan())
+        copy_into_victim(arena, lib)
+        trigger = m.state("tx") if mode == "inotify" else None
+        outcomes.append(race(arena, lib, evil, trigger, lambda: rollback(m.root)))
+        escapes += not arena.victim_intact()
+        restore_victim(arena)
+    tally(outcomes, escapes, reps)
+
+
+@pytest.mark.parametrize("mode", ["inotify", "loop"])
+def test_recover_raced_never_writes_outside_the_tree(arena, mode):
+    reps = REPS_INOTIFY if mode == "inotify" else REPS_LOOP
+    escapes, outcomes = 0, []
+    for n in range(reps):
+        m, lib, evil = victim_machine(arena, n)
+        assert run_child(m, "apply", m.plan(), kill_at="rename:3").returncode == -9
+        copy_into_victim(arena, lib)
+        trigger = m.state("tx") if mode == "inotify" else None
+        outcomes.append(race(arena, lib, evil, trigger, lambda: recover_pending(m.root)))
+        escapes += not arena.victim_intact()
+        restore_victim(arena)
+    tally(outcomes, escapes, reps)
+
+
+def restore_victim(arena: Arena) -> None:
+    """Root's folder back to its first state, for the next run."""
+    shutil.rmtree(arena.victim)
+    arena.victim.mkdir()
+    arena.precious.write_bytes(b"root's own file\n")
+    (arena.victim / "keep").mkdir()
+    (arena.victim / "keep" / "x").write_bytes(b"root's own folder\n")
+    arena.before = arena.victim_hash()
+
+
+# finding 5: a planted temporary never jams the machine ------------------------------------------
+def test_a_folder_planted_at_the_old_temporary_names_neither_fails_install_nor_jams_recover(arena):
+    m, lib, _ = victim_machine(arena, 0)
+    os.chown(lib, arena.uid, arena.gid)
+    plan = m.plan()
+    names = [Path(c.dest).name for c in plan.changes if c.op != "delete" and "/gfx906/" not in c.dest]
+
+    def plant():
+        for name in names:
+            (lib / f".{name}.rocmrevive-new").mkdir()
+            (lib / f".{name}.rocmrevive-new" / "x").write_bytes(b"the user's")
+
+    arena.as_attacker(plant)
+    res = apply_plan(m.root, plan)
+    assert res.changed and res.state == "committed"
+    for name in names:
+        assert (lib / f".{name}.rocmrevive-new" / "x").read_bytes() == b"the user's"
+    assert rollback(m.root).state == "rolled_back"
+    for name in names:
+        assert (lib / f".{name}.rocmrevive-new" / "x").read_bytes() == b"the user's"
+
+
+def test_a_folder_planted_at_a_recorded_temporary_leaves_recover_working(arena):
+    m, lib, _ = victim_machine(arena, 0)
+    os.chown(lib, arena.uid, arena.gid)
+    assert run_child(m, "apply", m.plan(), kill_at="stage:2").returncode == -9
+    temps = [t for r in read_journal(m.journals()[-1]) if r["type"] == "stage" for t in r["temps"]]
+    assert temps
+    for t in temps:  # what a user who read the journal could do: a folder where a temporary is
+        real = m.root.path(t)
+        if real.exists():
+            real.unlink()
+    arena.as_attacker(lambda: [m.root.path(t).mkdir() for t in temps if m.root.path(t).parent == lib])
+    res = recover_pending(m.root)
+    assert [r.state for r in res] == ["rolled_back"]
+    assert any("left" in w for w in res[0].warnings)
+    assert not any(t.pending for t in StateDir(m.root).load_all())
+
+
+def test_a_temporary_name_found_taken_is_drawn_again_and_left_alone(arena, monkeypatch):
+    """The random name is recorded before it is created: one someone created first is recorded as
+    foreign, another drawn, and neither the apply nor its rollback touches the planted file."""
+    m, lib, _ = victim_machine(arena, 0)
+    os.chown(lib, arena.uid, arena.gid)
+    plan = m.plan(subdir=False)
+    planted = ".TensileManifest.txt.0123456789ab.rocmrevive-new"
+    arena.as_attacker(lambda: (lib / planted).write_bytes(b"the user's"))
+    real = txn_apply.temp_name
+    first = iter([planted])
+    monkeypatch.setattr(txn_apply, "temp_name", lambda name: next(first, None) or real(name)
+                        if name == "TensileManifest.txt" else real(name))
+    assert apply_plan(m.root, plan).state == "committed"
+    stages = [r for r in read_journal(m.journals()[-1]) if r["type"] == "stage"]
+    assert len(stages) == 2 and stages[1]["foreign"] == [f"/opt/rocm-6.4.3/lib/rocblas/library/{planted}"]
+    assert rollback(m.root).state == "rolled_back"
+    assert (lib / planted).read_bytes() == b"the user's"
+
+
+# an undo from a journal: a folder now a link, or another folder, is refused, never followed ----
+def test_rollback_refuses_a_folder_now_a_link_or_another_folder(arena):
+    m, lib, evil = victim_machine(arena, 0)
+    apply_plan(m.root, m.plan())
+    copy_into_victim(arena, lib)
+    h = m.hash()
+    assert exchange(lib, evil) == 0  # now a link to root's folder
+    with pytest.raises(RevError) as ei:
+        rollback(m.root)
+    assert ei.value.code in ("DRIFT", "VERIFY_FAILED") and "\n" not in ei.value.message
+    assert arena.victim_intact()
+    assert exchange(lib, evil) == 0
+    other = lib.parent / "other"
+    shutil.copytree(lib, other, symlinks=True)  # same names and bytes, another inode
+    os.rename(lib, lib.parent / "orig")
+    os.rename(other, lib)
+    with pytest.raises(RevError) as ei:
+        rollback(m.root)
+    assert ei.value.code == "DRIFT" and "another folder than the one the transaction wrote" in ei.value.message
+    shutil.rmtree(lib)
+    os.rename(lib.parent / "orig", lib)
+    assert m.hash() == h
+    assert rollback(m.root).state == "rolled_back"
+
+
+def test_journal_done_records_carry_the_identity_of_each_file_written(arena):
+    m, lib, _ = victim_machine(arena, 0)
+    apply_plan(m.root, m.plan())
+    done = [r for r in read_journal(m.journals()[-1]) if r["type"] == "done" and r["op"] in ("create", "replace")]
+    assert done
+    for r in done:
+        st = os.lstat(m.root.path(r["path"]))
+        assert r["ident"] == [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+    begin = read_journal(m.journals()[-1])[0]
+    st = os.stat(lib)
+    assert begin["dirs"]["/opt/rocm-6.4.3/lib/rocblas/library"] == [st.st_dev, st.st_ino]
