@@ -25,7 +25,7 @@ from rocmrevive.txn.apply import apply_plan
 from rocmrevive.txn.state import StateDir
 from rocmrevive.txn.undo import recover_pending, rollback
 from tests.security_support import Arena, attacker
-from tests.test_txn_support import LIB, Machine, read_journal, run_child
+from tests.test_txn_support import LIB, Machine, cli, read_journal, run_child
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="root raced by an ordinary user: needs root")
 
@@ -299,3 +299,22 @@ def test_journal_done_records_carry_the_identity_of_each_file_written(arena):
     begin = read_journal(m.journals()[-1])[0]
     st = os.stat(lib)
     assert begin["dirs"]["/opt/rocm-6.4.3/lib/rocblas/library"] == [st.st_dev, st.st_ino]
+
+
+# finding 10: status checks the files written, not only the bytes at the paths -----------------
+def test_status_sees_equal_bytes_at_another_inode_as_drifted(arena):
+    """An escape or a swap leaves copies with the right bytes at the paths; ``status`` compared
+    only bytes and said "intact". Now the inode written (the done record's identity) must be there."""
+    m, lib, _ = victim_machine(arena, 0)
+    apply_plan(m.root, m.plan(subdir=False))
+    rc, doc, _ = cli(m, "status")
+    assert rc == 0 and doc["transactions"][0]["integrity"] == "intact"
+    swapped = lib.parent / "copy"
+    shutil.copytree(lib, swapped, symlinks=True)  # same names, same bytes, other inodes
+    os.rename(swapped, lib.parent / "library.tmp")
+    os.rename(lib, swapped)
+    os.rename(lib.parent / "library.tmp", lib)
+    rc, doc, _ = cli(m, "status")
+    t = doc["transactions"][0]
+    assert t["integrity"] == "drifted" and t["intact"] == [c["path"] for c in t["changes"] if c["op"] == "delete"]
+    assert sorted(t["drifted"]) == sorted(c["path"] for c in t["changes"] if c["op"] != "delete")

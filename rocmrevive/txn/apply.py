@@ -316,9 +316,9 @@ def _place_new(folders: Folders, temp: Path, dest: Path, shown: str) -> None:
     """Rename ``temp`` to ``dest`` unless something appeared at ``dest`` since the preflight
     (a plain rename would silently clobber it): link() refuses an existing name, atomically.
     Both names are taken relative to the folder's descriptor."""
-    fd = folders.fd(dest.parent)
+    fd = folders.writable(dest.parent)
     try:
-        os.link(temp.name, dest.name, src_dir_fd=folders.fd(temp.parent), dst_dir_fd=fd, follow_symlinks=False)
+        os.link(temp.name, dest.name, src_dir_fd=folders.writable(temp.parent), dst_dir_fd=fd, follow_symlinks=False)
     except FileExistsError as exc:
         raise RevError("DRIFT", f"{shown} appeared while rocmrevive was installing it; retry") from exc
     except OSError as exc:

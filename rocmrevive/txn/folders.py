@@ -37,8 +37,10 @@ def identity(st: os.stat_result) -> Identity:
 
 class Folders:
     """Folders under one root, each opened once (``O_NOFOLLOW`` per component from the root) and
-    kept open. ``expected``: machine path -> (dev, ino) a journal recorded; a folder found with
-    another identity (or as a link) is refused with RevError("DRIFT"), never followed."""
+    kept open. A folder found as a link is refused with RevError("DRIFT"), never followed.
+    ``expected``: machine path -> (dev, ino) a journal recorded; a folder found with another
+    identity (or below one) is *replaced*: it may be read (an upgrade that put the tree back leaves
+    an undo nothing to do), but every write in it is refused (``writable``)."""
 
     def __init__(self, root, expected: dict[str, Identity] | None = None):
         self.root = root
@@ -46,6 +48,7 @@ class Folders:
         self.base = Path(root.base)
         self._fds: dict[Path, int] = {}
         self.ids: dict[Path, Identity] = {}
+        self.replaced: dict[Path, str] = {}  # folder -> why it is not the one the journal recorded
         # the root itself is the caller's (root's) choice: reached by its resolved path
         self._fds[self.base] = _open_plain(Path(os.path.realpath(self.base)))
         self.ids[self.base] = identity(os.fstat(self._fds[self.base]))
@@ -68,12 +71,12 @@ class Folders:
                 raise self._refusal(real, "is now a symbolic link or not a folder") from None
             raise
         st = os.fstat(fd)
-        mp = self.root.machine_path(real)
-        want = self.expected.get(mp)
-        if want is not None and identity(st) != tuple(want):
-            os.close(fd)
-            raise self._refusal(real, "is another folder than the one the transaction wrote "
-                                      f"(device/inode {st.st_dev}/{st.st_ino}, recorded {want[0]}/{want[1]})")
+        want = self.expected.get(self.root.machine_path(real))
+        if real.parent in self.replaced:
+            self.replaced[real] = self.replaced[real.parent]
+        elif want is not None and identity(st) != tuple(want):
+            self.replaced[real] = ("is another folder than the one the transaction wrote (device/inode "
+                                   f"{st.st_dev}/{st.st_ino}, recorded {want[0]}/{want[1]})")
         self._fds[real] = fd
         self.ids[real] = identity(st)
         return fd
@@ -89,6 +92,15 @@ class Folders:
         return RevError("DRIFT", f"the folder {self.root.machine_path(real)} {why}; rocmrevive writes only "
                                  "through the folders it surveyed and refuses this step, even with --force: "
                                  "inspect it by hand", details={"folder": self.root.machine_path(real)})
+
+    def writable(self, real: Path) -> int:
+        """The descriptor of the folder ``real`` for a write: refused (RevError("DRIFT")) when it is
+        not the folder the journal recorded."""
+        fd = self.fd(real)
+        why = self.replaced.get(Path(real))
+        if why is not None:
+            raise self._refusal(Path(real), why)
+        return fd
 
     def exists(self, real: Path) -> bool:
         """Whether the folder ``real`` can be opened now (False when it, or one above, is missing)."""
@@ -113,7 +125,7 @@ class Folders:
         """Create the folder ``real`` (its parent opened already), owned and moded as asked; its
         identity. Refuses a name that exists (FileExistsError): a folder someone else planted
         is never adopted."""
-        pfd = self.fd(real.parent)
+        pfd = self.writable(real.parent)
         os.mkdir(real.name, 0o700, dir_fd=pfd)
         fd = self.fd(real)
         if (uid, gid) != (os.geteuid(), os.getegid()):
@@ -123,7 +135,7 @@ class Folders:
 
     def rmdir(self, real: Path) -> None:
         """Remove the (empty) folder ``real`` through its parent's descriptor and forget it."""
-        os.rmdir(real.name, dir_fd=self.fd(real.parent))
+        os.rmdir(real.name, dir_fd=self.writable(real.parent))
         fd = self._fds.pop(Path(real), None)
         self.ids.pop(Path(real), None)
         if fd is not None:
@@ -137,7 +149,7 @@ class Folders:
 
     def open_temp(self, tmp: Path) -> int:
         """Create the temporary ``tmp`` (named already, e.g. by a journal record) ``O_EXCL``."""
-        return os.open(tmp.name, _TEMP_FLAGS, 0o600, dir_fd=self.fd(tmp.parent))
+        return os.open(tmp.name, _TEMP_FLAGS, 0o600, dir_fd=self.writable(tmp.parent))
 
     def open_file(self, real: Path) -> int:
         """A read descriptor on the regular file ``real`` (never a link, FIFO or device)."""
@@ -151,14 +163,14 @@ class Folders:
 
     def unlink(self, real: Path, *, missing_ok: bool = True) -> None:
         try:
-            os.unlink(real.name, dir_fd=self.fd(real.parent))
+            os.unlink(real.name, dir_fd=self.writable(real.parent))
         except FileNotFoundError:
             if not missing_ok:
                 raise
 
     def rename(self, src: Path, dst: Path) -> None:
         """``renameat(2)`` of ``src`` over ``dst`` (both in surveyed folders)."""
-        os.rename(src.name, dst.name, src_dir_fd=self.fd(src.parent), dst_dir_fd=self.fd(dst.parent))
+        os.rename(src.name, dst.name, src_dir_fd=self.writable(src.parent), dst_dir_fd=self.writable(dst.parent))
 
     def fsync(self, real: Path) -> None:
         try:

@@ -25,6 +25,17 @@ class Integrity(StrEnum):
     PARTIAL = "partial"    # some files gone
 
 
+def is_written(cur: dict, ident: list[int] | None) -> bool:
+    """Whether the file observed at a path (``observe``) is the very file the transaction wrote
+    there: same inode, size and mtime as its done record's identity. Equal bytes at another inode
+    are not (an escape or a folder swap would otherwise read "intact"). The device number is not
+    compared: an overlay or network file system may number its device anew at each mount. A
+    journal from before identities were recorded (no ``ident``) is judged by the bytes alone."""
+    if ident is None:
+        return True
+    return [cur.get("ino"), cur.get("size"), cur.get("mtime_ns")] == list(ident[1:4])
+
+
 def list_transactions(root, *, state_dir: str = DEFAULT_STATE_DIR, verify: bool = True) -> list[dict]:
     """Every transaction, oldest first: txid, state (committed, rolled_back, interrupted, damaged,
     in_progress: another rocmrevive holds the lock), tree, times, meta, file counts and, for a
@@ -63,7 +74,7 @@ def _list_transactions(root, st: StateDir, verify: bool) -> list[dict]:
             mine = [f for f in files if owner.get(f["path"]) == tx.txid]
             for f, cur in zip(mine, observe_all([root.path(f["path"]) for f in mine])):
                 want = {"exists": False} if f["op"] == Op.DELETE else {"exists": True, "sha256": f.get("sha256")}
-                if matches(cur, want):
+                if matches(cur, want) and is_written(cur, tx.written.get(f["path"])):
                     intact.append(f["path"])
                 elif want["exists"] and not cur.get("exists"):
                     missing.append(f["path"])

@@ -105,6 +105,9 @@ class Undo:
                 src = self.st.backup_dir / b["sha256"]
                 raise RevError("VERIFY_FAILED", f"the backup of {item['path']} ({self.st.mp(src)}) is missing or "
                                                 "damaged; cannot restore it; nothing was changed")
+        for item in items:  # a write in a folder that is not the one recorded: refused before any
+            if item["op"] != Op.KEEP:
+                self.folders.writable(item["real"].parent)
         dirs = {i["real"].parent for i in items if i["op"] != Op.KEEP}
         dirs |= {t.parent for t in self._temps() if self._lstat(t) is not None}
         dirs |= {d.parent for d in self._made_dirs()}
@@ -230,9 +233,9 @@ class Undo:
         st = self._lstat(t)
         if st is None:
             return False
-        if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
-            self.warnings.append(f"left {self.root.machine_path(t)} in place: rocmrevive never makes anything "
-                                 "but a file there; remove it by hand")
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)) or t.parent in self.folders.replaced:
+            self.warnings.append(f"left {self.root.machine_path(t)} in place: not a temporary file rocmrevive "
+                                 "made (a folder or other file there, or its folder was replaced); remove it by hand")
             return False
         self.folders.unlink(t)
         return True
@@ -245,7 +248,8 @@ class Undo:
             mp = self.root.machine_path(d)
             want = self.tx.dir_ids.get(mp)
             st = self.folders.lstat(d)
-            if want is not None and st is not None and (st.st_dev, st.st_ino) != tuple(want):
+            if d.parent in self.folders.replaced or (want is not None and st is not None
+                                                     and (st.st_dev, st.st_ino) != tuple(want)):
                 self.warnings.append(f"left the folder {mp} in place: it is not the folder rocmrevive made")
                 continue
             try:
