@@ -24,7 +24,8 @@ from rocmrevive.txn import apply as txn_apply
 from rocmrevive.txn.apply import apply_plan
 from rocmrevive.txn.state import StateDir
 from rocmrevive.txn.undo import recover_pending, rollback
-from tests.security_support import Arena, attacker
+from tests.security_support import Arena, attacker, one_line_error, run_cli
+from tests.test_security_folders import source  # noqa: F401  (a fixture: a .deb and its manifest)
 from tests.test_txn_support import LIB, Machine, cli, read_journal, run_child
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="root raced by an ordinary user: needs root")
@@ -318,3 +319,16 @@ def test_status_sees_equal_bytes_at_another_inode_as_drifted(arena):
     t = doc["transactions"][0]
     assert t["integrity"] == "drifted" and t["intact"] == [c["path"] for c in t["changes"] if c["op"] == "delete"]
     assert sorted(t["drifted"]) == sorted(c["path"] for c in t["changes"] if c["op"] != "delete")
+
+
+# finding 9: under --root the cache never leaves the root ----------------------------------------
+@pytest.mark.parametrize("link", ["var/cache", "var/cache/rocmrevive"])
+def test_a_root_owned_link_never_takes_the_cache_out_of_the_root(arena, source, link):
+    deb, mf = source
+    img = arena.base / "img"
+    (img / link).parent.mkdir(parents=True)
+    os.symlink(arena.victim, img / link)  # root's own link, to a folder outside the image
+    rc, doc, err = run_cli(["--root", str(img), "fetch", "--manifests", str(mf), "--from", str(deb)])
+    msg = one_line_error(rc, doc, err, "PERMISSION")
+    assert "stays under --root" in msg
+    assert arena.victim_intact()

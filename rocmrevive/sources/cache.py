@@ -34,12 +34,21 @@ _HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
 def default_cache_dir(root: Root | None = None, *, euid: int | None = None, env: dict | None = None) -> Path:
-    """/var/cache/rocmrevive (under the root) for root; $XDG_CACHE_HOME/rocmrevive otherwise."""
+    """/var/cache/rocmrevive (under the root) for root; $XDG_CACHE_HOME/rocmrevive otherwise.
+    Under ``--root DIR`` a link on the way is resolved as the machine would (an absolute target is
+    read under DIR), and one that leads out of DIR is refused (RevError("PERMISSION")): the cache
+    never leaves the root, as ``--root`` promises (issue 26, finding 9)."""
     root = root or Root("/")
     env = os.environ if env is None else env
     euid = os.geteuid() if euid is None else euid
     if euid == 0:
-        return root.path("/var/cache/rocmrevive")
+        if root.is_host:
+            return root.path("/var/cache/rocmrevive")
+        try:
+            return root.resolve("/var/cache/rocmrevive", strict=True, what="cache folder")
+        except ValueError as exc:
+            raise RevError("PERMISSION", f"{exc}; the cache stays under --root {root.base}: remove the link or "
+                                         "give --cache DIR") from None
     xdg = env.get("XDG_CACHE_HOME")
     base = Path(xdg) if xdg and os.path.isabs(xdg) else Path(env.get("HOME", os.path.expanduser("~"))) / ".cache"
     return base / "rocmrevive"
