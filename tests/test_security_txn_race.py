@@ -332,3 +332,23 @@ def test_a_root_owned_link_never_takes_the_cache_out_of_the_root(arena, source, 
     msg = one_line_error(rc, doc, err, "PERMISSION")
     assert "stays under --root" in msg
     assert arena.victim_intact()
+
+
+def test_cli_rollback_raced_never_writes_outside_the_tree(arena):
+    """The same race against ``rocmrevive rollback`` in its own process (a tree-trust check above
+    the transaction may refuse the tree first: any refusal is fine, an escape is not)."""
+    escapes, outcomes = 0, []
+    for n in range(8):
+        m, lib, evil = victim_machine(arena, n)
+        apply_plan(m.root, m.plan())
+        copy_into_victim(arena, lib)
+        racer = Racer(arena, lib, evil, m.state("tx"))
+        try:
+            rc, doc, err = cli(m, "rollback")
+        finally:
+            racer.stop()
+        outcomes.append(rc)
+        escapes += not arena.victim_intact()
+        restore_victim(arena)
+    tally([str(o) for o in outcomes], escapes, 8)
+    assert set(outcomes) <= {0, 4, 8}, outcomes  # done, or refused: never left interrupted

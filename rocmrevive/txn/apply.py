@@ -139,7 +139,8 @@ class _Apply:
         out = {}
         for s in self.prep.todo:
             with contextlib.suppress(OSError):
-                ident = stat_identity(self.folders.lstat(s.real) or os.stat_result((0,) * 10))
+                st = self.folders.lstat(s.real)
+                ident = stat_identity(st) if st is not None else ()
                 if s.synced and ident[:4] == s.synced:
                     out[s.path] = ident
         return out
