@@ -352,3 +352,13 @@ def test_cli_rollback_raced_never_writes_outside_the_tree(arena):
         restore_victim(arena)
     tally([str(o) for o in outcomes], escapes, 8)
     assert set(outcomes) <= {0, 4, 8}, outcomes  # done, or refused: never left interrupted
+
+
+def test_a_file_planted_at_the_old_fixed_temporary_name_is_not_removed_by_an_undo(arena):
+    m, lib, _ = victim_machine(arena, 0)
+    os.chown(lib, arena.uid, arena.gid)
+    plan = m.plan(subdir=False)
+    arena.as_attacker(lambda: (lib / ".TensileManifest.txt.rocmrevive-new").write_bytes(b"the user's"))
+    apply_plan(m.root, plan)
+    assert rollback(m.root).state == "rolled_back"
+    assert (lib / ".TensileManifest.txt.rocmrevive-new").read_bytes() == b"the user's"

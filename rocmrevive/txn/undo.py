@@ -139,6 +139,8 @@ class Undo:
         """The temporaries the journal says were created (a name found taken is not ours), and the
         fixed name older journals used."""
         temps = {self.root.path(t) for t in self.tx.temps if t not in self.tx.foreign and clean_path(t)}
+        if "dirs" in (self.tx.begin or {}):  # a journal of random temporaries names every one it made
+            return temps
         return temps | {legacy_temp(self.root.path(it["path"])) for it in self.tx.file_intents}
 
     def _lstat(self, real: Path) -> os.stat_result | None:
