@@ -104,27 +104,34 @@ def arena():
     a.cleanup()
 
 
-def victim_machine(arena: Arena, n: int) -> tuple[Machine, Path, Path]:
+def victim_machine(arena: Arena, n: int, *, up: int = 0) -> tuple[Machine, Path, Path]:
     """A machine in the arena whose ``lib/rocblas`` (the library's parent) the attacker owns, with a
-    link ``evil`` beside the library pointing at root's folder. Root's folder holds a copy of the
-    library (same names, same bytes), so a write, replace or delete that escapes shows there."""
+    link ``evil`` beside the library pointing at root's folder; the swapped folder is the library
+    itself, or with ``up=1`` its parent (``lib/rocblas``, the attacker owning ``lib``). Root's
+    folder gets a copy of the library (``copy_into_victim``), so an escape shows there."""
     where = arena.base / f"m{n}"
     where.mkdir()
     m = Machine.build(where)
-    lib = m.p(LIB)
-    os.chown(lib.parent, arena.uid, arena.gid)
-    evil = lib.parent / "evil"
+    swapped = m.p(LIB)
+    for _ in range(up):
+        swapped = swapped.parent
+    os.chown(swapped.parent, arena.uid, arena.gid)
+    evil = swapped.parent / "evil"
     os.symlink(arena.victim, evil)
     os.lchown(evil, arena.uid, arena.gid)
     StateDir(m.root).ensure()
-    return m, lib, evil
+    return m, swapped, evil
 
 
-def copy_into_victim(arena: Arena, lib: Path) -> None:
-    """Root's folder gets the library's files (so an escaped backup, restore or delete succeeds and shows)."""
+def copy_into_victim(arena: Arena, swapped: Path, lib: Path | None = None) -> None:
+    """Root's folder gets the library's files at the place the swapped folder would put them (so an
+    escaped backup, restore or delete succeeds and shows)."""
+    lib = lib or swapped
+    dest = arena.victim / lib.relative_to(swapped)
+    dest.mkdir(parents=True, exist_ok=True)
     for p in lib.iterdir():
         if p.is_file():
-            shutil.copy2(p, arena.victim / p.name)
+            shutil.copy2(p, dest / p.name)
     arena.before = arena.victim_hash()
 
 
@@ -205,6 +212,24 @@ def restore_victim(arena: Arena) -> None:
     (arena.victim / "keep").mkdir()
     (arena.victim / "keep" / "x").write_bytes(b"root's own folder\n")
     arena.before = arena.victim_hash()
+
+
+@pytest.mark.parametrize("op", ["apply", "rollback"])
+def test_the_parent_folder_raced_on_inotify(arena, op):
+    """The swapped folder is the library's parent (``lib/rocblas``): the walk down from it, not
+    only the last folder, must never be re-resolved."""
+    escapes, outcomes = 0, []
+    for n in range(REPS_INOTIFY):
+        m, swapped, evil = victim_machine(arena, n, up=1)
+        if op == "rollback":
+            apply_plan(m.root, m.plan())
+        copy_into_victim(arena, swapped, m.p(LIB))
+        plan = m.plan() if op == "apply" else None
+        run = (lambda: apply_plan(m.root, plan)) if op == "apply" else (lambda: rollback(m.root))
+        outcomes.append(race(arena, swapped, evil, m.state("tx"), run))
+        escapes += not arena.victim_intact()
+        restore_victim(arena)
+    tally(outcomes, escapes, REPS_INOTIFY)
 
 
 # finding 5: a planted temporary never jams the machine ------------------------------------------
