@@ -84,6 +84,17 @@ def test_crafted_paths_are_damage_not_actions(tmp_path):
     ok = TxRecord.from_records("0001", tmp_path / "0001.jsonl",
                                [begin, {"type": "stage", "temps": [f"{LIB}/.a.co.rocmrevive-new"]}], torn=False)
     assert not ok.damaged and ok.state == "interrupted"
+    random = f"{LIB}/.a.co.0123456789ab.rocmrevive-new"  # a random temporary beside a planned file
+    ok = TxRecord.from_records("0001", tmp_path / "0001.jsonl",
+                               [begin, {"type": "stage", "temps": [random], "foreign": [random]}], torn=False)
+    assert not ok.damaged and ok.foreign == {random}
+    for bad in (f"{TREE}/.a.co.0123456789ab.rocmrevive-new",       # not the folder of a planned file
+                f"{LIB}/a.co.0123456789ab.rocmrevive-new",         # not a temporary's name
+                f"{LIB}/.a.co.0123456789ab.rocmrevive-new/x",
+                f"{LIB}/sub/../.a.co.0123456789ab.rocmrevive-new"):
+        tx = TxRecord.from_records("0001", tmp_path / "0001.jsonl", [begin, {"type": "stage", "temps": [bad]}],
+                                   torn=False)
+        assert tx.damaged, bad
 
 
 def test_a_tree_at_the_root_still_refuses_what_leaves_it(tmp_path):

@@ -22,6 +22,7 @@ import pytest
 from rocmrevive.errors import RevError
 from rocmrevive.txn import apply as txn_apply
 from rocmrevive.txn.apply import apply_plan
+from rocmrevive.txn.folders import Folders
 from rocmrevive.txn.state import StateDir
 from rocmrevive.txn.undo import recover_pending, rollback
 from tests.security_support import Arena, attacker, one_line_error, run_cli
@@ -388,3 +389,24 @@ def test_a_file_planted_at_the_old_fixed_temporary_name_is_not_removed_by_an_und
     apply_plan(m.root, plan)
     assert rollback(m.root).state == "rolled_back"
     assert (lib / ".TensileManifest.txt.rocmrevive-new").read_bytes() == b"the user's"
+
+
+def test_folders_refuse_a_link_on_the_way_and_writes_in_a_replaced_folder(tmp_path):
+    """The descriptor layer on its own: a component that is a link is never opened; a folder with
+    another identity than recorded is readable but every write in it is refused."""
+    m = Machine.build(tmp_path)
+    lib = m.p(LIB)
+    with Folders(m.root) as f:
+        assert f.lstat(lib / "TensileManifest.txt") is not None
+        with pytest.raises(RevError) as ei:
+            f.fd(m.root.path("/opt/rocm/lib"))  # /opt/rocm is a link to rocm-6.4.3
+        assert ei.value.code == "DRIFT" and "symbolic link" in ei.value.message
+    mp = m.root.machine_path(lib)
+    with Folders(m.root, {mp: (0, 1)}) as f:
+        assert f.lstat(lib / "TensileManifest.txt") is not None and lib in f.replaced
+        with pytest.raises(RevError) as ei:
+            f.create_temp(lib, "x.co")
+        assert ei.value.code == "DRIFT" and "another folder" in ei.value.message
+        with pytest.raises(RevError):
+            f.unlink(lib / "TensileManifest.txt")
+    assert (lib / "TensileManifest.txt").is_file() and not [p for p in lib.iterdir() if p.name.startswith(".")]
