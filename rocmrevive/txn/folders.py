@@ -39,8 +39,10 @@ class Folders:
     """Folders under one root, each opened once (``O_NOFOLLOW`` per component from the root) and
     kept open. A folder found as a link is refused with RevError("DRIFT"), never followed.
     ``expected``: machine path -> (dev, ino) a journal recorded; a folder found with another
-    identity (or below one) is *replaced*: it may be read (an upgrade that put the tree back leaves
-    an undo nothing to do), but every write in it is refused (``writable``)."""
+    inode (or below one) is *replaced*: it may be read (an upgrade that put the tree back leaves
+    an undo nothing to do), but every write in it is refused (``writable``). The device number is
+    recorded but not compared: btrfs subvolumes, device-mapper and overlay mounts may renumber it
+    at the next boot, where inode numbers stay."""
 
     def __init__(self, root, expected: dict[str, Identity] | None = None):
         self.root = root
@@ -74,9 +76,9 @@ class Folders:
         want = self.expected.get(self.root.machine_path(real))
         if real.parent in self.replaced:
             self.replaced[real] = self.replaced[real.parent]
-        elif want is not None and identity(st) != tuple(want):
-            self.replaced[real] = ("is another folder than the one the transaction wrote (device/inode "
-                                   f"{st.st_dev}/{st.st_ino}, recorded {want[0]}/{want[1]})")
+        elif want is not None and st.st_ino != want[1]:
+            self.replaced[real] = (f"is another folder than the one the transaction wrote (inode {st.st_ino}, "
+                                   f"recorded {want[1]})")
         self._fds[real] = fd
         self.ids[real] = identity(st)
         return fd

@@ -250,8 +250,7 @@ class Undo:
             mp = self.root.machine_path(d)
             want = self.tx.dir_ids.get(mp)
             st = self.folders.lstat(d)
-            if d.parent in self.folders.replaced or (want is not None and st is not None
-                                                     and (st.st_dev, st.st_ino) != tuple(want)):
+            if d.parent in self.folders.replaced or (want is not None and st is not None and st.st_ino != want[1]):
                 self.warnings.append(f"left the folder {mp} in place: it is not the folder rocmrevive made")
                 continue
             try:
