@@ -38,7 +38,7 @@ from rocmrevive.fs import open_regular, read_error
 MAGIC = b"KPAK"
 HEADER = struct.Struct("<4sIQ")
 VERSIONS = (1,)
-MAX_TOC = 64 << 20      # a TOC larger than this is not read
+MAX_TOC = 16 << 20      # a TOC larger than this is not read (it is read whole)
 # What one archive may list (one GPU family's kernels of a few libraries: TheRock's are far
 # below this); the TOC is walked keeping only these, so memory stays bounded whatever it holds.
 MAX_ENTRIES = 1 << 16
@@ -131,7 +131,7 @@ def _read_header_and_toc(rep: KpackReport, f) -> "_Toc | None":
     try:
         return _Toc.walk(raw)
     except DAMAGED as exc:
-        rep.problems.append(f"TOC is not MessagePack: {exc}")
+        rep.problems.append(f"TOC is not MessagePack: {str(exc) or type(exc).__name__}")
         return None
     except TooLarge as exc:
         rep.problems.append(f"TOC not read: {exc}")
