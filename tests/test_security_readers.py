@@ -200,9 +200,10 @@ def test_patch_reads_no_fifo_no_link_in_a_users_venv(vllm_venv, what, how, targe
         (env,) = envs
         assert env["state"] == "refused" and env["sha256"] is None, env
         assert ("FIFO" in env["reason"]) if how == "fifo" else ("symbolic link" in env["reason"]), env
-        rc, doc, err = run_cli(["--root", str(m), "patch", "apply", PID], timeout=HANG)
-        msg = one_line_error(rc, doc, err, "PERMISSION")
-        assert rc == 4 and f"/{SITE}/vllm/utils.py" in msg, msg
+        for cmd in ("apply", "verify"):
+            rc, doc, err = run_cli(["--root", str(m), "patch", cmd, PID], timeout=HANG)
+            msg = one_line_error(rc, doc, err, "PERMISSION")
+            assert rc == 4 and f"/{SITE}/vllm/utils.py" in msg, msg
     assert arena.victim_intact()
     assert (arena.base / "shadow").read_bytes() == SECRET
 
