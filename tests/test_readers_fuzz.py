@@ -211,9 +211,10 @@ def _dat_campaign(seed: int, n: int, lazy: str, placeholder: str) -> dict:
 
 
 def _dat_bombs() -> dict:
-    from rocmrevive.tensile.dat import MAX_DAT, MAX_LAZY_INDEX, LazyIndex, TensileFormatError, read_solutions
+    from rocmrevive.tensile.dat import LazyIndex, TensileFormatError, read_solutions
 
-    n = MAX_LAZY_INDEX - 64
+    n = (4 << 20) - 64                    # dat.MAX_LAZY_INDEX and MAX_DAT, spelled out to run on old code
+    max_dat = 64 << 20
     fat = b"\x82\xa4name\xa1k\xa3pad\xdd" + struct.pack(">I", 1 << 20)
     bombs = {
         "lazy-empty-maps": (LazyIndex.read, [(b"\x82\xa9solutions\x90\xa7library\xdd" + struct.pack(">I", n), 1),
@@ -221,9 +222,9 @@ def _dat_bombs() -> dict:
         "placeholder-fat-solutions": (read_solutions, [(b"\x82\xa9solutions\x91" + fat, 1), (b"\x80", 1 << 20),
                                                        (b"\xa7library\x80", 1)]),
         "placeholder-many": (read_solutions, [(b"\x82\xa9solutions\xdd" + struct.pack(">I", 1 << 24), 1),
-                                              (b"\x81\xa4name\xa1k", (MAX_DAT - 64) // 8)]),
-        "placeholder-empty-maps": (read_solutions, [(b"\x82\xa7library\xdd" + struct.pack(">I", MAX_DAT - 64), 1),
-                                                    (b"\x80", MAX_DAT - 64), (b"\xa9solutions\x90", 1)]),
+                                              (b"\x81\xa4name\xa1k", (max_dat - 64) // 8)]),
+        "placeholder-empty-maps": (read_solutions, [(b"\x82\xa7library\xdd" + struct.pack(">I", max_dat - 64), 1),
+                                                    (b"\x80", max_dat - 64), (b"\xa9solutions\x90", 1)]),
     }
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
