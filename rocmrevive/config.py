@@ -31,8 +31,13 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 from rocmrevive.errors import RevError
+from rocmrevive.fs import open_regular, printable_name, read_error, read_fd
 
 CONFIG_FILE = "/etc/rocmrevive/config.toml"
+MAX_CONFIG = 64 << 10      # a few settings; more is not a config file (and is never read whole)
+MAX_VALUE = 4096           # PATH_MAX, counting the NUL
+NAME_MAX = 255
+_FIX = "make it a regular file of a few settings, or remove it"
 
 # key -> (the option it stands for, whether it is a path on the machine)
 KEYS: dict[str, tuple[str, bool]] = {
@@ -56,39 +61,80 @@ class Config:
 
 def load(root, path: str = CONFIG_FILE) -> Config:
     """Read the config file of the machine at ``root`` (a missing file is an empty config)."""
-    try:
-        real = root.resolve(path)
-    except ValueError as exc:
-        raise RevError("USAGE", f"{path}: {exc}") from None
-    try:
-        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
+    raw = _read(root, path)
+    if raw is None:
         return Config()
-    except OSError as exc:
-        raise RevError("USAGE", f"cannot read {path} under {root.base}: {exc.strerror}; "
-                                f"fix or remove the file") from None
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise RevError("USAGE", f"{path} is not a regular file; make it one or remove it")
-        if os.geteuid() == 0 and (st.st_uid != 0 or st.st_mode & 0o022):
-            raise RevError("PERMISSION", f"{path}: owned by uid {st.st_uid} with mode {stat.S_IMODE(st.st_mode):o}; "
-                                         f"rocmrevive runs as root and trusts only a config file root owns and only "
-                                         f"root may write: chown root:root and chmod 644 it")
-        raw = fh.read()
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise RevError("USAGE", f"{path}: not valid TOML: {exc}; fix the file (keys: {', '.join(KEYS)})") from None
+    data = _parse(path, raw)
     cfg = Config(file=path)
     for key, value in data.items():
         if key not in KEYS:
             raise RevError("USAGE", f"{path}: unknown setting {key!r}; the settings are {', '.join(KEYS)}")
         if not isinstance(value, str) or not value:
             raise RevError("USAGE", f"{path}: {key} must be a non-empty string, not {value!r}")
+        _check_value(path, key, value)
         option, is_path = KEYS[key]
         if is_path and not value.startswith("/"):
             raise RevError("USAGE", f"{path}: {key} = {value!r} must be an absolute path on this machine")
         cfg.values[key] = value
         cfg.options[option] = str(root.path(value)) if is_path else value
     return cfg
+
+
+def _read(root, path: str) -> bytes | None:
+    """The file's bytes, read as a file another user may have planted: never through a link at
+    its name, never a FIFO (opened ``O_NONBLOCK``, ``fstat``-checked), at most ``MAX_CONFIG``
+    bytes; when run as root, only a file root owns and only root may write. None when absent."""
+    try:
+        real = root.resolve(path)
+    except ValueError as exc:
+        raise RevError("USAGE", f"{path}: {exc}") from None
+    try:
+        fd = open_regular(real, max_size=MAX_CONFIG, what=path)
+    except FileNotFoundError:
+        return None
+    except (RevError, OSError) as exc:   # a link, FIFO, device or folder, or too large for a few settings
+        raise _unusable(path, exc) from None
+    try:
+        st = os.fstat(fd)
+        if os.geteuid() == 0 and (st.st_uid != 0 or st.st_mode & 0o022):
+            raise RevError("PERMISSION", f"{path}: owned by uid {st.st_uid} with mode {stat.S_IMODE(st.st_mode):o}; "
+                                         f"rocmrevive runs as root and trusts only a config file root owns and only "
+                                         f"root may write: chown root:root and chmod 644 it")
+        try:
+            return read_fd(fd, max_size=MAX_CONFIG, what=path)
+        except (RevError, OSError) as exc:   # grew past the cap while read, or an I/O error
+            raise _unusable(path, exc) from None
+    finally:
+        os.close(fd)
+
+
+def _unusable(path: str, exc: RevError | OSError) -> RevError:
+    why = exc.message if isinstance(exc, RevError) else read_error(path, exc).message
+    return RevError("USAGE", f"{why.removesuffix('; remove it')}; {_FIX}")
+
+
+def _parse(path: str, raw: bytes) -> dict:
+    """The TOML document; every way it can be wrong is one usage line naming the file."""
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise RevError("USAGE", f"{path}: not valid TOML: {exc}; fix the file (keys: {', '.join(KEYS)})") from None
+    except RecursionError:   # tomllib recurses once per nested array or inline table
+        raise RevError("USAGE", f"{path}: not valid TOML: nested too deeply for a file of a few settings; "
+                                f"fix the file (keys: {', '.join(KEYS)})") from None
+
+
+def _check_value(path: str, key: str, value: str) -> None:
+    """A value is a URL or a machine path: printable, and short enough for the kernel's limits
+    (PATH_MAX, NAME_MAX), so no later open or request fails in a way that names no file."""
+    if not printable_name(value):
+        raise RevError("USAGE", f"{path}: {key} = {value[:60]!r} holds a control character (NUL, newline...); "
+                                f"fix the file")
+    if len(value.encode("utf-8")) >= MAX_VALUE:
+        raise RevError("USAGE", f"{path}: {key} is {len(value):,} characters long, more than a path or URL may "
+                                f"be ({MAX_VALUE - 1}); fix the file")
+    if KEYS[key][1] or key == "state_dir":
+        long = next((c for c in value.split("/") if len(c.encode("utf-8")) > NAME_MAX), None)
+        if long is not None:
+            raise RevError("USAGE", f"{path}: {key} has a path component of {len(long):,} characters, more "
+                                    f"than a file name may have ({NAME_MAX}); fix the file")

@@ -511,17 +511,77 @@ def check_regular(fd: int, what, *, max_size: int | None = None) -> os.stat_resu
     return st
 
 
-def open_regular(path: str | os.PathLike, *, max_size: int | None = None) -> int:
+def open_regular(path: str | os.PathLike, *, max_size: int | None = None, dir_fd: int | None = None,
+                 what=None) -> int:
     """Open a file for reading: the last component is not followed when it is a link, a FIFO
-    never blocks us and a device or FIFO is refused (``fstat`` after open)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    never blocks us and a device or FIFO is refused (``fstat`` after open). With ``dir_fd``,
+    ``path`` is relative to that folder and no component of it is followed: each folder on the
+    way is opened ``O_NOFOLLOW|O_DIRECTORY`` (a link another user planted in a tree of theirs
+    never sends root's read elsewhere). ``what``: how a refusal names the file (default ``path``)."""
+    parent, name = dir_fd, os.fspath(path)
+    if dir_fd is not None:
+        *folders, name = [x for x in name.split("/") if x not in ("", ".")] or ["."]
+        parent = _walk_below(dir_fd, folders)
     try:
-        check_regular(fd, path, max_size=max_size)
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY,
+                     dir_fd=parent)
+    finally:
+        if parent is not None and parent != dir_fd:
+            os.close(parent)
+    try:
+        check_regular(fd, path if what is None else what, max_size=max_size)
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def _walk_below(dir_fd: int, folders: list[str]) -> int:
+    """A new descriptor on ``dir_fd/folders...``, each component opened without following a link."""
+    fd = os.dup(dir_fd)
+    for name in folders:
+        if name == "..":
+            os.close(fd)
+            raise OSError(errno.EPERM, "'..' in a path read below a folder", name)
+        try:
+            nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = nfd
+    return fd
+
+
+def read_regular(path: str | os.PathLike, *, max_size: int, dir_fd: int | None = None, what=None) -> bytes:
+    """The whole of a file another user may have written (a venv's module, a config file, an
+    archive): ``open_regular`` then ``read_fd``. A link, FIFO, socket, device or folder, a file
+    larger than ``max_size`` or one that cannot be read is RevError with one line (``what`` it
+    is, remove or fix it); a missing one raises FileNotFoundError.
+
+        data = read_regular("vllm/platforms/rocm.py", dir_fd=site.fd, max_size=1 << 20)
+    """
+    shown = what if what is not None else path
+    try:
+        fd = open_regular(path, max_size=max_size, dir_fd=dir_fd, what=shown)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise read_error(shown, exc) from None
+    try:
+        return read_fd(fd, max_size=max_size, what=shown)
+    except OSError as exc:
+        raise read_error(shown, exc) from None
+    finally:
+        os.close(fd)
+
+
+def read_error(what, exc: OSError) -> RevError:
+    """One line for an ``OSError`` met opening or reading ``what`` for reading."""
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return RevError("PERMISSION", f"{what} is reached through a symbolic link (or a file where a folder "
+                                      f"should be); rocmrevive never reads through one: replace it with the "
+                                      f"real file")
+    return RevError("PERMISSION", f"cannot read {what}: {exc.strerror or exc}")
 
 
 def write_all(fd: int, data) -> None:

@@ -86,7 +86,8 @@ def list_(ui, pythons, patches_dir, state_dir):
 @click.pass_obj
 def verify(ui, patch_id, pythons, patches_dir, state_dir):
     """Is PATCH_ID applied, and is the file exactly the release's file patched? Exit 0 when
-    applied, 6 when the file is modified, 20 when it is not applied yet."""
+    applied, 6 when the file is modified, 20 when it is not applied yet, 4 when it is a link,
+    FIFO, device or too large (never read)."""
     from rocmrevive.install.patches import PatchState, patch_named, patch_status
 
     def work() -> Outcome:
@@ -95,7 +96,8 @@ def verify(ui, patch_id, pythons, patches_dir, state_dir):
         st = patch_status(ui.root, spec, site, state_dir=state_dir)
         code, msg = {PatchState.APPLIED: ("OK", None),
                      PatchState.APPLICABLE: ("CHANGES_PENDING", f"{spec.id} is not applied: {st.reason}"),
-                     PatchState.MODIFIED: ("VERIFY_FAILED", st.reason)}.get(st.state, ("NOTHING_SUPPORTED", st.reason))
+                     PatchState.MODIFIED: ("VERIFY_FAILED", st.reason),
+                     PatchState.REFUSED: ("PERMISSION", st.reason)}.get(st.state, ("NOTHING_SUPPORTED", st.reason))
         return Outcome(data={"status": st.to_json()}, code=code, message=msg, warnings=st.warnings,
                        render=lambda con: con.print(f"{st.state}: {st.file} ({st.reason})", markup=False))
 

@@ -28,17 +28,23 @@ from __future__ import annotations
 import os
 import struct
 from dataclasses import dataclass, field
-
 from rocmrevive.codeobj.elf import parse_header
-from rocmrevive.codeobj.inspect import CodeObject
+from rocmrevive.codeobj.inspect import CodeObject, FileReport
+from rocmrevive.codeobj.msgstream import DAMAGED, MsgStream, TooLarge
 from rocmrevive.codeobj.targetid import TargetId
+from rocmrevive.errors import RevError
+from rocmrevive.fs import open_regular, read_error
 
 MAGIC = b"KPAK"
 HEADER = struct.Struct("<4sIQ")
 VERSIONS = (1,)
-MAX_TOC = 64 << 20      # a TOC larger than this is not read
+MAX_TOC = 16 << 20      # a TOC larger than this is not read (it is read whole)
+# What one archive may list (one GPU family's kernels of a few libraries: TheRock's are far
+# below this); the TOC is walked keeping only these, so memory stays bounded whatever it holds.
+MAX_ENTRIES = 1 << 16
+MAX_STEPS = 1 << 20     # values looked at in one walk (about 15 per kernel): time stays bounded too
+MAX_NAME = 4096         # a binary path or an arch name
 SCHEMES = ("none", "zstd-per-kernel")
-
 
 @dataclass
 class KpackReport:
@@ -52,6 +58,7 @@ class KpackReport:
     kernels: int = 0
     entries: list[CodeObject] = field(default_factory=list)        # exact targets (compression "none")
     problems: list[str] = field(default_factory=list)
+    size: int = 0
 
     @property
     def processors(self) -> list[str]:
@@ -79,94 +86,183 @@ def is_kpack(head: bytes) -> bool:
 
 
 def read_kpack(path: str | os.PathLike) -> KpackReport:
-    """The archive's header and TOC; never raises for bad content (``problems`` says what is wrong)."""
-    import msgpack
-
+    """The archive's header and TOC; never raises for bad content (``problems`` says what is
+    wrong). The archive may be a user's (a venv's ``torch/.kpack``): it is opened without
+    following a link at its name, a FIFO or device is refused, and the TOC is walked, not
+    decoded whole, so neither its size nor its shape can exhaust memory."""
     p = str(path)
     rep = KpackReport(p)
-    from rocmrevive.codeobj.inspect import open_regular  # never a FIFO or a device
-
     try:
-        with open_regular(p) as f:
-            size = os.fstat(f.fileno()).st_size
-            head = f.read(HEADER.size)
-            if len(head) < HEADER.size or not is_kpack(head):
-                rep.problems.append("not a .kpack archive (no KPAK magic)")
-                return rep
-            _magic, rep.version, toc_offset = HEADER.unpack(head)
-            if rep.version not in VERSIONS:
-                rep.problems.append(f"format version {rep.version} (rocmrevive reads {VERSIONS})")
-                return rep
-            if not HEADER.size <= toc_offset < size:
-                rep.problems.append(f"TOC offset {toc_offset} outside the file ({size} bytes)")
-                return rep
-            if size - toc_offset > MAX_TOC:
-                rep.problems.append(f"TOC of {size - toc_offset} bytes is larger than {MAX_TOC}")
-                return rep
-            f.seek(toc_offset)
-            raw = f.read(size - toc_offset)
-            try:
-                toc = msgpack.unpackb(raw, raw=False, strict_map_key=False)
-            except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
-                rep.problems.append(f"TOC is not MessagePack: {exc}")
-                return rep
-            if not isinstance(toc, dict):
-                rep.problems.append("TOC is not a map")
-                return rep
-            _fill(rep, toc)
-            if rep.compression == "none":
-                _read_blobs(rep, f, toc, size)
+        fd = open_regular(p)
+    except (RevError, OSError) as exc:
+        rep.problems.append(exc.message if isinstance(exc, RevError) else read_error(p, exc).message)
+        return rep
+    try:
+        with os.fdopen(fd, "rb") as f:
+            rep.size = os.fstat(f.fileno()).st_size
+            toc = _read_header_and_toc(rep, f)
+            if toc is not None:
+                _fill(rep, toc)
+                if rep.compression == "none":
+                    _read_blobs(rep, f, toc)
     except OSError as exc:
         rep.problems.append(f"cannot read: {exc.strerror or exc}")
     return rep
 
 
-def _fill(rep: KpackReport, toc: dict) -> None:
-    def text(key):
-        v = toc.get(key)
-        return v if isinstance(v, str) else None
+def _read_header_and_toc(rep: KpackReport, f) -> "_Toc | None":
+    size = rep.size
+    head = f.read(HEADER.size)
+    if len(head) < HEADER.size or not is_kpack(head):
+        rep.problems.append("not a .kpack archive (no KPAK magic)")
+        return None
+    _magic, rep.version, toc_offset = HEADER.unpack(head)
+    if rep.version not in VERSIONS:
+        rep.problems.append(f"format version {rep.version} (rocmrevive reads {VERSIONS})")
+        return None
+    if not HEADER.size <= toc_offset < size:
+        rep.problems.append(f"TOC offset {toc_offset} outside the file ({size} bytes)")
+        return None
+    if size - toc_offset > MAX_TOC:
+        rep.problems.append(f"TOC of {size - toc_offset} bytes is larger than {MAX_TOC}")
+        return None
+    f.seek(toc_offset)
+    raw = f.read(size - toc_offset)
+    try:
+        return _Toc.walk(raw)
+    except DAMAGED as exc:
+        rep.problems.append(f"TOC is not MessagePack: {str(exc) or type(exc).__name__}")
+        return None
+    except TooLarge as exc:
+        rep.problems.append(f"TOC not read: {exc}")
+        return None
+    except _Unread as exc:
+        rep.problems.append(str(exc))
+        return None
 
-    rep.group, rep.family, rep.compression = text("group_name"), text("gfx_arch_family"), text("compression_scheme")
-    arches = toc.get("gfx_arches")
-    rep.arches = [a for a in arches if isinstance(a, str)] if isinstance(arches, list) else []
+
+class _Unread(Exception):
+    """Why the TOC was not read: not a map, or more entries than one archive may list."""
+
+
+@dataclass(frozen=True)
+class _Toc:
+    """What the report needs of the TOC, and nothing else: its text fields, its arches, the
+    blobs' (offset, size) and, per binary, each arch's kernel ordinal (None if it has none)."""
+
+    text: dict[str, str]
+    arches: list[str] | None
+    blobs: list[tuple[int, int] | None] | None
+    table: dict[str, dict[str, int | None]] | None
+
+    @classmethod
+    def walk(cls, raw: bytes) -> "_Toc":
+        """Walk the TOC map; values of other shapes than expected are skipped, never built."""
+        s = MsgStream(raw, max_values=MAX_STEPS, max_items=MAX_ENTRIES, max_str=MAX_NAME)
+        n = s.map_header()
+        if n is None:
+            raise _Unread("TOC is not a map")
+        text: dict[str, str] = {}
+        arches = blobs = table = None
+        for _ in range(n):
+            key = s.scalar()
+            if key in ("group_name", "gfx_arch_family", "compression_scheme"):
+                v = s.scalar()
+                if isinstance(v, str):
+                    text[key] = v
+            elif key == "gfx_arches":
+                arches = s.array(s.scalar)
+            elif key == "blobs":
+                blobs = s.array(lambda: _blob(s))
+            elif key == "toc":
+                table = _table(s)
+            else:
+                s.skip()
+        return cls(text, arches, blobs, table)
+
+
+def _int(s: MsgStream) -> int | None:
+    v = s.scalar()
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _fields(s: MsgStream, wanted: tuple[str, ...]) -> dict[str, int | None] | None:
+    """The integer fields ``wanted`` of the map that comes next (None when it is not a map)."""
+    n = s.map_header()
+    if n is None:
+        return None
+    d: dict[str, int | None] = {}
+    for _ in range(n):
+        key = s.scalar()
+        if key in wanted:
+            d[key] = _int(s)
+        else:
+            s.skip()
+    return d
+
+
+def _blob(s: MsgStream) -> tuple[int, int] | None:
+    """``{offset, size}`` as a pair of ints, None when it is not one."""
+    d = _fields(s, ("offset", "size")) or {}
+    off, size = d.get("offset"), d.get("size")
+    return (off, size) if off is not None and size is not None else None
+
+
+def _table(s: MsgStream) -> dict[str, dict[str, int | None]] | None:
+    """``{binary: {arch: {ordinal}}}``: binaries and arches are names; an arch's ordinal is None
+    when its entry has none."""
+    n = s.map_header()
+    if n is None:
+        return None
+    out: dict[str, dict[str, int | None]] = {}
+    for _ in range(n):
+        binary = s.scalar()
+        m = s.map_header()
+        per: dict[str, int | None] = {}
+        for _ in range(m or 0):
+            arch = s.scalar()
+            ordinal = (_fields(s, ("ordinal",)) or {}).get("ordinal")
+            if isinstance(arch, str):
+                per[arch] = ordinal
+        if isinstance(binary, str) and m is not None:
+            out[binary] = per
+    return out
+
+
+def _fill(rep: KpackReport, toc: _Toc) -> None:
+    rep.group, rep.family = toc.text.get("group_name"), toc.text.get("gfx_arch_family")
+    rep.compression = toc.text.get("compression_scheme")
+    rep.arches = [a for a in toc.arches or () if isinstance(a, str)]
     if rep.compression not in SCHEMES:
         rep.problems.append(f"compression scheme {rep.compression!r} is not one of {', '.join(SCHEMES)}")
-    table = toc.get("toc")
-    if not isinstance(table, dict):
+    if toc.table is None:
         rep.problems.append("TOC has no 'toc' map of binaries")
         return
-    for binary, per_arch in table.items():
-        if not isinstance(binary, str) or not isinstance(per_arch, dict):
-            continue
-        archs = sorted(a for a in per_arch if isinstance(a, str))
+    for binary, per_arch in toc.table.items():
+        archs = sorted(per_arch)
         rep.binaries[binary] = archs
         rep.kernels += len(archs)
 
 
-def _read_blobs(rep: KpackReport, f, toc: dict, size: int) -> None:
-    blobs = toc.get("blobs")
-    if not isinstance(blobs, list):
+def _read_blobs(rep: KpackReport, f, toc: _Toc) -> None:
+    if toc.blobs is None:
         rep.problems.append("compression 'none' but no blobs array")
         return
-    where = {}
-    for binary, per_arch in (toc.get("toc") or {}).items():
-        if isinstance(per_arch, dict):
-            for arch, meta in per_arch.items():
-                if isinstance(meta, dict) and isinstance(meta.get("ordinal"), int):
-                    where[meta["ordinal"]] = (binary, arch)
-    for ordinal, b in enumerate(blobs):
-        if not isinstance(b, dict) or not isinstance(b.get("offset"), int) or not isinstance(b.get("size"), int):
+    where = {ordinal: (binary, arch) for binary, per_arch in (toc.table or {}).items()
+             for arch, ordinal in per_arch.items() if ordinal is not None}
+    for ordinal, b in enumerate(toc.blobs):
+        if b is None:
             rep.problems.append(f"blob {ordinal}: no offset/size")
             continue
-        off, n = b["offset"], b["size"]
-        if off < HEADER.size or off + n > size or n < 64:
+        off, n = b
+        if off < HEADER.size or off + n > rep.size or n < 64:
             rep.problems.append(f"blob {ordinal}: {n} bytes at {off} do not fit the file")
             continue
         f.seek(off)
         hdr = parse_header(f.read(64))
         binary, arch = where.get(ordinal, (None, None))
         target = hdr.target() if hdr is not None and hdr.is_amdgpu else None
-        if target is None:
+        if hdr is None or target is None:
             rep.problems.append(f"blob {ordinal} ({binary} {arch}) is not an AMDGPU code object")
             continue
         if arch and _parses(arch) and TargetId.parse(arch).processor != target.processor:
@@ -179,10 +275,8 @@ def file_report(path: str | os.PathLike):
     """The archive as ``codeobj.inspect``'s FileReport (kind ``kpack``): the exact code objects
     with compression ``none``, else one entry per (binary, arch) of the TOC (target from the arch
     name, container ``kpack-toc``)."""
-    from rocmrevive.codeobj.inspect import FileReport
-
     rep = read_kpack(path)
-    size = os.path.getsize(path) if os.path.exists(path) else 0
+    size = rep.size
     entries = list(rep.entries)
     if not entries and not rep.problems:
         for binary, archs in rep.binaries.items():

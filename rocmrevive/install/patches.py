@@ -20,6 +20,7 @@ already patched (the reverse diff gives back the RECORD bytes), so apply is idem
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
 import hashlib
 import io
@@ -28,8 +29,10 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from rocmrevive.errors import RevError
+from rocmrevive.fs import check_regular, open_regular, read_error, read_fd
 from rocmrevive.install.core import Hooks, Staged, Verdict
 from rocmrevive.rootfs import Root
 from rocmrevive.strenum import StrEnum
@@ -53,6 +56,7 @@ class PatchState(StrEnum):
     UNKNOWN_VERSION = "unknown-version"  # a package version the patch does not list
     NOT_INSTALLED = "not-installed"
     FILE_MISSING = "file-missing"
+    REFUSED = "refused"                  # a link, FIFO, device, another's file or too large: never read
 
 
 class PatchMismatch(Exception):
@@ -241,7 +245,9 @@ class Dist:
 
 
 def find_dist(root: Root, site: str, package: str) -> Dist | None:
-    """The installed distribution ``package`` in ``site`` (its .dist-info), or None."""
+    """The installed distribution ``package`` in ``site`` (its .dist-info), or None. Its
+    METADATA and RECORD are read as files the venv's owner may have planted (``read_in_site``);
+    one that cannot be read so leaves the version from the folder's name and no hashes."""
     from rocmrevive.hardware.sysfs import list_dir
 
     want = _norm(package)
@@ -254,24 +260,79 @@ def find_dist(root: Root, site: str, package: str) -> Dist | None:
             continue
         di = f"{site.rstrip('/')}/{name}"
         version = ver
-        try:
-            meta = root.path(f"{di}/METADATA").read_text(errors="replace")
-            m = re.search(r"^Version:\s*(\S+)", meta, re.M)
-            if m:
-                version = m.group(1)
-        except OSError:
-            pass
         record: dict[str, str] = {}
         try:
-            rows = csv.reader(io.StringIO(root.path(f"{di}/RECORD").read_text(errors="replace")))
-            for row in rows:
+            with site_folder(root, site) as sfd:
+                meta = read_in_site(sfd, f"{name}/METADATA", f"{di}/METADATA").decode(errors="replace")
+                rows = read_in_site(sfd, f"{name}/RECORD", f"{di}/RECORD").decode(errors="replace")
+        except (OSError, RevError):
+            meta = rows = ""
+        m = re.search(r"^Version:\s*(\S+)", meta, re.M)
+        if m:
+            version = m.group(1)
+        try:
+            for row in csv.reader(io.StringIO(rows)):
                 if len(row) >= 2 and row[1].startswith("sha256="):
                     b64 = row[1][len("sha256="):]
                     record[row[0]] = base64.urlsafe_b64decode(b64 + "=" * (-len(b64) % 4)).hex()
-        except (OSError, ValueError):
+        except (ValueError, csv.Error):
             pass
         return Dist(site, di, dname, version, record)
     return None
+
+
+# ----------------------------------------------------------------------------------------
+# reading a file of someone else's site-packages
+
+MAX_SITE_FILE = 16 << 20   # a module, METADATA or RECORD (vLLM's rocm.py: ~20 KB; torch's RECORD: ~2 MB)
+
+
+@contextlib.contextmanager
+def site_folder(root: Root, site: str) -> Iterator[int]:
+    """A descriptor on the site-packages folder (its own path resolved as the machine would);
+    everything below it is read relative to it, never through a link (``read_in_site``)."""
+    try:
+        real = root.resolve(site)
+    except ValueError as exc:
+        raise RevError("PERMISSION", f"{site}: {exc}") from None
+    fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def read_in_site(site_fd: int, rel: str, shown: str) -> bytes:
+    """The file ``rel`` below a site-packages folder another user may own, read as root reads
+    hostile input: no component followed when it is a link (fs.open_regular with a folder
+    descriptor), never a FIFO or device, at most ``MAX_SITE_FILE`` bytes, and not a hard link
+    to a file of another owner than the folder's (a venv holds its owner's files; a second
+    name for root's /etc/shadow is not one). FileNotFoundError when absent; RevError
+    ("PERMISSION", one line naming ``shown``) for anything refused.
+
+        data = read_in_site(fd, "vllm/platforms/rocm.py", "/home/al/venv/.../vllm/platforms/rocm.py")
+    """
+    try:
+        fd = open_regular(rel, max_size=MAX_SITE_FILE, dir_fd=site_fd, what=shown)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise read_error(shown, exc) from None
+    except RevError as exc:
+        raise RevError("PERMISSION", exc.message) from None
+    try:
+        st = check_regular(fd, shown, max_size=MAX_SITE_FILE)
+        owner = os.fstat(site_fd).st_uid
+        if st.st_nlink > 1 and st.st_uid != owner:
+            raise RevError("PERMISSION", f"{shown} is a hard link to a file uid {st.st_uid} owns, in a folder of "
+                                         f"uid {owner}; rocmrevive never reads it: replace it with a copy")
+        return read_fd(fd, max_size=MAX_SITE_FILE, what=shown)
+    except RevError as exc:
+        raise RevError("PERMISSION", exc.message) from None
+    except OSError as exc:
+        raise read_error(shown, exc) from None
+    finally:
+        os.close(fd)
 
 
 # ----------------------------------------------------------------------------------------
@@ -308,7 +369,10 @@ def patch_status(root: Root, spec: PatchSpec, site: str, *, state_dir: str | Non
     # refused (MODIFIED) until the file is read and matched below
     st = PatchStatus(spec.id, site, PatchState.MODIFIED, "", path, dist.version, record_sha256=dist.record.get(spec.file))
     try:
-        data = root.path(path).read_bytes()
+        data = read_target(root, site, spec.file)
+    except RevError as exc:
+        st.state, st.reason = PatchState.REFUSED, exc.message
+        return st
     except OSError as exc:
         st.state, st.reason = PatchState.FILE_MISSING, f"{path}: {exc.strerror or exc}"
         return st
@@ -352,6 +416,12 @@ def patch_status(root: Root, spec: PatchSpec, site: str, *, state_dir: str | Non
     return st
 
 
+def read_target(root: Root, site: str, rel: str) -> bytes:
+    """The bytes of the patch target ``rel`` in ``site`` (``read_in_site``)."""
+    with site_folder(root, site) as sfd:
+        return read_in_site(sfd, rel, f"{site.rstrip('/')}/{rel}")
+
+
 def _applied_by(root: Root, spec: PatchSpec, site: str, state_dir: str | None) -> str | None:
     """The last committed rocmrevive transaction that applied ``spec`` in ``site``."""
     from rocmrevive.txn.history import list_transactions
@@ -379,6 +449,8 @@ def apply_patch(root: Root, spec: PatchSpec, site: str, *, state_dir: str | None
         return st, None
     if st.state in (PatchState.NOT_INSTALLED, PatchState.UNKNOWN_VERSION, PatchState.FILE_MISSING):
         raise RevError("NOTHING_SUPPORTED", st.reason)
+    if st.state is PatchState.REFUSED:
+        raise RevError("PERMISSION", st.reason)
     if st.state is not PatchState.APPLICABLE:
         raise RevError("VERIFY_FAILED", st.reason)
     component = PatchedFile(root, spec, site, st, state_dir)
@@ -401,7 +473,10 @@ class PatchedFile(Hooks):
     def stage(self, area: Path) -> Staged:
         spec, st, site = self.spec, self.st, self.site
         staged = area / os.path.basename(spec.file)
-        staged.write_bytes(apply_hunks(self.root.path(self.file).read_bytes(), list(spec.hunks)))
+        data = read_target(self.root, site, spec.file)
+        if _sha(data) != st.sha256:   # it changed since it was matched: patch nothing rather than other bytes
+            raise RevError("VERIFY_FAILED", f"{self.file} changed while rocmrevive read it; run the command again")
+        staged.write_bytes(apply_hunks(data, list(spec.hunks)))
         tree = f"{site.rstrip('/')}/{spec.file.split('/')[0]}" if "/" in spec.file else site
         return Staged(tree, {self.file: staged}, source=f"patch:{spec.id}",
                       meta={"kind": "patch", "patch": spec.id, "package": spec.package,

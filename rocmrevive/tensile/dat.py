@@ -14,13 +14,16 @@ No file names of code objects are stored: ``code_object_name`` derives them the 
 """
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 import msgpack
+
+from rocmrevive.codeobj.msgstream import DAMAGED, MsgStream, TooLarge
+from rocmrevive.errors import RevError
+from rocmrevive.fs import read_regular
 
 # Every Tensile msgpack library starts with a 2-key map whose first key is "solutions".
 DAT_MAGIC = b"\x82\xa9solutions"
@@ -71,40 +74,59 @@ def code_object_name(placeholder: str, source_kernel: bool, arch: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------
-# reading
+# reading: a library may be a user's (a venv's torch/lib/rocblas/library), so it is read as
+# hostile input: never through a link at its name, never a FIFO or device, size-capped, and
+# decoded within limits; anything wrong is a TensileFormatError (one line), nothing else.
 
-def _unpacker(data: bytes) -> msgpack.Unpacker:
-    u = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=max(len(data), 1 << 20))
+# The largest .dat in Debian's rocBLAS 4.4.1 and 5 is 12.7 MB (an ExperimentalGrid placeholder,
+# 2,294 solutions); a file 5 times that is not a Tensile library rocBLAS would parse.
+MAX_DAT = 64 << 20
+MAX_SOLUTIONS = 1 << 16
+MAX_SOLUTION = 1 << 20    # bytes of one solution (rocBLAS 4.4.1's: ~5 KB)
+# A lazy index is decoded whole (its library tree is walked generically): the largest of
+# rocBLAS 4.4.1 is 59 KB; 4 MiB and a quarter-million maps and arrays bound what it can cost.
+MAX_LAZY_INDEX = 4 << 20
+MAX_CONTAINERS = 1 << 18
+MAX_VALUES = 1 << 24      # values looked at in one placeholder (~100 keys per solution)
+
+
+def _read_bytes(path: Path, max_size: int = MAX_DAT) -> bytes:
+    try:
+        return read_regular(path, max_size=max_size)
+    except FileNotFoundError:
+        raise
+    except RevError as exc:
+        raise TensileFormatError(exc.message) from None
+
+
+def _unpacker(data: bytes, budget: "_Budget | None" = None) -> msgpack.Unpacker:
+    hooks = {} if budget is None else {"object_hook": budget.map, "list_hook": budget.array}
+    u = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=max(len(data), 1 << 20), **hooks)
     u.feed(data)
     return u
 
 
-# The largest .dat in Debian's rocBLAS 4.4.1 and 5 is 12.7 MB (an ExperimentalGrid placeholder);
-# a file 20 times that is not a Tensile library rocBLAS would parse.
-MAX_DAT = 256 << 20
+class _Budget:
+    """Counts the maps and arrays msgpack builds (its hooks); past ``MAX_CONTAINERS`` the
+    decoding stops (TensileFormatError through the caller's except)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def _one(self, x):
+        self.n += 1
+        if self.n > MAX_CONTAINERS:
+            raise ValueError(f"more than the {MAX_CONTAINERS:,} maps and lists a lazy index may have")
+        return x
+
+    map = array = _one
 
 
-def _read_bytes(path: Path) -> bytes:
-    from rocmrevive.codeobj.inspect import open_regular  # never a FIFO or a device
-
-    try:
-        with open_regular(path) as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > MAX_DAT:
-                raise TensileFormatError(f"{path} is {size:,} bytes, more than the {MAX_DAT >> 20} MiB "
-                                         "a Tensile library may have")
-            return f.read(MAX_DAT + 1)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise TensileFormatError(f"cannot read {path}: {exc.strerror or exc}") from exc
-
-
-def _top_level(path: Path, data: bytes) -> Iterator[tuple[str, msgpack.Unpacker]]:
+def _top_level(path: Path, data: bytes, budget: "_Budget | None" = None) -> Iterator[tuple[str, msgpack.Unpacker]]:
     """Yield ``(key, unpacker)`` for each top-level key; the caller unpacks or skips the value."""
     if not data:
         raise TensileFormatError(f"{path} is empty")
-    u = _unpacker(data)
+    u = _unpacker(data, budget)
     try:
         n = u.read_map_header()
     except Exception as exc:  # msgpack raises several types (OutOfData, StackError, ValueError)
@@ -140,26 +162,50 @@ class Solution:
 def read_solutions(path: Path, data: bytes | None = None) -> list[Solution]:
     """The solutions of a placeholder (or any Tensile) ``.dat``. The selection tables after them
     are walked without being built: rocBLAS parses the whole file, so a file damaged anywhere
-    is damaged.
+    is damaged. Solutions are decoded one at a time and only ``Solution`` kept, so memory is
+    the list returned, whatever the file holds.
 
     Raises FileNotFoundError, or TensileFormatError for a damaged or foreign file."""
     data = _read_bytes(path) if data is None else data
+    if not data:
+        raise TensileFormatError(f"{path} is empty")
+    s = MsgStream(data, max_values=MAX_VALUES, max_items=max(len(data), 1))
     solutions: list[Solution] | None = None
-    for key, u in _top_level(path, data):
-        if key != "solutions" or solutions is not None:
-            try:
-                u.skip()
-            except Exception as exc:
-                raise TensileFormatError(f"{path} is truncated or damaged (in {key!r})") from exc
-            continue
-        try:
-            count = u.read_array_header()
-            solutions = [Solution.from_msgpack(u.unpack()) for _ in range(count)]
-        except Exception as exc:
-            raise TensileFormatError(f"{path} is truncated or damaged (in its solutions: {exc})") from exc
+    where = "at the start"
+    try:
+        n = s.map_header()
+        if n is None:
+            raise TensileFormatError(f"{path} is not a Tensile library (no msgpack map at the start)")
+        for _ in range(n):
+            where = "at a top-level key"
+            key = s.scalar()
+            where = f"in {key!r}"
+            if key != "solutions" or solutions is not None:
+                s.skip()
+                continue
+            where = "in its solutions"
+            count = s.array_header()
+            if count is None or count > MAX_SOLUTIONS:
+                raise ValueError("not a list" if count is None else f"{count:,} of them, more than "
+                                 f"{MAX_SOLUTIONS:,}")
+            view = memoryview(data)
+            solutions = [_solution(s, view) for _ in range(count)]
+    except (*DAMAGED, TooLarge, AttributeError, OverflowError) as exc:   # AttributeError: from_msgpack
+        raise TensileFormatError(f"{path} is truncated or damaged ({where}: {exc})") from exc
     if solutions is None:
         raise TensileFormatError(f"{path} has no 'solutions' list: not a Tensile library")
     return solutions
+
+
+def _solution(s: MsgStream, view: memoryview) -> Solution:
+    """The next solution: its extent found by msgpack's ``skip`` (nothing built), then decoded
+    alone, so what one solution can cost is bounded by ``MAX_SOLUTION`` bytes."""
+    start = s.u.tell()
+    s.skip()
+    end = s.u.tell()
+    if end - start > MAX_SOLUTION:
+        raise ValueError(f"a solution of {end - start:,} bytes, more than the {MAX_SOLUTION:,} one may have")
+    return Solution.from_msgpack(msgpack.unpackb(view[start:end], raw=False, strict_map_key=False))
 
 
 @dataclass
@@ -179,14 +225,15 @@ class LazyIndex:
 
     @classmethod
     def read(cls, path: Path, data: bytes | None = None) -> "LazyIndex":
-        data = _read_bytes(path) if data is None else data
+        data = _read_bytes(path, MAX_LAZY_INDEX) if data is None else data
         library = None
         n_solutions = 0
-        for key, u in _top_level(path, data):
+        for key, u in _top_level(path, data, _Budget()):
             try:
                 value = u.unpack()
             except Exception as exc:
-                raise TensileFormatError(f"{path} is truncated or damaged (in {key!r})") from exc
+                raise TensileFormatError(f"{path} is truncated or damaged (in {key!r}: "
+                                         f"{str(exc) or type(exc).__name__})") from exc
             if key == "library":
                 library = value
             elif key == "solutions" and isinstance(value, list):
