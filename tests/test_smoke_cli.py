@@ -54,7 +54,7 @@ def test_cpu_test_mode_passes_and_is_recorded(passed_run):
     assert doc["torch"]["status"] == "passed" and doc["llama"]["status"] == "passed"
     assert doc["mode"] == "cpu-test" and doc["skipped"] == []
     devs = doc["torch"]["devices"]
-    assert len(devs) == 2 and all(d["gemm"]["checks"] == 21 and d["gemm"]["tflops"]["fp32"] > 0 for d in devs)
+    assert len(devs) == 2 and all(d["gemm"]["checks"] == 60 and d["gemm"]["tflops"]["fp32"] > 0 for d in devs)
     assert doc["torch"]["allreduce"]["ok"] and len(doc["torch"]["peer"]) == 2
     assert any(x["type"] == "gemm" for x in doc["torch"]["records"])  # the probe's JSON is kept
     assert doc["llama"]["runs"][0]["gen_tps"] > 0
@@ -79,7 +79,7 @@ def test_the_table_of_real_results(passed_run):
            {"parts": {"torch": doc["torch"], "llama": doc["llama"]}, "skipped": doc["skipped"],
             "code": "OK", "record": doc["record"]})
     out = buf.getvalue()
-    for text in ("GEMM checks", "21/21", "fp32 TFLOPS", "Device-to-device copies", "0 -> 1",
+    for text in ("GEMM checks", "60/60", "TFLOPS per shape", "decode-m16", "checked whole", "fp32 TFLOPS", "Device-to-device copies", "0 -> 1",
                  "all-reduce (gloo, 2 devices): ok", "llama.cpp:", "gen tok/s",
                  "smoke: passed (recorded in /var/lib/rocmrevive/smoke/last.json)"):
         assert text in out, text
@@ -123,7 +123,7 @@ def test_table_output(tmp_path):
     r = cli("--torch", "--cpu-test-mode", "--cpu-devices", "1", root=tmp_path, fault="gemm:fp16")
     assert r.returncode == 10, r.stderr
     out = r.stdout
-    for text in ("GEMM checks", "20/21", "FAILED (gemm): wrong result", "smoke: FAILED"):
+    for text in ("GEMM checks", "59/60", "FAILED (gemm): device 0 (CPU): fp16 nn (M=96 N=80 K=128, mm): wrong result", "smoke: FAILED"):
         assert text in out, text
     assert "torch: device 0" in r.stderr  # progress on stderr
     assert "rocmrevive smoke: PyTorch: wrong result" in r.stderr
