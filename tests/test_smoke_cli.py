@@ -126,7 +126,7 @@ def test_table_output(tmp_path):
     for text in ("GEMM checks", "59/60", "FAILED (gemm): device 0 (CPU): fp16 nn (M=96 N=80 K=128, mm): wrong result", "smoke: FAILED"):
         assert text in out, text
     assert "torch: device 0" in r.stderr  # progress on stderr
-    assert "rocmrevive smoke: PyTorch: wrong result" in r.stderr
+    assert "rocmrevive smoke: PyTorch: device 0 (CPU): fp16 nn (M=96 N=80 K=128, mm): wrong result" in r.stderr
 
 
 def test_usage_errors(tmp_path):

@@ -95,3 +95,42 @@ def test_a_zero_block_in_one_batch_is_found_in_that_batch():
     qk = next(x for x in checked(recs) if (x["dtype"], x["case"]) == ("fp32", "qk"))
     assert not qk["ok"] and " in batch " in qk["message"] and "(1 of 32 batches wrong)" in qk["message"]
     assert qk["message"].startswith("device 0 (CPU): fp32 qk (32 x M=32 N=32 K=16, bmm: B transposed): wrong result: rows ")
+
+
+# --- the whole smoke, from the outside ------------------------------------------------------
+def cli(root: Path, *args, env: dict):
+    env = dict(env, PATH=os.path.dirname(sys.executable) + os.pathsep + "/usr/bin:/bin")
+    r = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), "smoke",
+                        "--python", sys.executable, "--cpu-test-mode", "--cpu-devices", "1", "--json", *args],
+                       capture_output=True, text=True, env=env, cwd=REPO, timeout=900)
+    return r.returncode, json.loads(r.stdout), r.stderr
+
+
+def test_the_whole_smoke_fails_on_a_zero_block_naming_device_dtype_and_shape(tmp_path):
+    rc, doc, err = cli(tmp_path, "--torch", env=_env("zero-block"))
+    assert rc == 10, err
+    assert doc["error"]["code"] == "SMOKE_FAILED"
+    assert doc["error"]["message"] == "PyTorch: " + doc["torch"]["failures"][0]["message"]
+    assert doc["error"]["message"].startswith(
+        "PyTorch: device 0 (CPU): fp32 decode-m1 (M=1 N=256 K=256, linear: B transposed): wrong result: row 0 ")
+    assert {(f["dtype"], f["case"]) for f in doc["torch"]["failures"]} >= {("bf16", "timed"), ("fp16", "deep-k")}
+    assert doc["torch"]["check_seconds"] > 0 and 0 < doc["torch"]["check_share"] < 1
+
+
+def test_the_whole_smoke_fails_on_a_wrong_token_naming_the_position(tmp_path, llama_bin):
+    lie = tmp_path / "bin"
+    lie.mkdir()
+    (lie / "llama-bench").symlink_to(llama_bin / "llama-bench")
+    (lie / "llama-completion").symlink_to(FAULTS / "wrong_token.py")
+    env = _env(None, ROCMREVIVE_TEST_LLAMA_REAL=str(llama_bin / "llama-completion"),
+               ROCMREVIVE_TEST_WRONG_TOKEN="3")
+    rc, doc, err = cli(tmp_path, "--llama", "--llama-bin", str(lie), env=env)
+    assert rc == 10, err
+    assert doc["llama"]["runs"][0]["ok"]  # tokens/s: fine
+    assert doc["error"]["message"].startswith(
+        "llama.cpp: llama-completion on CPU generated other tokens than on the CPU with the same "
+        "binary: first difference at generated token 3 (CPU: ")
+    assert "llama.cpp: CPU tokens: FAILED" in err
+    # the same binary, told the truth: passes
+    rc, doc, err = cli(tmp_path, "--llama", "--llama-bin", str(llama_bin), env=_env(None))
+    assert rc == 0 and doc["llama"]["output"]["runs"][0]["ok"], err

@@ -188,7 +188,7 @@ def _render_shapes(con, d: dict) -> None:
     for s in g["shapes"]:
         op = s.get("op") or ""
         if s.get("transposed"):
-            op += f" ({s['transposed']}^T)"
+            op += " (" + " ".join(f"{m}^T" for m in s["transposed"]) + ")"
         tab.add_row(str(s.get("class")), str(s.get("case")), " ".join(map(str, s.get("shape") or [])),
                     op, *(_tf((s.get("tflops") or {}).get(dt)) for dt in ("fp32", "fp16", "bf16")))
     con.print(tab)
