@@ -22,7 +22,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -342,29 +342,27 @@ def _run(out, binary, kind, model, timeout, cpu_test_mode, on_run) -> dict:
 def generate_one(label: str, binary: Path, model: Path, env: dict[str, str], timeout: float,
                  ngl: int, cpu_only: bool = False, extra: list[str] | None = None) -> GenRun:
     """One greedy generation (llama_output); repeated while the output comes back cut short."""
-    run = GenRun(label=label, argv=generate_argv(binary, model, ngl, cpu_only) + list(extra or []), env=env)
+    argv = generate_argv(binary, model, ngl, cpu_only) + list(extra or [])
     tokens = None
     for _ in range(CLI_ATTEMPTS):
-        pr = run_proc(run.argv, env, timeout)
+        pr = run_proc(argv, env, timeout)
         if pr.timed_out or pr.rc != 0:
             break
         tokens = generated_tokens(pr.raw)
         if tokens is not None:
             break
-    run.exit_status, run.seconds, run.timed_out = pr.rc, round(pr.seconds, 3), pr.timed_out
-    name = binary.name
+    name, message = binary.name, None
     if pr.timed_out:
-        run.message = f"{name} generating on {label} did not finish within {timeout:g} s: a hang"
+        message = f"{name} generating on {label} did not finish within {timeout:g} s: a hang"
     elif pr.rc != 0:
         sig = f" (signal {-pr.rc})" if pr.rc is not None and pr.rc < 0 else ""
-        run.message = (f"{name} generating on {label} exited with status {pr.rc}{sig}: "
-                       f"{_tail(pr.err) or 'no message'}")
+        message = f"{name} generating on {label} exited with status {pr.rc}{sig}: {_tail(pr.err) or 'no message'}"
     elif tokens is None:
-        run.message = (f"{name} on {label} printed no {OUTPUT_TOKENS} generated tokens after the "
-                       f"prompt in {CLI_ATTEMPTS} tries")
-    else:
-        run.tokens, run.ok = tokens, True
-    return run
+        message = (f"{name} on {label} printed no {OUTPUT_TOKENS} generated tokens after the "
+                   f"prompt in {CLI_ATTEMPTS} tries")
+    return GenRun(label=label, argv=argv, env=env, ok=message is None, exit_status=pr.rc,
+                  seconds=round(pr.seconds, 3), tokens=tokens if message is None else None,
+                  message=message, timed_out=pr.timed_out)
 
 
 def compare_outputs(out: dict, generator: Path | None, model: Path, timeout: float,
@@ -378,26 +376,25 @@ def compare_outputs(out: dict, generator: Path | None, model: Path, timeout: flo
                                "beside llama-bench")
         return
     ref = generate_one("CPU reference", generator, model, {}, timeout, ngl=0, cpu_only=True)
-    res: dict = {"compared": ref.ok, "binary": str(generator), "prompt": PROMPT, "tokens": OUTPUT_TOKENS,
-                 "seed": SEED, "reference": asdict(ref), "runs": []}
-    out["output"] = res
-    runs = [ref]
+    out["output"] = res = {"compared": ref.ok, "binary": str(generator), "prompt": PROMPT,
+                           "tokens": OUTPUT_TOKENS, "seed": SEED, "reference": asdict(ref), "runs": []}
+    if on_run:
+        on_run(ref)
     if not ref.ok:
         out["failures"].append({"step": "llama-output", "label": ref.label, "message": ref.message})
-    else:
-        for label, env, extra, ngl in targets:
-            run = generate_one(label, generator, model, env, timeout, ngl, extra=extra)
-            diff = first_difference(run.tokens, ref.tokens) if run.ok and run.tokens is not None else None
-            if diff is not None:
-                run.ok, run.message = False, difference_message(label, diff, generator.name)
-            res["runs"].append(dict(asdict(run), position=diff.position if diff else None))
-            if not run.ok:
-                out["failures"].append({"step": "llama-output", "label": label, "message": run.message,
-                                        "position": diff.position if diff else None})
-            runs.append(run)
-    for r in runs:
+        return
+    for label, env, extra, ngl in targets:
+        run = generate_one(label, generator, model, env, timeout, ngl, extra=extra)
+        diff = first_difference(run.tokens, ref.tokens) if run.tokens is not None else None
+        if diff is not None:
+            run = replace(run, ok=False, position=diff.position,
+                          message=difference_message(label, diff, generator.name))
+        res["runs"].append(asdict(run))
+        if not run.ok:
+            out["failures"].append({"step": "llama-output", "label": label, "message": run.message,
+                                    "position": run.position})
         if on_run:
-            on_run(r)
+            on_run(run)
 
 
 def _listed_gpus(out: dict, binary: Path, timeout: float) -> list[LlamaDevice] | None:

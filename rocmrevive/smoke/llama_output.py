@@ -34,9 +34,10 @@ class Difference:
     expected: int | None    # token id on the CPU
 
 
-@dataclass
+@dataclass(frozen=True)
 class GenRun:
-    """One greedy generation: where it ran and the tokens it produced."""
+    """One greedy generation: where it ran and the tokens it produced (``position``: the first
+    token that differs from the CPU's, when one does)."""
 
     label: str              # "CPU reference", "ROCm0", "all GPUs", "CPU" (test mode)
     argv: list[str]
@@ -47,6 +48,7 @@ class GenRun:
     tokens: list[int] | None = None
     message: str | None = None
     timed_out: bool = False
+    position: int | None = None
 
 
 def find_generator(bench: Path, kind: str, bin_dir) -> Path | None:
