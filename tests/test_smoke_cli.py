@@ -64,6 +64,9 @@ def test_cpu_test_mode_passes_and_is_recorded(passed_run):
     assert rec["status"] == "passed-cpu-test" and rec["last_passed_at"] is None
     assert json.loads(r.stdout)["changed"] is True            # it wrote the record
     assert rec["parts"]["torch"]["devices"][0]["gemm"]["ok"] and "records" not in rec["parts"]["torch"]
+    assert rec["parts"]["torch"]["check_seconds"] > 0
+    assert rec["parts"]["llama"]["output"] == {"compared": True, "runs": [
+        {"label": "CPU", "ok": True, "position": None, "message": None}]}
 
 
 def test_the_table_of_real_results(passed_run):

@@ -101,11 +101,15 @@ def _compact(name: str, p: dict) -> dict:
     """A part without its raw records, for the status record."""
     if name == "torch":
         keep = ("status", "reason", "python", "torch", "platform", "hip", "cuda", "devices", "hints",
-                "allreduce", "failures", "warnings")
+                "allreduce", "failures", "warnings", "check_seconds", "check_share")
     else:
         keep = ("status", "reason", "binary", "backends", "gpu_backend", "failures", "warnings")
     out = {k: p.get(k) for k in keep if k in p}
     if name == "llama":
         out["runs"] = [{k: r.get(k) for k in ("label", "ok", "prompt_tps", "gen_tps", "message")}
                        for r in p.get("runs", [])]
+        gen = p.get("output") or {}
+        out["output"] = {"compared": gen.get("compared"),
+                         "runs": [{k: r.get(k) for k in ("label", "ok", "position", "message")}
+                                  for r in gen.get("runs", [])]}
     return out
