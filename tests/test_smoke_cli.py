@@ -53,6 +53,9 @@ def test_cpu_test_mode_passes_and_is_recorded(passed_run):
     assert doc["command"] == "smoke" and doc["error"] is None and doc["ok"] is True
     assert doc["torch"]["status"] == "passed" and doc["llama"]["status"] == "passed"
     assert doc["mode"] == "cpu-test" and doc["skipped"] == []
+    # what the checks cost, against the whole smoke (PyTorch and llama.cpp)
+    assert doc["check_seconds"] == doc["torch"]["check_seconds"] > 0
+    assert doc["check_share"] == round(doc["check_seconds"] / doc["seconds"], 4) < doc["torch"]["check_share"]
     devs = doc["torch"]["devices"]
     assert len(devs) == 2 and all(d["gemm"]["checks"] == 60 and d["gemm"]["tflops"]["fp32"] > 0 for d in devs)
     assert doc["torch"]["allreduce"]["ok"] and len(doc["torch"]["peer"]) == 2
@@ -80,9 +83,10 @@ def test_the_table_of_real_results(passed_run):
     buf = io.StringIO()
     render(Console(file=buf, width=200, no_color=True),
            {"parts": {"torch": doc["torch"], "llama": doc["llama"]}, "skipped": doc["skipped"],
-            "code": "OK", "record": doc["record"]})
+            "code": "OK", "record": doc["record"], "seconds": doc["seconds"],
+            "check_seconds": doc["check_seconds"], "check_share": doc["check_share"]})
     out = buf.getvalue()
-    for text in ("GEMM checks", "60/60", "TFLOPS per shape", "decode-m16", "checked whole", "fp32 TFLOPS", "Device-to-device copies", "0 -> 1",
+    for text in ("GEMM checks", "60/60", "TFLOPS per shape", "decode-m16", "checked whole", "of the whole smoke's", "fp32 TFLOPS", "Device-to-device copies", "0 -> 1",
                  "all-reduce (gloo, 2 devices): ok", "llama.cpp:", "gen tok/s",
                  "smoke: passed (recorded in /var/lib/rocmrevive/smoke/last.json)"):
         assert text in out, text

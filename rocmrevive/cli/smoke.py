@@ -76,7 +76,8 @@ def smoke(ui, want_torch, want_llama, python, llama_bin, cpu_test_mode, timeout,
             warnings += p.get("warnings") or []
         if doc["record_error"]:
             warnings.append(doc["record_error"])
-        data = {k: doc[k] for k in ("started_at", "finished_at", "mode", "skipped", "record")}
+        data = {k: doc[k] for k in ("started_at", "finished_at", "mode", "skipped", "record", "seconds",
+                                    "check_seconds", "check_share")}
         data["ok"] = doc["code"] == "OK"
         data.update(doc["parts"])
         return Outcome(data=data, render=lambda con: render(con, doc), code=doc["code"],
@@ -108,6 +109,9 @@ def render(con, doc: dict) -> None:
         _render_llama(con, l_)
     for s in doc.get("skipped") or []:
         con.print(f"skipped {'PyTorch' if s['part'] == 'torch' else 'llama.cpp'}: {s['reason']}")
+    if doc.get("check_share") is not None:
+        con.print(f"checks: {doc['check_seconds']:.2f} s of the whole smoke's {doc['seconds']:.2f} s "
+                  f"({doc['check_share'] * 100:.1f}%)")
     verdict = {"OK": "passed", "SMOKE_FAILED": "FAILED", "NOTHING_SUPPORTED": "nothing could run"}
     tail = f" (recorded in {doc['record']})" if doc.get("record") else ""
     con.print(f"smoke: {verdict.get(doc['code'], doc['code'])}{tail}")
