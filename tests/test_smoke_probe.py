@@ -5,6 +5,7 @@ Needs torch in the test interpreter (CI: `pip install torch==2.13.0`, the CPU bu
 """
 from __future__ import annotations
 
+import fnmatch
 import importlib.util
 import json
 import math
@@ -15,6 +16,11 @@ import sys
 from pathlib import Path
 
 import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 from rocmrevive.smoke import probe, probe_gemm
 from rocmrevive.smoke.torch_runner import PROBE, pick_python, run_torch_probe
@@ -301,6 +307,10 @@ def test_probe_file_is_self_contained():
     import ast
 
     assert PROBE.with_name("probe_gemm.py").is_file()
+    # the wheel ships both as package data (tests/test_dist.py builds it): the glob must keep them
+    data = tomllib.loads((PROBE.parents[2] / "pyproject.toml").read_text())
+    globs = data["tool"]["setuptools"]["package-data"]["rocmrevive"]
+    assert all(any(fnmatch.fnmatch("smoke/" + n, g) for g in globs) for n in ("probe.py", "probe_gemm.py"))
     for path in (PROBE, PROBE.with_name("probe_gemm.py")):
         mods = set()
         for node in ast.walk(ast.parse(path.read_text())):
