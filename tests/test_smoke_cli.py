@@ -53,8 +53,11 @@ def test_cpu_test_mode_passes_and_is_recorded(passed_run):
     assert doc["command"] == "smoke" and doc["error"] is None and doc["ok"] is True
     assert doc["torch"]["status"] == "passed" and doc["llama"]["status"] == "passed"
     assert doc["mode"] == "cpu-test" and doc["skipped"] == []
+    # what the checks cost, against the whole smoke (PyTorch and llama.cpp)
+    assert doc["check_seconds"] == doc["torch"]["check_seconds"] > 0
+    assert doc["check_share"] == round(doc["check_seconds"] / doc["seconds"], 4) < doc["torch"]["check_share"]
     devs = doc["torch"]["devices"]
-    assert len(devs) == 2 and all(d["gemm"]["checks"] == 21 and d["gemm"]["tflops"]["fp32"] > 0 for d in devs)
+    assert len(devs) == 2 and all(d["gemm"]["checks"] == 60 and d["gemm"]["tflops"]["fp32"] > 0 for d in devs)
     assert doc["torch"]["allreduce"]["ok"] and len(doc["torch"]["peer"]) == 2
     assert any(x["type"] == "gemm" for x in doc["torch"]["records"])  # the probe's JSON is kept
     assert doc["llama"]["runs"][0]["gen_tps"] > 0
@@ -64,6 +67,9 @@ def test_cpu_test_mode_passes_and_is_recorded(passed_run):
     assert rec["status"] == "passed-cpu-test" and rec["last_passed_at"] is None
     assert json.loads(r.stdout)["changed"] is True            # it wrote the record
     assert rec["parts"]["torch"]["devices"][0]["gemm"]["ok"] and "records" not in rec["parts"]["torch"]
+    assert rec["parts"]["torch"]["check_seconds"] > 0
+    assert rec["parts"]["llama"]["output"] == {"compared": True, "runs": [
+        {"label": "CPU", "ok": True, "position": None, "message": None}]}
 
 
 def test_the_table_of_real_results(passed_run):
@@ -77,9 +83,10 @@ def test_the_table_of_real_results(passed_run):
     buf = io.StringIO()
     render(Console(file=buf, width=200, no_color=True),
            {"parts": {"torch": doc["torch"], "llama": doc["llama"]}, "skipped": doc["skipped"],
-            "code": "OK", "record": doc["record"]})
+            "code": "OK", "record": doc["record"], "seconds": doc["seconds"],
+            "check_seconds": doc["check_seconds"], "check_share": doc["check_share"]})
     out = buf.getvalue()
-    for text in ("GEMM checks", "21/21", "fp32 TFLOPS", "Device-to-device copies", "0 -> 1",
+    for text in ("GEMM checks", "60/60", "TFLOPS per shape", "decode-m16", "checked whole", "of the whole smoke's", "fp32 TFLOPS", "Device-to-device copies", "0 -> 1",
                  "all-reduce (gloo, 2 devices): ok", "llama.cpp:", "gen tok/s",
                  "smoke: passed (recorded in /var/lib/rocmrevive/smoke/last.json)"):
         assert text in out, text
@@ -123,10 +130,10 @@ def test_table_output(tmp_path):
     r = cli("--torch", "--cpu-test-mode", "--cpu-devices", "1", root=tmp_path, fault="gemm:fp16")
     assert r.returncode == 10, r.stderr
     out = r.stdout
-    for text in ("GEMM checks", "20/21", "FAILED (gemm): wrong result", "smoke: FAILED"):
+    for text in ("GEMM checks", "59/60", "FAILED (gemm): device 0 (CPU): fp16 nn (M=96 N=80 K=128, mm): wrong result", "smoke: FAILED"):
         assert text in out, text
     assert "torch: device 0" in r.stderr  # progress on stderr
-    assert "rocmrevive smoke: PyTorch: wrong result" in r.stderr
+    assert "rocmrevive smoke: PyTorch: device 0 (CPU): fp16 nn (M=96 N=80 K=128, mm): wrong result" in r.stderr
 
 
 def test_usage_errors(tmp_path):

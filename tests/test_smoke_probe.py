@@ -5,6 +5,7 @@ Needs torch in the test interpreter (CI: `pip install torch==2.13.0`, the CPU bu
 """
 from __future__ import annotations
 
+import fnmatch
 import importlib.util
 import json
 import math
@@ -16,7 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from rocmrevive.smoke import probe
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+from rocmrevive.smoke import probe, probe_gemm
 from rocmrevive.smoke.torch_runner import PROBE, pick_python, run_torch_probe
 
 NEEDS_TORCH = "PyTorch is not installed in the test interpreter: pip install torch==2.13.0 (CPU build)"
@@ -66,24 +72,31 @@ def test_cpu_test_mode_passes_with_real_numbers(cpu_run):
     assert rc == 0, err
     assert recs[0]["type"] == "probe" and recs[-1] == {**recs[-1], "status": "passed", "exit": 0}
     gemms = of(recs, "gemm")
-    ncases = 6
-    assert len(gemms) == 2 * 3 * ncases
+    cases = probe_gemm.cases(True)
+    assert len(gemms) == 2 * 3 * len(cases) == 2 * 3 * 19
     assert {g["dtype"] for g in gemms} == {"fp32", "fp16", "bf16"}
-    assert {g["case"] for g in gemms} == {"nn", "nt", "tn", "odd", "batched", "linear"}
+    assert {g["class"] for g in gemms} == {"classic", "decode", "prefill", "tall", "batched", "square"}
+    assert sorted({g["shape"][0] for g in gemms if g["class"] == "decode"}) == [1, 2, 4, 8, 16]
+    assert {g["op"] for g in gemms} == {"mm", "bmm", "linear"}
+    assert {g["transposed"] for g in gemms} == {"", "A", "B", "AB"}
     for g in gemms:
-        assert g["ok"] is True
-        # a real comparison: rounding error is there, and below the dtype's tolerance
-        assert 0 < g["max_err"] < g["tol"] == probe.TOLERANCE[g["dtype"]]
-    # low precision shows more error than fp32
-    worst = {d: max(g["max_err"] for g in gemms if g["dtype"] == d) for d in probe.DTYPES}
-    assert worst["fp32"] < worst["fp16"] < worst["bf16"]
+        assert g["ok"] is True and g["vectors"] == 3
+        # a real comparison: rounding error is there, and inside the bound
+        assert 0 < g["residual"] <= 1, g
+        assert g["tflops"] > 0 and g["iterations"] >= 2 and g["check_seconds"] > 0
     perfs = of(recs, "perf")
     assert len(perfs) == 6 and all(p["ok"] and p["tflops"] > 0 and p["iterations"] >= 2 for p in perfs)
+    assert all(0 < p["residual"] <= 1 and p["n"] == 512 for p in perfs)  # the timed product, checked whole
     sums = of(recs, "device_summary")
     assert [s["device"] for s in sums] == [0, 1]
-    assert all(s["ok"] and s["checks"] == 21 and s["failed_checks"] == 0 and s["slow"] is False
+    assert all(s["ok"] and s["checks"] == 60 and s["failed_checks"] == 0 and s["slow"] is False
                for s in sums)
-    assert all(s["tflops"]["fp32"] > 0 for s in sums)
+    assert all(s["tflops"]["fp32"] > 0 and 0 < s["check_seconds"] < s["gemm_seconds"] for s in sums)
+    assert [r["case"] for r in sums[0]["shapes"]] == [c.name for c in cases] + ["timed"]
+    assert all(set(r["tflops"]) == {"fp32", "fp16", "bf16"} for r in sums[0]["shapes"])
+    res = recs[-1]
+    assert res["check_seconds"] == round(sum(s["check_seconds"] for s in sums), 3)
+    assert 0 < res["check_share"] < 1
 
 
 def test_cpu_test_mode_copies_and_all_reduce(cpu_run):
@@ -104,7 +117,8 @@ def test_corrupted_gemm_fails_the_comparison():
     bad = [g for g in of(recs, "gemm") if not g["ok"]]
     assert len(bad) == 1
     assert (bad[0]["dtype"], bad[0]["case"]) == ("fp32", "nn")
-    assert bad[0]["max_err"] > 0.01 and "wrong result" in bad[0]["message"]
+    assert bad[0]["residual"] > 10
+    assert bad[0]["message"].startswith("device 0 (CPU): fp32 nn (M=96 N=80 K=128, mm): wrong result: row 0 ")
     assert of(recs, "device_summary")[0]["ok"] is False
     res = recs[-1]
     assert res["status"] == "failed" and res["failures"] == 1 and "wrong result" in res["reason"]
@@ -215,7 +229,7 @@ def _perf(dtype, tflops):
 
 def _gemms():
     return [{"type": "gemm", "ok": True, "dtype": d} for d in probe.DTYPES
-            for _ in probe._cases(None)]
+            for _ in probe_gemm.cases(True)]
 
 
 def test_a_card_that_works_but_crawls_is_flagged():
@@ -234,7 +248,7 @@ def test_missing_checks_are_a_failure():
     o = _orch()
     s = o.judge_gemm({"index": 0}, _gemms()[:3])
     assert s["ok"]  # what ran passed, but ...
-    assert o.failures and "reported 3 of 21 checks" in o.failures[0]["message"]
+    assert o.failures and "reported 3 of 60 checks" in o.failures[0]["message"]
 
 
 # --- the runner rocmrevive uses ------------------------------------------------------------
@@ -245,8 +259,9 @@ def test_runner_cpu_test_mode():
     assert res["status"] == "passed", res["reason"]
     assert res["torch"].startswith("2.") and res["platform"] == "cpu" and res["probe_exit"] == 0
     assert [d["index"] for d in res["devices"]] == [0]
-    assert all(d["gemm"]["ok"] and d["gemm"]["checks"] == 21 and d["gemm"]["tflops"]["bf16"] > 0
+    assert all(d["gemm"]["ok"] and d["gemm"]["checks"] == 60 and d["gemm"]["tflops"]["bf16"] > 0
                for d in res["devices"])
+    assert res["check_seconds"] > 0 and 0 < res["check_share"] < 1
     assert seen and seen[-1]["type"] == "result"
     assert res["records"] == seen
 
@@ -287,16 +302,22 @@ def test_runner_broken_interpreter_and_silent_hang(tmp_path):
 
 
 def test_probe_file_is_self_contained():
-    """Only torch and the standard library: it runs in the user's interpreter, without rocmrevive."""
+    """Only torch, the standard library and probe_gemm beside it: the probe runs in the user's
+    interpreter, without rocmrevive."""
     import ast
 
-    tree = ast.parse(PROBE.read_text())
-    mods = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            mods |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            mods.add(node.module.split(".")[0])
-    stdlib = set(sys.stdlib_module_names)
-    assert mods - stdlib == {"torch"}
+    assert PROBE.with_name("probe_gemm.py").is_file()
+    # the wheel ships both as package data (tests/test_dist.py builds it): the glob must keep them
+    data = tomllib.loads((PROBE.parents[2] / "pyproject.toml").read_text())
+    globs = data["tool"]["setuptools"]["package-data"]["rocmrevive"]
+    assert all(any(fnmatch.fnmatch("smoke/" + n, g) for g in globs) for n in ("probe.py", "probe_gemm.py"))
+    for path in (PROBE, PROBE.with_name("probe_gemm.py")):
+        mods = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                mods |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                mods.add(node.module.split(".")[0])
+        stdlib = set(sys.stdlib_module_names)
+        assert mods - stdlib <= {"torch", "probe_gemm"}, path
     assert math.isfinite(probe.SLOW_RATIO)

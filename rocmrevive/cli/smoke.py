@@ -31,12 +31,14 @@ from rocmrevive.errors import RevError
 def smoke(ui, want_torch, want_llama, python, llama_bin, cpu_test_mode, timeout, cpu_devices):
     """Run PyTorch and llama.cpp on every GPU and across GPUs, checking results, not only exits.
 
-    PyTorch (run by your interpreter, --python): per device, GEMMs in fp32/fp16/bf16 (plain,
-    transposed, odd sizes, batched, linear) compared with a float64 CPU result; TFLOPS and their
-    share of the card's vendor peak (a card that works but crawls is flagged); per pair of
-    devices a checked copy and peer access; with 2+ devices an all-reduce (RCCL) checked for the
-    exact sum. llama.cpp: a tiny model written here, run with llama-bench on each GPU alone
-    (-ngl 99) and then on all; tokens/s.
+    PyTorch (run by your interpreter, --python): per device, GEMMs in fp32/fp16/bf16 in the
+    shapes workloads run (decode M=1-16, prefill, tall-skinny, deep K, batched, square;
+    transposes), each timed (TFLOPS per shape) and checked whole against the rounding bound
+    (C.x against A.(B.x) in float64); the card's share of its vendor peak (a card that works
+    but crawls is flagged); per pair of devices a checked copy and peer access; with 2+ devices
+    an all-reduce (RCCL) checked for the exact sum. llama.cpp: a tiny model written here, run
+    with llama-bench on each GPU alone (-ngl 99) and then on all (tokens/s), and its greedy
+    tokens on each GPU compared with the CPU's from the same binary.
 
     Exit 0: all that ran passed; 10: a check failed or hung; 3: nothing could run.
     """
@@ -59,7 +61,8 @@ def smoke(ui, want_torch, want_llama, python, llama_bin, cpu_test_mode, timeout,
             ui.log(f"torch: FAILED: {rec.get('message')}")
 
     def on_llama(run):
-        ui.log(f"llama.cpp: {run.label}: " + ("ok" if run.ok else f"FAILED: {run.message}"))
+        what = "tokens" if hasattr(run, "tokens") else "speed"
+        ui.log(f"llama.cpp: {run.label} {what}: " + ("ok" if run.ok else f"FAILED: {run.message}"))
 
     def work() -> Outcome:
         if llama_bin is not None and not (want_llama or both):
@@ -73,7 +76,8 @@ def smoke(ui, want_torch, want_llama, python, llama_bin, cpu_test_mode, timeout,
             warnings += p.get("warnings") or []
         if doc["record_error"]:
             warnings.append(doc["record_error"])
-        data = {k: doc[k] for k in ("started_at", "finished_at", "mode", "skipped", "record")}
+        data = {k: doc[k] for k in ("started_at", "finished_at", "mode", "skipped", "record", "seconds",
+                                    "check_seconds", "check_share")}
         data["ok"] = doc["code"] == "OK"
         data.update(doc["parts"])
         return Outcome(data=data, render=lambda con: render(con, doc), code=doc["code"],
@@ -105,6 +109,9 @@ def render(con, doc: dict) -> None:
         _render_llama(con, l_)
     for s in doc.get("skipped") or []:
         con.print(f"skipped {'PyTorch' if s['part'] == 'torch' else 'llama.cpp'}: {s['reason']}")
+    if doc.get("check_share") is not None:
+        con.print(f"checks: {doc['check_seconds']:.2f} s of the whole smoke's {doc['seconds']:.2f} s "
+                  f"({doc['check_share'] * 100:.1f}%)")
     verdict = {"OK": "passed", "SMOKE_FAILED": "FAILED", "NOTHING_SUPPORTED": "nothing could run"}
     tail = f" (recorded in {doc['record']})" if doc.get("record") else ""
     con.print(f"smoke: {verdict.get(doc['code'], doc['code'])}{tail}")
@@ -139,6 +146,13 @@ def _render_torch(con, t: dict) -> None:
                     *(_cell(g.get("tflops"), g.get("ratio"), dt) for dt in ("fp32", "fp16", "bf16")),
                     _gemm_result(g))
     con.print(tab)
+    for d in t["devices"]:
+        _render_shapes(con, d)
+    if t.get("check_seconds") is not None:
+        share = t.get("check_share")
+        con.print(f"every product checked whole (Freivalds, float64): the checks took "
+                  f"{t['check_seconds']:.2f} s of the probe's {t.get('seconds') or 0:.2f} s"
+                  + (f" ({share * 100:.1f}%)" if share is not None else ""))
     if t.get("peer"):
         pt = Table(title="Device-to-device copies", title_justify="left")
         for col in ("copy", "peer access", "GB/s", "result"):
@@ -162,6 +176,28 @@ def _render_torch(con, t: dict) -> None:
             con.print(f"FAILED ({f['step']}): {f['message']}")
 
 
+def _render_shapes(con, d: dict) -> None:
+    """TFLOPS per GEMM shape on one device, beside the card's peak."""
+    from rich.table import Table
+
+    g = d.get("gemm") or {}
+    if not g.get("shapes"):
+        return
+    peak = d.get("peak_tflops") or {}
+    tab = Table(title=f"device {d['index']}: TFLOPS per shape" + (
+        " (peak " + ", ".join(f"{k} {v:g}" for k, v in peak.items()) + ")" if peak else ""),
+        title_justify="left")
+    for col in ("class", "case", "shape (B x) M N K", "op", "fp32", "fp16", "bf16"):
+        tab.add_column(col)
+    for s in g["shapes"]:
+        op = s.get("op") or ""
+        if s.get("transposed"):
+            op += " (" + " ".join(f"{m}^T" for m in s["transposed"]) + ")"
+        tab.add_row(str(s.get("class")), str(s.get("case")), " ".join(map(str, s.get("shape") or [])),
+                    op, *(_tf((s.get("tflops") or {}).get(dt)) for dt in ("fp32", "fp16", "bf16")))
+    con.print(tab)
+
+
 def _render_llama(con, l_: dict) -> None:
     """The llama.cpp part: a row per run with its tokens/s."""
     from rich.table import Table
@@ -176,3 +212,11 @@ def _render_llama(con, l_: dict) -> None:
         tab.add_row(r["label"], vis, _tf(r.get("prompt_tps")), _tf(r.get("gen_tps")),
                     "ok" if r.get("ok") else f"FAILED: {r.get('message')}")
     con.print(tab)
+    out = l_.get("output") or {}
+    if not out.get("compared"):
+        ref = out.get("reference") or {}
+        con.print(f"llama.cpp output: not compared ({out.get('reason') or ref.get('message')})")
+        return
+    for r in out.get("runs") or []:
+        con.print(f"llama.cpp output on {r['label']}: " + (
+            f"the same {out.get('tokens')} greedy tokens as the CPU" if r.get("ok") else f"FAILED: {r.get('message')}"))

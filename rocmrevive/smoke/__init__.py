@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import socket
+import time
 from typing import Callable
 
 from rocmrevive.rootfs import Root
@@ -64,7 +65,7 @@ def run_smoke(root: Root, *, torch: bool, llama: bool, explicit: set[str] | None
     from rocmrevive.smoke import torch_runner
 
     explicit = set(explicit or ())
-    started = _now()
+    started, t0 = _now(), time.monotonic()
     parts: dict[str, dict] = {}
     if torch:
         py, why = torch_runner.pick_python(python)
@@ -79,10 +80,14 @@ def run_smoke(root: Root, *, torch: bool, llama: bool, explicit: set[str] | None
         parts["llama"] = llama_mod.run_llama_smoke(llama_bin, timeout=timeout,
                                                    cpu_test_mode=cpu_test_mode, on_run=on_llama_run)
     code, message = verdict(parts, explicit)
+    seconds = round(time.monotonic() - t0, 2)
+    checks = (parts.get("torch") or {}).get("check_seconds")
     doc = {"started_at": started, "finished_at": _now(), "mode": "cpu-test" if cpu_test_mode else "gpu",
            "parts": parts, "skipped": [{"part": n, "reason": p.get("reason")}
                                        for n, p in parts.items() if p["status"] == PartStatus.UNAVAILABLE],
-           "code": code, "message": message, "record": None, "record_error": None}
+           "code": code, "message": message, "record": None, "record_error": None, "seconds": seconds,
+           # the PyTorch checks' cost against the whole smoke's time (PyTorch and llama.cpp)
+           "check_seconds": checks, "check_share": round(checks / seconds, 4) if checks and seconds else None}
     if write_record:
         status = {"OK": RunStatus.PASSED, "SMOKE_FAILED": RunStatus.FAILED}.get(code, RunStatus.NOTHING_RAN)
         if cpu_test_mode and status is RunStatus.PASSED:  # ran on the CPU: proves nothing about the GPUs
@@ -101,11 +106,15 @@ def _compact(name: str, p: dict) -> dict:
     """A part without its raw records, for the status record."""
     if name == "torch":
         keep = ("status", "reason", "python", "torch", "platform", "hip", "cuda", "devices", "hints",
-                "allreduce", "failures", "warnings")
+                "allreduce", "failures", "warnings", "check_seconds", "check_share")
     else:
         keep = ("status", "reason", "binary", "backends", "gpu_backend", "failures", "warnings")
     out = {k: p.get(k) for k in keep if k in p}
     if name == "llama":
         out["runs"] = [{k: r.get(k) for k in ("label", "ok", "prompt_tps", "gen_tps", "message")}
                        for r in p.get("runs", [])]
+        gen = p.get("output") or {}
+        out["output"] = {"compared": gen.get("compared"),
+                         "runs": [{k: r.get(k) for k in ("label", "ok", "position", "message")}
+                                  for r in gen.get("runs", [])]}
     return out

@@ -22,11 +22,14 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from rocmrevive.smoke import PartStatus
+from rocmrevive.smoke.llama_output import (GEN_TOKENS as OUTPUT_TOKENS, PROMPT, SEED, GenRun, difference_message,
+                                           find_generator, first_difference, generate_argv,
+                                           generated_tokens)
 
 BENCH_NAMES = ("llama-bench",)
 CLI_NAMES = ("llama-completion", "llama-cli")
@@ -74,6 +77,7 @@ class ProcResult:
     err: str
     seconds: float
     timed_out: bool
+    raw: bytes = b""  # stdout as printed: generated tokens are bytes, not always UTF-8
 
 
 def run_proc(argv: list[str], env: dict[str, str] | None, timeout: float) -> ProcResult:
@@ -98,7 +102,7 @@ def run_proc(argv: list[str], env: dict[str, str] | None, timeout: float) -> Pro
         out, err = proc.communicate()
         timed_out = True
     return ProcResult(proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
-                      time.monotonic() - t0, timed_out)
+                      time.monotonic() - t0, timed_out, out)
 
 
 def _tail(text: str, n: int = 4) -> str:
@@ -306,10 +310,12 @@ def _run(out, binary, kind, model, timeout, cpu_test_mode, on_run) -> dict:
     if gpus is None:
         return out
 
-    if cpu_test_mode:
+    generator = find_generator(binary, kind, None)
+    if cpu_test_mode:  # the CPU plays the device: its tokens against the CPU-only reference run
         run = record(run_one("CPU", binary, kind, model, {}, timeout, ngl=0, expect_gpu=False))
         out["backends"] = run.backends
         out["gpu_backend"] = bool(run.backends and run.backends != "CPU") if run.backends else None
+        compare_outputs(out, generator, model, timeout, [("CPU", {}, [], 0)], on_run)
         return _finish(out)
 
     if not gpus:
@@ -318,15 +324,77 @@ def _run(out, binary, kind, model, timeout, cpu_test_mode, on_run) -> dict:
             return out
 
     out["gpu_backend"] = True
+    targets = []
     for dev in gpus:
         env, extra = _visible_env(dev)
         run = record(run_one(dev.name, binary, kind, model, env, timeout, extra=extra))
         out["backends"] = out["backends"] or run.backends
+        targets.append((dev.name, env, extra, 99))
     if len(gpus) >= 2:
         record(run_one("all GPUs", binary, kind, model, {}, timeout))
+        targets.append(("all GPUs", {}, [], 99))
     else:
         out["warnings"].append("one GPU: no all-GPUs run")
+    compare_outputs(out, generator, model, timeout, targets, on_run)
     return _finish(out)
+
+
+def generate_one(label: str, binary: Path, model: Path, env: dict[str, str], timeout: float,
+                 ngl: int, cpu_only: bool = False, extra: list[str] | None = None) -> GenRun:
+    """One greedy generation (llama_output); repeated while the output comes back cut short."""
+    argv = generate_argv(binary, model, ngl, cpu_only) + list(extra or [])
+    tokens = None
+    for _ in range(CLI_ATTEMPTS):
+        pr = run_proc(argv, env, timeout)
+        if pr.timed_out or pr.rc != 0:
+            break
+        tokens = generated_tokens(pr.raw)
+        if tokens is not None:
+            break
+    name, message = binary.name, None
+    if pr.timed_out:
+        message = f"{name} generating on {label} did not finish within {timeout:g} s: a hang"
+    elif pr.rc != 0:
+        sig = f" (signal {-pr.rc})" if pr.rc is not None and pr.rc < 0 else ""
+        message = f"{name} generating on {label} exited with status {pr.rc}{sig}: {_tail(pr.err) or 'no message'}"
+    elif tokens is None:
+        message = (f"{name} on {label} printed no {OUTPUT_TOKENS} generated tokens after the "
+                   f"prompt in {CLI_ATTEMPTS} tries")
+    return GenRun(label=label, argv=argv, env=env, ok=message is None, exit_status=pr.rc,
+                  seconds=round(pr.seconds, 3), tokens=tokens if message is None else None,
+                  message=message, timed_out=pr.timed_out)
+
+
+def compare_outputs(out: dict, generator: Path | None, model: Path, timeout: float,
+                    targets: list, on_run: Callable | None) -> None:
+    """Greedy tokens on each target (label, env, extra argv, -ngl) against a CPU-only run of the
+    same binary; sets ``out["output"]`` and adds a failure per target that differs."""
+    if generator is None:
+        out["output"] = {"compared": False, "reason": "no llama-completion or llama-cli beside "
+                                                      "llama-bench: the output was not compared"}
+        out["warnings"].append("llama.cpp output not compared: no llama-completion or llama-cli "
+                               "beside llama-bench")
+        return
+    ref = generate_one("CPU reference", generator, model, {}, timeout, ngl=0, cpu_only=True)
+    out["output"] = res = {"compared": ref.ok, "binary": str(generator), "prompt": PROMPT,
+                           "tokens": OUTPUT_TOKENS, "seed": SEED, "reference": asdict(ref), "runs": []}
+    if on_run:
+        on_run(ref)
+    if not ref.ok:
+        out["failures"].append({"step": "llama-output", "label": ref.label, "message": ref.message})
+        return
+    for label, env, extra, ngl in targets:
+        run = generate_one(label, generator, model, env, timeout, ngl, extra=extra)
+        diff = first_difference(run.tokens, ref.tokens) if run.tokens is not None else None
+        if diff is not None:
+            run = replace(run, ok=False, position=diff.position,
+                          message=difference_message(label, diff, generator.name))
+        res["runs"].append(asdict(run))
+        if not run.ok:
+            out["failures"].append({"step": "llama-output", "label": label, "message": run.message,
+                                    "position": run.position})
+        if on_run:
+            on_run(run)
 
 
 def _listed_gpus(out: dict, binary: Path, timeout: float) -> list[LlamaDevice] | None:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""rocmrevive's PyTorch smoke probe: one self-contained file, torch + the standard library only.
+"""rocmrevive's PyTorch smoke probe: torch + the standard library only (with probe_gemm.py beside it).
 
 rocmrevive runs it with the *user's* interpreter (the one with their ROCm PyTorch), so rocmrevive
 itself never imports torch:
@@ -13,10 +13,11 @@ message, never a stuck run):
 
   enumerate  torch, its HIP/CUDA version, each visible device: name, arch (gcnArchName on ROCm,
              compute capability on CUDA), memory, compute units, the card's vendor peak
-  gemm       per device: fp32/fp16/bf16 GEMMs (NN, NT, TN, odd sizes, batched, linear with bias)
-             compared with a float64 CPU result computed from the same rounded inputs, with
-             tolerances per dtype; then a large GEMM timed for TFLOPS (checked on sampled rows)
-             and its ratio to the vendor peak: a card that works but crawls stands out
+  gemm       per device (probe_gemm.py): fp32/fp16/bf16 GEMMs in the shapes workloads run
+             (decode M = 1-16, prefill, tall-skinny, deep K, batched, square; transposes),
+             each timed (TFLOPS per shape) and checked whole, every element (Freivalds:
+             C.x against A.(B.x) in float64, against the rounding bound); the 8192^3 product's
+             TFLOPS against the vendor peak: a card that works but crawls stands out
   peer       per ordered pair of devices: peer access, and a copy checked byte for byte
   allreduce  with 2 or more devices: torch.distributed all-reduce (nccl = RCCL on ROCm) in one
              process per device, checked for the exact sum
@@ -52,14 +53,14 @@ import subprocess
 import sys
 import time
 
-PROBE_VERSION = 1
+# probe_gemm.py ships beside this file; -I (isolated) leaves the script's folder off sys.path
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import probe_gemm  # noqa: E402
+
+PROBE_VERSION = 2
 EXIT_PASSED, EXIT_FAILED, EXIT_NOTHING = 0, 10, 3
 FAULT_ENV = "ROCMREVIVE_PROBE_FAULT"
-DTYPES = ("fp32", "fp16", "bf16")
-
-# Max |C - C_ref| / (|A| @ |B|), element-wise. The bound is what floating-point accumulation
-# allows; a wrong kernel (garbage, zeros, a missing tile) lands near 1, far above these.
-TOLERANCE = {"fp32": 1e-4, "fp16": 5e-3, "bf16": 3e-2}
+DTYPES = probe_gemm.DTYPES
 
 # A device whose best GEMM reaches less than this share of its vendor peak is flagged "slow"
 # (a healthy MI50 reaches ~0.6-0.8 in fp32; a memory clock stuck at its lowest level costs 2.5-9x).
@@ -143,6 +144,12 @@ def _import_torch():
             torch.backends.cuda.matmul.allow_tf32 = False
     except Exception:
         pass
+    # fp16/bf16 accumulate in fp32 throughout (split-K partial sums too), as rocBLAS does on gfx906
+    for switch in ("allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
+        try:
+            setattr(torch.backends.cuda.matmul, switch, False)
+        except Exception:
+            pass
     return torch
 
 
@@ -215,36 +222,6 @@ def worker_enumerate(args) -> int:
     return 0
 
 
-def _dtype(torch, name):
-    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[name]
-
-
-def _cases(args):
-    """(case name, batch or None, M, N, K, transpose_a, transpose_b, bias)"""
-    cases = [("nn", None, 384, 320, 512, False, False, False),
-             ("nt", None, 256, 384, 320, False, True, False),
-             ("tn", None, 320, 256, 384, True, False, False),
-             ("odd", None, 257, 131, 509, False, False, False),
-             ("batched", 6, 128, 96, 160, False, False, False),
-             ("linear", None, 200, 384, 256, False, True, True)]
-    return cases
-
-
-def _check(torch, got, ref, bound, tol):
-    """(ok, normalised error, message)"""
-    got = got.double().cpu()
-    if not bool(torch.isfinite(got).all()):
-        bad = int((~torch.isfinite(got)).sum())
-        return False, float("inf"), "%d non-finite values (NaN/Inf) in the result" % bad
-    err = ((got - ref).abs() / (bound + 1e-30)).max().item()
-    if err > tol:
-        idx = int(((got - ref).abs() / (bound + 1e-30)).argmax())
-        flat_got, flat_ref = got.reshape(-1)[idx].item(), ref.reshape(-1)[idx].item()
-        return False, err, ("wrong result: error %.3g of the accumulation bound > tolerance %.0e "
-                            "(element %d: got %.6g, expected %.6g)" % (err, tol, idx, flat_got, flat_ref))
-    return True, err, None
-
-
 def worker_gemm(args) -> int:
     emit({"type": "progress", "what": "import torch"})
     torch = _import_torch()
@@ -252,107 +229,10 @@ def worker_gemm(args) -> int:
     dev = _dev(torch, args, i)
     if dev.type == "cuda":
         torch.cuda.set_device(dev)
+    else:  # small CPU products: one thread is faster than two fighting a busy CI machine
+        torch.set_num_threads(1)
     fault_point("gemm")
-    flts = faults()
-    gen = torch.Generator().manual_seed(1234 + i)
-    injected = False
-    failed = 0
-    for dname in DTYPES:
-        dt = _dtype(torch, dname)
-        tol = TOLERANCE[dname]
-        for (case, batch, m, n, k, ta, tb, bias) in _cases(args):
-            emit({"type": "progress", "what": "gemm %s %s on device %d" % (dname, case, i)})
-            shp_a = (k, m) if ta else (m, k)
-            shp_b = (n, k) if tb else (k, n)
-            if batch:
-                shp_a, shp_b = (batch,) + shp_a, (batch,) + shp_b
-            a = (torch.rand(shp_a, generator=gen) * 2 - 1).to(dt)
-            b = (torch.rand(shp_b, generator=gen) * 2 - 1).to(dt)
-            c = (torch.rand((n,), generator=gen) * 2 - 1).to(dt) if bias else None
-            a64, b64 = a.double(), b.double()
-            opa = a64.transpose(-1, -2) if ta else a64
-            opb = b64.transpose(-1, -2) if tb else b64
-            ref = torch.matmul(opa, opb)
-            bound = torch.matmul(opa.abs(), opb.abs())
-            if bias:
-                ref = ref + c.double()
-                bound = bound + c.double().abs()
-            t0 = time.perf_counter()
-            try:
-                ad, bd = a.to(dev), b.to(dev)
-                if bias:
-                    got = torch.nn.functional.linear(ad, bd, c.to(dev))  # x @ W^T + b
-                else:
-                    x = ad.transpose(-1, -2) if ta else ad
-                    y = bd.transpose(-1, -2) if tb else bd
-                    got = torch.bmm(x, y) if batch else torch.mm(x, y)
-                _sync(torch, dev)
-            except Exception as exc:
-                failed += 1
-                emit({"type": "gemm", "device": i, "dtype": dname, "case": case, "ok": False,
-                      "shape": [batch, m, n, k] if batch else [m, n, k],
-                      "message": "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[0] if str(exc).strip() else "")})
-                continue
-            secs = time.perf_counter() - t0
-            got = got.cpu()
-            if not injected and ("gemm" in flts or ("gemm:" + dname) in flts):
-                got = got.clone()
-                got.reshape(-1)[: 64] = 0  # a tile of zeros: what a broken kernel looks like
-                injected = True
-            ok, err, msg = _check(torch, got, ref, bound, tol)
-            failed += 0 if ok else 1
-            rec = {"type": "gemm", "device": i, "dtype": dname, "case": case, "ok": ok,
-                   "shape": [batch, m, n, k] if batch else [m, n, k], "transposed":
-                   ("A" if ta else "") + ("B" if tb else ""), "max_err": err, "tol": tol,
-                   "seconds": round(secs, 6)}
-            if msg:
-                rec["message"] = msg
-            emit(rec)
-    # throughput: one large square GEMM per dtype, timed, checked on sampled rows
-    size = args.perf_size or (256 if args.cpu_test_mode else 8192)
-    for dname in DTYPES:
-        dt = _dtype(torch, dname)
-        emit({"type": "progress", "what": "timed gemm %s n=%d on device %d" % (dname, size, i)})
-        try:
-            a = (torch.rand((size, size), generator=gen) * 2 - 1).to(dt)
-            b = (torch.rand((size, size), generator=gen) * 2 - 1).to(dt)
-            ad, bd = a.to(dev), b.to(dev)
-            out = torch.mm(ad, bd)
-            out = torch.mm(ad, bd)  # warm-up (kernel selection, code object load)
-            _sync(torch, dev)
-            iters, t0 = 0, time.perf_counter()
-            while True:
-                out = torch.mm(ad, bd)
-                iters += 1
-                if iters % 4 == 0 or dev.type == "cpu":
-                    _sync(torch, dev)
-                    el = time.perf_counter() - t0
-                    # at least two timed runs: one alone on a busy machine is a sample, not a rate
-                    if (el >= args.perf_seconds and iters >= 2) or iters >= 2000:
-                        break
-            _sync(torch, dev)
-            el = time.perf_counter() - t0
-        except Exception as exc:
-            failed += 1
-            emit({"type": "perf", "device": i, "dtype": dname, "n": size, "ok": False,
-                  "message": "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[0] if str(exc).strip() else "")})
-            continue
-        tflops = 2.0 * size ** 3 * iters / el / 1e12
-        rows = torch.randperm(size, generator=gen)[:16]
-        a64, b64 = a.double()[rows], b.double()
-        ref, bound = a64 @ b64, a64.abs() @ b64.abs()
-        got = out.cpu()[rows]
-        if "perf" in flts and i == 0:
-            got = got.clone()
-            got[0, :64] = 0
-        ok, err, msg = _check(torch, got, ref, bound, TOLERANCE[dname])
-        failed += 0 if ok else 1
-        rec = {"type": "perf", "device": i, "dtype": dname, "n": size, "iterations": iters,
-               "seconds": round(el, 4), "tflops": round(tflops, 4), "ok": ok, "max_err": err,
-               "tol": TOLERANCE[dname], "checked_rows": len(rows)}
-        if msg:
-            rec["message"] = msg
-        emit(rec)
+    probe_gemm.run_device(torch, dev, i, args, emit, faults())
     return 0
 
 
@@ -538,6 +418,7 @@ class Orchestrator:
         self.warnings = []
         self.env = dict(os.environ)
         self.t0 = time.monotonic()
+        self.check_seconds = 0.0
 
     # output --------------------------------------------------------------------------------
     def out(self, rec):
@@ -668,20 +549,24 @@ class Orchestrator:
         i = dev["index"]
         gemms = [r for r in recs if r.get("type") == "gemm"]
         perfs = [r for r in recs if r.get("type") == "perf"]
+        cost = next((r for r in recs if r.get("type") == "gemm_cost"), {})
         bad = [r for r in gemms + perfs if not r.get("ok")]
         for r in bad:
             self.failures.append(r)
-        if len(gemms) != len(DTYPES) * len(_cases(self.args)) or len(perfs) != len(DTYPES):
+        want = (len(probe_gemm.cases(self.args.cpu_test_mode)) + 1) * len(DTYPES)
+        if len(gemms) + len(perfs) != want or len(perfs) != len(DTYPES):
             self.fail("gemm", "device %d: the GEMM worker reported %d of %d checks" % (
-                i, len(gemms) + len(perfs), (len(_cases(self.args)) + 1) * len(DTYPES)), device=i)
+                i, len(gemms) + len(perfs), want), device=i)
         tflops = {r["dtype"]: r.get("tflops") for r in perfs if r.get("tflops") is not None}
         peak = dev.get("peak_tflops") or {}
         ratio = {k: round(v / peak[k], 3) for k, v in tflops.items() if peak.get(k)}
         slow = bool(ratio) and max(ratio.get("fp32", 0), ratio.get("fp16", 0)) < SLOW_RATIO
+        self.check_seconds += cost.get("check_seconds") or 0.0
         return {"type": "device_summary", "device": i, "name": dev.get("name"), "arch": dev.get("arch"),
                 "model": dev.get("model"), "ok": not bad, "checks": len(gemms) + len(perfs),
                 "failed_checks": len(bad), "tflops": tflops, "peak_tflops": peak or None,
-                "ratio": ratio or None, "slow": slow}
+                "ratio": ratio or None, "slow": slow, "shapes": _shapes(gemms + perfs),
+                "gemm_seconds": cost.get("seconds"), "check_seconds": cost.get("check_seconds")}
 
     def allreduce(self, n):
         a = self.args
@@ -735,6 +620,8 @@ class Orchestrator:
 
     def finish(self, nothing=None, reason=None) -> int:
         secs = round(time.monotonic() - self.t0, 2)
+        cost = {"check_seconds": round(self.check_seconds, 3),
+                "check_share": round(self.check_seconds / secs, 4) if secs > 0 else None}
         if nothing:
             rec = {"type": "result", "status": nothing, "exit": EXIT_NOTHING, "reason": reason,
                    "failures": 0, "warnings": self.warnings, "seconds": secs}
@@ -746,8 +633,20 @@ class Orchestrator:
         else:
             rec = {"type": "result", "status": "passed", "exit": EXIT_PASSED, "failures": 0,
                    "warnings": self.warnings, "seconds": secs}
+        rec.update(cost)
         self.out(rec)
         return rec["exit"]
+
+
+def _shapes(recs) -> list:
+    """One row per shape: its class, size and TFLOPS in each dtype (the JSON's and table's view)."""
+    rows: dict = {}
+    for r in recs:
+        row = rows.setdefault(r.get("case"), {"case": r.get("case"), "class": r.get("class"),
+                                              "op": r.get("op"), "shape": r.get("shape"),
+                                              "transposed": r.get("transposed"), "tflops": {}})
+        row["tflops"][r.get("dtype")] = r.get("tflops")
+    return list(rows.values())
 
 
 def parse_args(argv=None):

@@ -92,7 +92,8 @@ def run_torch_probe(python: str, *, timeout: float = 180.0, cpu_test_mode: bool 
     res: dict = {"status": PartStatus.UNAVAILABLE, "reason": None, "python": python, "torch": None,
                  "platform": None, "hip": None, "cuda": None, "mode": "cpu-test" if cpu_test_mode else "gpu",
                  "devices": [], "hints": [], "peer": [], "allreduce": None, "skipped": [],
-                 "failures": [], "warnings": [], "probe_exit": None, "seconds": None, "records": []}
+                 "failures": [], "warnings": [], "probe_exit": None, "seconds": None, "check_seconds": None,
+                 "check_share": None, "records": []}
     if not (os.path.isfile(python) and os.access(python, os.X_OK)) and not shutil.which(python):
         res["reason"] = f"{python} is not an executable interpreter"
         return res
@@ -183,7 +184,8 @@ def _take_record(line: bytes, records: list[dict], on_record: Callable[[dict], N
 
 _DEVICE_KEYS = ("index", "name", "arch", "compute_capability", "model", "memory_bytes",
                 "compute_units", "pci_bus_id", "peak_tflops", "peak_source")
-_GEMM_KEYS = ("ok", "checks", "failed_checks", "tflops", "ratio", "slow")
+_GEMM_KEYS = ("ok", "checks", "failed_checks", "tflops", "ratio", "slow", "shapes", "gemm_seconds",
+              "check_seconds")
 
 
 def _summarise(res: dict, stderr: str, stuck: bool, quiet_limit: float) -> None:
@@ -204,6 +206,7 @@ def _summarise(res: dict, stderr: str, stuck: bool, quiet_limit: float) -> None:
     result = next((r for r in reversed(recs) if r.get("type") == "result"), None)
     if result:
         res["warnings"] += list(result.get("warnings") or [])
+        res["check_seconds"], res["check_share"] = result.get("check_seconds"), result.get("check_share")
     _set_status(res, result, stderr, stuck, quiet_limit)
 
 
@@ -227,7 +230,8 @@ def _collect(res: dict, recs: list[dict]) -> None:
             res["skipped"].append({"step": r.get("step"), "reason": r.get("reason")})
         elif t in ("gemm", "perf") and not r.get("ok"):
             res["failures"].append({"step": t, "device": r.get("device"), "dtype": r.get("dtype"),
-                                    "case": r.get("case"), "message": r.get("message")})
+                                    "case": r.get("case"), "shape": r.get("shape"),
+                                    "message": r.get("message")})
         elif t == "failure":
             res["failures"].append(rest)
 
