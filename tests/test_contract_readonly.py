@@ -133,7 +133,14 @@ def test_detect_as_an_ordinary_user_still_works_while_a_transaction_is_open(sour
         assert p.returncode == 0 and len(doc["gpus"]) == 2, p.stdout[-1000:]
         assert any("cannot read rocmrevive's journals" in w for w in doc["warnings"]), doc["warnings"]
         assert tree_hash(root) == before
-        os.chmod(root / "var/lib/rocmrevive/tx", 0o755)   # readable: detect names the transaction
+        os.chmod(root / "var/lib/rocmrevive/tx", 0o755)   # the folder readable, the 0600 journal not: said so
+        (journal,) = (root / "var/lib/rocmrevive/tx").glob("*.jsonl")
+        p = _detect_as_nobody(root, site)
+        doc = doc_of(p)
+        assert p.returncode == 0 and not doc.get("pending") and len(doc["gpus"]) == 2, p.stdout[-1000:]
+        assert any(f"cannot read the journal /{journal.relative_to(root)} as user nobody" in w
+                   for w in doc["warnings"]), doc["warnings"]
+        os.chmod(journal, 0o644)                           # readable: detect names the transaction
         before = tree_hash(root)
         p = _detect_as_nobody(root, site)
         doc = doc_of(p)

@@ -1,0 +1,57 @@
+"""A new user's day (issue 29), driven from the outside: read-only commands run as a user after a
+root install, the recipe's script, a download into a full cache, no network, `--from` of another
+file, and the two-copy install report.
+
+The machine is the demo's (demo/machines/dual-mi50, copied), with demo/minirocblas.py's real
+rocBLAS 4.4 tree lacking gfx906 and a real .deb carrying it."""
+from __future__ import annotations
+
+import json
+import pwd
+import subprocess
+import sys
+from pathlib import Path
+
+
+from tests.security_support import AS_NOBODY, folder_for_nobody
+from tests.test_contract_readonly import _site_for_nobody, demo_machine, doc_of, env, rr, src_args
+from tests.test_contract_readonly import source  # noqa: F401  (the module fixture)
+from tests.test_install import tree_hash
+
+READ_ONLY = [("status",), ("verify",), ("detect",), ("doctor",), ("audit",)]
+
+
+def rr_as_nobody(root: Path, site: Path, *args) -> subprocess.CompletedProcess:
+    """`rocmrevive --root ROOT ARGS` as nobody, importing rocmrevive from ``site``."""
+    return subprocess.run(AS_NOBODY + [sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), *args],
+                          capture_output=True, text=True, env=env(PYTHONPATH=str(site)), cwd="/")
+
+
+# ---- 1: read-only commands as a user after a root install ----------------------------------
+
+def test_read_only_commands_as_a_user_after_a_root_install_say_the_journal_is_unreadable(source):  # noqa: F811
+    with folder_for_nobody("rocmrevive-newuser-") as where:
+        site = _site_for_nobody(where / "site")
+        root = demo_machine(where / "m")
+        r = rr(root, "--json", "install", "--yes", *src_args(source, where / "cache"))
+        assert r.returncode == 0, r.stdout[-800:] + r.stderr[-800:]
+        (journal,) = (root / "var/lib/rocmrevive/tx").glob("*.jsonl")
+        assert journal.stat().st_mode & 0o777 == 0o600   # root's own, as an install leaves it
+        before = tree_hash(root)
+        user = pwd.getpwnam("nobody").pw_name
+        for args in READ_ONLY:
+            p = rr_as_nobody(root, site, "--json", *args)
+            doc = doc_of(p)
+            text = json.dumps(doc)
+            assert "move the journal" not in text and "damaged" not in text, (args, text[-1500:])
+            assert p.returncode != 9 and doc.get("pending", []) == [], (args, p.returncode, text[-1500:])
+            assert f"cannot read the journal /{journal.relative_to(root)}" in text, (args, text[-1500:])
+            assert f"as user {user}" in text and "sudo" in text, (args, text[-1500:])
+            if args == ("status",):   # the transaction state is what status reports: it cannot
+                assert p.returncode == 4 and doc["error"]["code"] == "PERMISSION", text[-1500:]
+            else:                     # the rest report the machine, with the journal's line as a warning
+                assert p.returncode in (0, 11), (args, p.returncode, text[-1500:])
+            h = rr_as_nobody(root, site, *args)   # the same words in human output, no traceback
+            assert "Traceback" not in h.stderr and "move the journal" not in h.stderr, (args, h.stderr)
+            assert f"as user {user}" in h.stderr, (args, h.stderr[-1500:])
+        assert tree_hash(root) == before
