@@ -13,10 +13,15 @@ import sys
 from pathlib import Path
 
 
+from tests.conftest import REPO
 from tests.security_support import AS_NOBODY, folder_for_nobody
 from tests.test_contract_readonly import _site_for_nobody, demo_machine, doc_of, env, rr, src_args
 from tests.test_contract_readonly import source  # noqa: F401  (the module fixture)
 from tests.test_install import tree_hash
+
+sys.path.insert(0, str(REPO / "demo"))
+
+LIB = "opt/rocm-6.4.3/lib/rocblas/library"
 
 READ_ONLY = [("status",), ("verify",), ("detect",), ("doctor",), ("audit",)]
 
@@ -55,3 +60,21 @@ def test_read_only_commands_as_a_user_after_a_root_install_say_the_journal_is_un
             assert "Traceback" not in h.stderr and "move the journal" not in h.stderr, (args, h.stderr)
             assert f"as user {user}" in h.stderr, (args, h.stderr[-1500:])
         assert tree_hash(root) == before
+
+
+# ---- 2: the recipe's script finishes; a tree a manifest serves needs no build --------------
+
+def test_recipe_on_a_tree_a_shipped_manifest_serves_says_no_build_is_needed(tmp_path):
+    root = demo_machine(tmp_path / "m")
+    before = tree_hash(root)
+    r = rr(root, "--json", "recipe")
+    doc = doc_of(r)
+    assert r.returncode == 3 and doc["error"]["code"] == "NOTHING_SUPPORTED", r.stdout[-800:]
+    msg = doc["error"]["message"]
+    assert msg.startswith("no build is needed") and f"sudo rocmrevive install --tree /{LIB}" in msg, msg
+    assert "--build" in msg and "script" not in doc
+    h = rr(root, "recipe")   # human: the one line, no script on stdout to pipe into bash
+    assert h.returncode == 3 and h.stdout == "" and "no build is needed" in h.stderr, (h.stdout[:300], h.stderr)
+    doc = doc_of(rr(root, "--json", "recipe", "--build"))
+    assert doc["kind"] == "source-build" and doc["script"].startswith("#!/usr/bin/env bash")
+    assert tree_hash(root) == before
