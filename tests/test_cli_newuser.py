@@ -8,18 +8,15 @@ from __future__ import annotations
 
 import json
 import pwd
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
-
-from tests.conftest import REPO
 from tests.security_support import AS_NOBODY, folder_for_nobody
 from tests.test_contract_readonly import _site_for_nobody, demo_machine, doc_of, env, rr, src_args
 from tests.test_contract_readonly import source  # noqa: F401  (the module fixture)
 from tests.test_install import tree_hash
-
-sys.path.insert(0, str(REPO / "demo"))
 
 LIB = "opt/rocm-6.4.3/lib/rocblas/library"
 
@@ -78,3 +75,51 @@ def test_recipe_on_a_tree_a_shipped_manifest_serves_says_no_build_is_needed(tmp_
     doc = doc_of(rr(root, "--json", "recipe", "--build"))
     assert doc["kind"] == "source-build" and doc["script"].startswith("#!/usr/bin/env bash")
     assert tree_hash(root) == before
+
+
+# ---- 6: no network: a refused mirror is tried once per run ----------------------------------
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on (bound, read, released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def connects_to(port: int, argv: list[str], strace_log: Path, **kw) -> tuple[subprocess.CompletedProcess, int]:
+    """Run ``argv`` under strace and count its connect() calls to 127.0.0.1:``port``."""
+    p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=connect", "-o", str(strace_log), *argv],
+                       capture_output=True, text=True, env=env(), **kw)
+    return p, strace_log.read_text().count(f"sin_port=htons({port})")
+
+
+def leftovers(cache: Path) -> list[str]:
+    return sorted(str(p.relative_to(cache)) for p in cache.rglob("*") if p.suffix in (".part", ".lock"))
+
+
+def test_fetch_with_a_refused_mirror_tries_it_once_for_all_six_manifests(tmp_path):
+    port, cache = closed_port(), tmp_path / "cache"
+    p, n = connects_to(port, [sys.executable, "-m", "rocmrevive.cli.main", "--json", "fetch", "--mirror",
+                              f"http://127.0.0.1:{port}/debian", "--cache", str(cache)], tmp_path / "strace")
+    doc = doc_of(p)
+    assert p.returncode == 5 and doc["error"]["code"] == "NETWORK", p.stdout[-1500:]
+    assert n == 1, f"{n} connection attempts to the refused mirror"
+    failed = [s["error"]["message"] for m in doc["manifests"] for s in m["sources"] if s["status"] == "failed"]
+    assert len(failed) == 6, failed
+    assert "connection refused (not retried" in failed[0], failed[0]
+    assert all(f"not tried: http://127.0.0.1:{port} gave connection refused earlier in this run" in f
+               for f in failed[1:]), failed
+    assert leftovers(cache) == []
+
+
+def test_install_with_a_refused_mirror_tries_it_once_and_leaves_nothing(tmp_path):
+    root, port, cache = demo_machine(tmp_path / "m"), closed_port(), tmp_path / "cache"
+    before = tree_hash(root)
+    p, n = connects_to(port, [sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), "--json", "install",
+                              "--yes", "--mirror", f"http://127.0.0.1:{port}/debian", "--cache", str(cache)],
+                       tmp_path / "strace")
+    doc = doc_of(p)
+    assert p.returncode == 5 and doc["error"]["code"] == "NETWORK", p.stdout[-1500:]
+    assert "connection refused" in doc["error"]["message"]
+    assert n == 1, f"{n} connection attempts to the refused mirror"
+    assert leftovers(cache) == [] and tree_hash(root) == before

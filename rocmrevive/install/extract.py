@@ -34,6 +34,19 @@ class Member(NamedTuple):
     size: int
 
 
+_DOWNLOADER: list = []
+
+
+def run_downloader():
+    """The one Downloader of this process (a CLI run): a mirror that refused the rocBLAS download
+    is not tried again for each host library."""
+    from rocmrevive.sources.http import Downloader
+
+    if not _DOWNLOADER:
+        _DOWNLOADER.append(Downloader())
+    return _DOWNLOADER[0]
+
+
 def fetch_first(root, sources, cache_dir: Path, *, mirror, from_path, log: Log, progress):
     """(source, FetchResult) of the first source that can be fetched; a network failure moves on
     to the next source, any other error stops."""
@@ -42,7 +55,7 @@ def fetch_first(root, sources, cache_dir: Path, *, mirror, from_path, log: Log, 
     def attempt(src):
         log(f"fetching {src.describe()}")
         return src, fetch_source(src, cache_dir, mirror=mirror, local=from_path, root=root,
-                                 progress=feed(progress, "downloading", "bytes"))
+                                 progress=feed(progress, "downloading", "bytes"), downloader=run_downloader())
 
     return first_reachable(sources, attempt)
 

@@ -5,7 +5,9 @@ Transient (retried, with exponential backoff and jitter; ``Retry-After`` honoure
 errors, timeouts, a connection cut mid-body, HTTP 408/425/429/500/502/503/504. Everything else
 (404, 403, ...) fails at once. A retry after a cut resumes with ``Range: bytes=N-`` from the
 partial file; a server that ignores Range (200) starts over. Give-up after ``retries``
-consecutive attempts that brought no new bytes.
+consecutive attempts that brought no new bytes. A host that refuses the connection or whose name
+does not resolve is not retried: it is remembered as unreachable for the rest of the run (one
+``Downloader``), so six manifests on one dead mirror fail after one attempt, not thirty.
 
     dl = Downloader(timeout=(10, 60))
     sha = dl.download("https://mirror/pool/x.deb", Path("cache/partial/x.part"),
@@ -17,6 +19,7 @@ import hashlib
 import os
 import queue
 import random
+import stat
 import threading
 import time
 import urllib.parse
@@ -29,6 +32,7 @@ from rocmrevive.hashing import hash_fd
 
 TRANSIENT_STATUS = {408, 425, 429, 500, 502, 503, 504}
 CHUNK = 1 << 20
+UNREACHABLE = ("connection refused", "host name not found")  # nothing listens there: retrying cannot help
 USER_AGENT = "rocmrevive (+https://github.com/rocmrevive)"
 
 Progress = Callable[[int, "int | None"], None]
@@ -75,6 +79,7 @@ class Downloader:
         self._session = session
         self.sleep = sleep
         self.log: list[str] = []  # one line per failed attempt, for reports
+        self.unreachable: dict[str, str] = {}  # scheme://host:port -> why, for the rest of this run
 
     @property
     def session(self):
@@ -89,6 +94,21 @@ class Downloader:
             delay = min(self.backoff_max, self.backoff * (2 ** attempt)) * (0.5 + random.random() / 2)
         if delay > 0:
             self.sleep(delay)
+
+    def _refuse_unreachable(self, url: str) -> None:
+        """RevError("NETWORK") at once for a host found unreachable earlier in this run."""
+        why = self.unreachable.get(_host(url))
+        if why is not None:
+            raise RevError("NETWORK", f"{url}: not tried: {_host(url)} gave {why} earlier in this run; check the "
+                                      f"network and the mirror (--mirror), or --from a copy")
+
+    def _give_up_unreachable(self, url: str, reason: str) -> None:
+        """Remember a host that refused or does not resolve, and fail this request at once."""
+        if reason not in UNREACHABLE:
+            return
+        self.unreachable[_host(url)] = reason
+        raise RevError("NETWORK", f"{url}: {reason} (not retried: nothing answers there); check the network "
+                                  f"and the mirror (--mirror), or --from a copy")
 
     # small files (indexes, keys) -------------------------------------------------------
     def get_bytes(self, url: str, *, max_size: int, size: int | None = None, sha256: str | None = None) -> bytes:
@@ -108,6 +128,7 @@ class Downloader:
 
         failures = 0
         last = ""
+        self._refuse_unreachable(url)
         while True:
             try:
                 with self.session.get(url, stream=True, timeout=self.timeout) as r:
@@ -124,6 +145,7 @@ class Downloader:
                     requests.exceptions.ChunkedEncodingError) as exc:
                 last = _describe(exc)
                 self.log.append(f"{url}: {last}")
+                self._give_up_unreachable(url, last)
                 if failures >= self.retries:
                     raise RevError("NETWORK", f"{url}: {last} after {failures + 1} attempts; retry later or "
                                               f"use another mirror") from None
@@ -138,11 +160,17 @@ class Downloader:
         on network trouble it is kept so a later call resumes. ``part`` is written only through a
         descriptor of its folder (rocmrevive.fs: no link followed, never a FIFO)."""
         part = Path(part)
+        if not url.startswith("file://"):
+            self._refuse_unreachable(url)
         with Dir.open(part.parent, create=True, what="download folder") as d:
-            if url.startswith("file://"):
-                return _copy_file_url(url, d, part.name, size=size, sha256=sha256, progress=progress)
-            return self._download(url, d, part.name, size=size, sha256=sha256, progress=progress,
-                                  deadline=deadline)
+            try:
+                if url.startswith("file://"):
+                    return _copy_file_url(url, d, part.name, size=size, sha256=sha256, progress=progress)
+                return self._download(url, d, part.name, size=size, sha256=sha256, progress=progress,
+                                      deadline=deadline)
+            except BaseException:
+                _drop_if_empty(d, part.name)  # nothing to resume from: leave no empty file behind
+                raise
 
     def _download(self, url: str, d: Dir, name: str, *, size: int, sha256: str, progress, deadline) -> str:
         failures = 0
@@ -166,6 +194,7 @@ class Downloader:
                     now = os.fstat(fd).st_size
                     reason = _describe(exc)
                     self.log.append(f"{url}: {reason} at byte {now}")
+                    self._give_up_unreachable(url, reason)
                     if now > start:
                         failures = 0  # progress was made: keep going
                     if failures >= self.retries:
@@ -236,6 +265,18 @@ class Downloader:
             if have < size:
                 raise _Transient(f"connection closed at byte {have} of {size}")
             return have, h
+
+
+def _host(url: str) -> str:
+    """``scheme://host:port`` of a URL: what a refused connection says is unreachable."""
+    u = urllib.parse.urlsplit(url)
+    return f"{u.scheme}://{u.netloc}"
+
+
+def _drop_if_empty(d: Dir, name: str) -> None:
+    st = d.lstat(name)
+    if st is not None and stat.S_ISREG(st.st_mode) and st.st_size == 0:
+        d.unlink(name, missing_ok=True)
 
 
 class _TooBig(Exception):
