@@ -6,11 +6,16 @@ The machine is the demo's (demo/machines/dual-mi50, copied), with demo/minirocbl
 rocBLAS 4.4 tree lacking gfx906 and a real .deb carrying it."""
 from __future__ import annotations
 
+import contextlib
+import errno
+import http.server
 import json
 import pwd
 import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 from tests.security_support import AS_NOBODY, folder_for_nobody
@@ -123,3 +128,85 @@ def test_install_with_a_refused_mirror_tries_it_once_and_leaves_nothing(tmp_path
     assert "connection refused" in doc["error"]["message"]
     assert n == 1, f"{n} connection attempts to the refused mirror"
     assert leftovers(cache) == [] and tree_hash(root) == before
+
+
+# ---- 5: a download into a full cache ---------------------------------------------------------
+
+@contextlib.contextmanager
+def small_disk(where: Path, size: int):
+    """A tmpfs of ``size`` bytes mounted at ``where`` (this test runs as root), unmounted after."""
+    where.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], check=True)
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+@contextlib.contextmanager
+def mirror_serving(deb: Path, *, halfway=None):
+    """A Debian mirror on 127.0.0.1 serving ``deb`` at its pool path; ``halfway()`` runs after half
+    of the body was sent (to fill the disk under a download in progress)."""
+    data = deb.read_bytes()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the stdlib's name
+            if not self.path.endswith(f"/pool/main/r/rocblas/{deb.name}"):
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[:len(data) // 2])
+            self.wfile.flush()
+            if halfway is not None:
+                time.sleep(0.5)   # the client has written what arrived; the disk fills next
+                halfway()
+            self.wfile.write(data[len(data) // 2:])
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/debian"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def fill(disk: Path) -> None:
+    with open(disk / "filler", "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+
+
+def test_a_download_that_does_not_fit_is_refused_before_it_starts_with_folder_and_sizes(source, tmp_path):  # noqa: F811
+    deb, mf = source
+    with small_disk(tmp_path / "disk", 8 << 10) as disk, mirror_serving(deb) as url:
+        assert deb.stat().st_size > 8 << 10
+        r = rr(Path("/"), "--json", "fetch", "--manifests", str(mf), "--mirror", url, "--cache", str(disk / "c"))
+        doc = doc_of(r)
+        assert r.returncode == 4 and doc["error"]["code"] == "PERMISSION", r.stdout[-1500:]
+        msg = doc["error"]["message"]
+        assert f"not enough space in {disk}/c/partial for {deb.name}: it needs " in msg and " free" in msg, msg
+        assert "--cache" in msg, msg
+        assert leftovers(disk / "c") == []
+
+
+def test_a_disk_that_fills_during_the_download_says_where_and_leaves_no_part(source, tmp_path):  # noqa: F811
+    deb, mf = source
+    with small_disk(tmp_path / "disk", deb.stat().st_size + (64 << 10)) as disk, \
+            mirror_serving(deb, halfway=lambda: fill(disk)) as url:
+        r = rr(Path("/"), "--json", "fetch", "--manifests", str(mf), "--mirror", url, "--cache", str(disk / "c"))
+        doc = doc_of(r)
+        assert r.returncode == 4 and doc["error"]["code"] == "PERMISSION", r.stdout[-1500:]
+        msg = doc["error"]["message"]
+        assert f"the disk of {disk}/c/partial filled up while downloading {deb.name}" in msg, msg
+        assert "partial file was removed" in msg and "--cache" in msg, msg
+        assert leftovers(disk / "c") == []

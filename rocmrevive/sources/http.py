@@ -15,6 +15,7 @@ does not resolve is not retried: it is remembered as unreachable for the rest of
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import queue
@@ -29,6 +30,7 @@ from typing import Callable
 from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir, open_regular, write_all
 from rocmrevive.hashing import hash_fd
+from rocmrevive.txn.result import mb
 
 TRANSIENT_STATUS = {408, 425, 429, 500, 502, 503, 504}
 CHUNK = 1 << 20
@@ -163,11 +165,19 @@ class Downloader:
         if not url.startswith("file://"):
             self._refuse_unreachable(url)
         with Dir.open(part.parent, create=True, what="download folder") as d:
+            _refuse_short_of_space(d, part, url, size)
             try:
                 if url.startswith("file://"):
                     return _copy_file_url(url, d, part.name, size=size, sha256=sha256, progress=progress)
                 return self._download(url, d, part.name, size=size, sha256=sha256, progress=progress,
                                       deadline=deadline)
+            except _DiskFull:
+                d.unlink(part.name, missing_ok=True)  # a full disk kept full helps nobody: start over next time
+                free = _free_bytes(d)
+                raise RevError("PERMISSION", f"the disk of {part.parent} filled up while downloading "
+                                             f"{_basename(url)} ({mb(size)}, {mb(free)} free now); the partial "
+                                             f"file was removed; free some space or pass --cache DIR on a "
+                                             f"larger disk") from None
             except BaseException:
                 _drop_if_empty(d, part.name)  # nothing to resume from: leave no empty file behind
                 raise
@@ -271,6 +281,32 @@ def _host(url: str) -> str:
     """``scheme://host:port`` of a URL: what a refused connection says is unreachable."""
     u = urllib.parse.urlsplit(url)
     return f"{u.scheme}://{u.netloc}"
+
+
+class _DiskFull(Exception):
+    """ENOSPC while writing a download (``Downloader.download`` says where and how much)."""
+
+
+def _basename(url: str) -> str:
+    return urllib.parse.unquote(urllib.parse.urlsplit(url).path).rsplit("/", 1)[-1] or url
+
+
+def _free_bytes(d: Dir) -> int:
+    v = os.fstatvfs(d.fd)
+    return v.f_bavail * v.f_frsize
+
+
+def _refuse_short_of_space(d: Dir, part: Path, url: str, size: int) -> None:
+    """RevError("PERMISSION") before a byte is fetched when the pinned size does not fit: one
+    line with the folder, what is needed and what is free."""
+    st = d.lstat(part.name)
+    have = st.st_size if st is not None and stat.S_ISREG(st.st_mode) and st.st_size <= size else 0
+    need, free = size - have, _free_bytes(d)
+    if need > free:
+        raise RevError("PERMISSION", f"not enough space in {part.parent} for {_basename(url)}: it needs "
+                                     f"{mb(need, free)}, {mb(free, need)} free; free some space or pass --cache DIR "
+                                     f"on a larger disk; nothing was downloaded",
+                       details={"folder": str(part.parent), "needed": need, "free": free})
 
 
 def _drop_if_empty(d: Dir, name: str) -> None:
@@ -398,6 +434,8 @@ class _Sink:
 
 
 def _write_error(exc: BaseException) -> BaseException:
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return _DiskFull()
     if isinstance(exc, OSError):
         return RevError("PERMISSION", f"cannot write the download: {exc.strerror or exc}")
     return exc
