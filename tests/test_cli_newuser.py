@@ -210,3 +210,28 @@ def test_a_disk_that_fills_during_the_download_says_where_and_leaves_no_part(sou
         assert f"the disk of {disk}/c/partial filled up while downloading {deb.name}" in msg, msg
         assert "partial file was removed" in msg and "--cache" in msg, msg
         assert leftovers(disk / "c") == []
+
+
+# ---- 7: --from a file that is not the pinned package ----------------------------------------
+
+def test_from_a_file_no_manifest_pins_is_refused_even_with_the_pinned_package_cached(source, tmp_path):  # noqa: F811
+    root = demo_machine(tmp_path / "m")
+    deb, mf = source
+    cache = tmp_path / "cache"
+    assert rr(root, "--json", "fetch", "--manifests", str(mf), "--from", str(deb), "--cache", str(cache)).returncode == 0
+    wrong = tmp_path / "librocblas4_6.4.4-5_amd64.deb"            # another build: not what the manifest pins
+    wrong.write_bytes(deb.read_bytes() + b"\0" * 512)
+    before = tree_hash(root)
+    for args in (["install", "--yes"], ["install", "--check"]):
+        r = rr(root, "--json", *args, "--manifests", str(mf), "--from", str(wrong), "--cache", str(cache),
+               "--no-libraries")
+        doc = doc_of(r)
+        assert r.returncode == 6 and doc["changed"] is False, (args, r.returncode, r.stdout[-1500:])
+        msg = doc["error"]["message"]
+        assert f"--from {wrong} is not librocblas4 6.4.4-4" in msg and "nor any other package the manifests pin" in msg
+        assert "nothing was changed" in msg, msg
+        assert tree_hash(root) == before
+    r = rr(root, "--json", "fetch", "--manifests", str(mf), "--from", str(wrong), "--cache", str(cache))
+    assert r.returncode == 6 and "nor any other package the manifests pin" in r.stdout, r.stdout[-1500:]
+    h = rr(root, "install", "--yes", "--manifests", str(mf), "--from", str(wrong), "--cache", str(cache), "--no-libraries")
+    assert h.returncode == 6 and "nor any other package the manifests pin" in h.stderr and tree_hash(root) == before

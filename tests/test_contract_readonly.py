@@ -277,14 +277,17 @@ def test_from_another_package_leaves_the_copy_to_its_normal_source(tmp_path, sou
     cache = tmp_path / "cache"
     other = tmp_path / "librocsparse1_6.4.3-3_amd64.deb"           # not the rocBLAS package
     other.write_bytes(b"!<arch>\n" + os.urandom(2048))
+    mf2 = tmp_path / "manifests2"                                   # a run whose manifests pin it too
+    shutil.copytree(mf, mf2)
+    (write_manifest(tmp_path / "m3", other, manifest_id="zz-other-test") / "m.toml").rename(mf2 / "zz.toml")
     # no cached copy and no mirror answering (a closed port): the message says both things
-    r = rr(root, "--json", "install", "--check", "--manifests", str(mf), "--from", str(other), "--cache", str(cache),
+    r = rr(root, "--json", "install", "--check", "--manifests", str(mf2), "--from", str(other), "--cache", str(cache),
            "--no-libraries", "--mirror", "http://127.0.0.1:9/debian")
     msg = doc_of(r)["error"]["message"]
     assert r.returncode == 5 and f"--from {other} is not librocblas4" in msg and "127.0.0.1:9" in msg, msg
     # once the rocBLAS package is in the cache, the other file does not stand in its way
     assert rr(root, "--json", "install", "--check", *src_args(source, cache), "--no-libraries").returncode == 20
-    r = rr(root, "--json", "install", "--check", "--manifests", str(mf), "--from", str(other), "--cache", str(cache),
+    r = rr(root, "--json", "install", "--check", "--manifests", str(mf2), "--from", str(other), "--cache", str(cache),
            "--no-libraries")
     (copy,) = doc_of(r)["copies"]
     assert r.returncode == 20 and copy["status"] == "planned" and copy["artifact"]["origin"] == "cache", copy
