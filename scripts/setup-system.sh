@@ -6,7 +6,8 @@ set -euo pipefail
 need=()
 for pkg in clang-15 lld-15 clang-tools-15 llvm-15 binutils gcc g++ cmake make gpg gpgv xz-utils zstd dpkg-dev \
            e2fsprogs util-linux mount patch curl \
-           pciutils debian-archive-keyring groff-base shellcheck zsh fish; do
+           pciutils debian-archive-keyring groff-base shellcheck zsh fish \
+           pipx man-db strace python3-venv; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -133,7 +133,14 @@ def test_detect_as_an_ordinary_user_still_works_while_a_transaction_is_open(sour
         assert p.returncode == 0 and len(doc["gpus"]) == 2, p.stdout[-1000:]
         assert any("cannot read rocmrevive's journals" in w for w in doc["warnings"]), doc["warnings"]
         assert tree_hash(root) == before
-        os.chmod(root / "var/lib/rocmrevive/tx", 0o755)   # readable: detect names the transaction
+        os.chmod(root / "var/lib/rocmrevive/tx", 0o755)   # the folder readable, the 0600 journal not: said so
+        (journal,) = (root / "var/lib/rocmrevive/tx").glob("*.jsonl")
+        p = _detect_as_nobody(root, site)
+        doc = doc_of(p)
+        assert p.returncode == 0 and not doc.get("pending") and len(doc["gpus"]) == 2, p.stdout[-1000:]
+        assert any(f"cannot read the journal /{journal.relative_to(root)} as user nobody" in w
+                   for w in doc["warnings"]), doc["warnings"]
+        os.chmod(journal, 0o644)                           # readable: detect names the transaction
         before = tree_hash(root)
         p = _detect_as_nobody(root, site)
         doc = doc_of(p)
@@ -270,14 +277,17 @@ def test_from_another_package_leaves_the_copy_to_its_normal_source(tmp_path, sou
     cache = tmp_path / "cache"
     other = tmp_path / "librocsparse1_6.4.3-3_amd64.deb"           # not the rocBLAS package
     other.write_bytes(b"!<arch>\n" + os.urandom(2048))
+    mf2 = tmp_path / "manifests2"                                   # a run whose manifests pin it too
+    shutil.copytree(mf, mf2)
+    (write_manifest(tmp_path / "m3", other, manifest_id="zz-other-test") / "m.toml").rename(mf2 / "zz.toml")
     # no cached copy and no mirror answering (a closed port): the message says both things
-    r = rr(root, "--json", "install", "--check", "--manifests", str(mf), "--from", str(other), "--cache", str(cache),
+    r = rr(root, "--json", "install", "--check", "--manifests", str(mf2), "--from", str(other), "--cache", str(cache),
            "--no-libraries", "--mirror", "http://127.0.0.1:9/debian")
     msg = doc_of(r)["error"]["message"]
     assert r.returncode == 5 and f"--from {other} is not librocblas4" in msg and "127.0.0.1:9" in msg, msg
     # once the rocBLAS package is in the cache, the other file does not stand in its way
     assert rr(root, "--json", "install", "--check", *src_args(source, cache), "--no-libraries").returncode == 20
-    r = rr(root, "--json", "install", "--check", "--manifests", str(mf), "--from", str(other), "--cache", str(cache),
+    r = rr(root, "--json", "install", "--check", "--manifests", str(mf2), "--from", str(other), "--cache", str(cache),
            "--no-libraries")
     (copy,) = doc_of(r)["copies"]
     assert r.returncode == 20 and copy["status"] == "planned" and copy["artifact"]["origin"] == "cache", copy

@@ -8,6 +8,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import select
 import signal
 import struct
@@ -320,3 +321,79 @@ def test_tables_on_an_80_column_terminal_and_in_a_pipe_keep_every_id_and_path(ma
             assert txid in out and txid in piped
         if argv[0] == "detect":
             assert "gfx906:sramecc+:xnack-" in out and "/opt/rocm-6.4.3/lib/rocblas/library" in out
+
+
+# ---- 80 columns: fix lines copy as one command, tables stay tables (issue 29) ------------------
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def screen(argv, cols=80) -> tuple[int, list[str]]:
+    """``argv`` on a pseudo-terminal of ``cols`` columns: exit status and the lines as written
+    (colour and cursor codes removed; a line the terminal folds itself stays one line here)."""
+    rc, out = Pty(argv, cols=cols).finish()
+    return rc, ANSI.sub("", out).replace("\r", "").split("\n")
+
+
+def test_doctor_at_80_columns_keeps_fix_commands_whole_and_continuations_indented(machine):
+    root, _ = machine
+    doc = doc_of(rr(root, "--json", "doctor"))
+    commands = [f["fix"] for f in doc["findings"] if f["fix_kind"] == "command"]
+    assert commands, doc["findings"]
+    rc, lines = screen(RR + ["--root", str(root), "doctor"])
+    text = "\n".join(lines)
+    for cmd in commands:   # with the --root the terminal's run needs, on one line of its own
+        shown = [ln for ln in lines if "rocmrevive" in ln and ln.lstrip().startswith("fix:")]
+        assert any(ln.rstrip().endswith(cmd.split("rocmrevive ", 1)[1]) for ln in shown), (cmd, text[-3000:])
+    heads = ("error", "warning", "info", "note")
+    block = False
+    for ln in lines:
+        if ln.startswith(heads):
+            block = True
+        elif block and ln.strip() and not ln.lstrip().startswith(("cause:", "fix:")):
+            if ln[0] != " ":   # the summary line ends the findings
+                block = False
+                continue
+            assert ln.startswith(" " * 8), (ln, text[-3000:])   # a continuation keeps its indent
+    assert all(len(ln) <= 80 or "rocmrevive" in ln or "`" in ln for ln in lines), text[-3000:]
+
+
+def two_copies(root) -> None:
+    import minirocblas as mr   # on sys.path through tests.test_contract_readonly
+
+    mr.build_tree(root, rocm_version="6.4.1", arches_present=("gfx908",))
+
+
+def test_install_diff_and_verify_lines_at_80_columns_name_their_copy(machine):
+    root, args = machine
+    two_copies(root)
+    rc, lines = screen(RR + ["--root", str(root), "install", "--yes", "--diff", "--no-libraries", *args])
+    text = "\n".join(lines)
+    assert rc == 0, text[-3000:]
+    assert not any(ln.strip() in ("+", "~", "=") for ln in lines), text[-3000:]   # never a lone "+"
+    for copy in ("/opt/rocm-6.4.1/lib/rocblas/library", "/opt/rocm-6.4.3/lib/rocblas/library"):
+        i = lines.index(f"  verify {copy}:")
+        block = lines[i + 1:i + 4]
+        assert [ln.split()[0] for ln in block] == ["before", "staged", "after"], (copy, text[-3000:])
+        assert "needs gfx906 files" in block[0] and "fail" not in block[0], block[0]
+        d = lines.index(f"  diff {copy}:")
+        assert lines[d + 1].startswith("    + ") and "TensileLibrary_lazy_gfx906.dat" in text
+    assert "verify before" not in text and "tensile fail" not in text
+
+
+def test_detect_and_verify_tables_fit_80_columns_with_two_gpus(machine):
+    root, args = machine
+    assert rr(root, "--json", "install", "--yes", *args).returncode == 0
+    rc, lines = screen(RR + ["--root", str(root), "detect"])
+    text = "\n".join(lines)
+    gpu_rows = [ln for ln in lines if ln.lstrip().startswith(("GPU0 ", "GPU1 ")) and "│" in ln]
+    assert len(gpu_rows) == 2 and "0000:19:00.0" in gpu_rows[0] and "gfx906:sramecc+:xnack-" in gpu_rows[0], text[:3000]
+    assert not any(ln.startswith(("GPU: ", "  BDF: ")) for ln in lines), text[:3000]   # not a list
+    assert all(len(ln) <= 80 for ln in lines[:12]), text[:3000]
+    rc, lines = screen(RR + ["--root", str(root), "verify"])
+    text = "\n".join(lines)
+    assert rc == 0, text[-3000:]
+    rows = [ln for ln in lines if ln.startswith(("(copy) ", "gfx906:sramecc+:xnack- "))]
+    assert [ln.split()[1] for ln in rows] == ["integrity", "targets", "tensile", "host"], text[-3000:]
+    assert not any(ln.startswith(("target: ", "  check: ")) for ln in lines), text[-3000:]
+    assert all(len(ln) <= 80 for ln in rows), text[-3000:]

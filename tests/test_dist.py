@@ -40,11 +40,9 @@ def floor_pins() -> list[str]:
     return pins
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> dict[str, Path]:
-    """sdist and wheel from a copy of the tracked files (what a clean clone has), built the way
-    a user builds them: `python -m build` (the wheel is built from the unpacked sdist)."""
-    src = tmp_path_factory.mktemp("src")
+def tracked_copy(src: Path) -> Path:
+    """The tracked (and untracked, not ignored) files of this checkout copied into ``src``: what a
+    clean clone has."""
     files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                            cwd=REPO, capture_output=True, check=True).stdout.decode().split("\0")
     for rel in filter(None, files):
@@ -53,6 +51,14 @@ def built(tmp_path_factory) -> dict[str, Path]:
             continue  # deleted in the work tree
         b.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(a, b, follow_symlinks=False)
+    return src
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> dict[str, Path]:
+    """sdist and wheel from a copy of the tracked files (what a clean clone has), built the way
+    a user builds them: `python -m build` (the wheel is built from the unpacked sdist)."""
+    src = tracked_copy(tmp_path_factory.mktemp("src"))
     out = tmp_path_factory.mktemp("dist")
     r = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(src)],
                        capture_output=True, text=True)
@@ -82,6 +88,59 @@ def test_wheel_metadata_is_complete(built):
     assert re.search(r"^Project-URL: Source, https://", meta, re.M)
     assert "Description-Content-Type: text/markdown" in meta
     assert "rocmrevive/data/manifests/rocblas-4.4-gfx906.toml" in names
+    assert "rocmrevive-0.1.0.data/data/share/man/man1/rocmrevive.1" in names   # `man rocmrevive` after pipx
+
+
+def install_section() -> list[str]:
+    """The README Install section's first shell block: its command lines, comments dropped."""
+    text = (REPO / "README.md").read_text()
+    sec = text[text.index("## Install"):]
+    block = sec[sec.index("```sh\n") + 6:]
+    block = block[:block.index("```")]
+    return [ln.split("   #")[0].strip() for ln in block.splitlines() if ln.strip()]
+
+
+def test_the_readme_install_section_as_written_on_debian_12(tmp_path):
+    """The Install section's lines as written, with Debian 12's own python3 and pipx (1.1.0:
+    scripts/setup-system.sh installs it), the system paths under a temporary folder and `sudo`
+    left out (this runs as root): the wheel builds without touching the system's pip, pipx installs
+    it, `man` finds the page, and the installed copy runs the demo."""
+    lines = install_section()
+    build, apt, pipx, man, check = lines[:5]
+    assert build.startswith("python3 -m venv ") and "pip install build" in build and apt.startswith("sudo apt-get")
+    pkg = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "pipx"], capture_output=True, text=True)
+    assert pkg.returncode == 0, "pipx is not installed: run scripts/setup-system.sh"
+    top = tmp_path / "sys"
+    subs = {"/tmp/rocmrevive-build": str(tmp_path / "build-venv"), "/opt/pipx": str(top / "opt/pipx"),
+            "/usr/local/bin": str(top / "usr/local/bin"), "/usr/local/share/man": str(top / "usr/local/share/man"),
+            "sudo ": ""}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PIPX"))}
+    env.update(PATH=f"{top}/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", MANPATH=str(top / "usr/local/share/man"),
+               HOME=str(tmp_path / "home"), NO_COLOR="1")
+    src = tracked_copy(tmp_path / "src")
+
+    def run(line: str) -> str:
+        for a, b in subs.items():
+            line = line.replace(a, b)
+        r = subprocess.run(["bash", "-c", f"set -euo pipefail; {line}"], cwd=src, capture_output=True, text=True,
+                           env=env)
+        assert r.returncode == 0, (line, (r.stdout + r.stderr)[-4000:])
+        return r.stdout
+
+    run(build)
+    assert (src / "dist/rocmrevive-0.1.0-py3-none-any.whl").is_file()
+    run(pipx)
+    run(man)
+    out = run(check)
+    assert out.splitlines()[-1].endswith("/share/man/man1/rocmrevive.1"), out   # man -w: where it found the page
+    assert (top / "usr/local/share/man/man1/rocmrevive.1").exists()
+    page = run("man -P cat rocmrevive")
+    assert "rocmrevive install" in page, page[:2000]
+    exe = top / "usr/local/bin/rocmrevive"
+    r = subprocess.run(["bash", str(REPO / "demo/run.sh")], capture_output=True, text=True, cwd=REPO,
+                       env=dict(env, ROCMREVIVE=str(exe)))
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    assert "rollback restored /opt byte for byte" in r.stdout
 
 
 def test_fresh_venv_with_the_floors_runs_the_demo(built, tmp_path):

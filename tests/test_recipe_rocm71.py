@@ -5,14 +5,19 @@ relabelled)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.cli_support import jrun
+from tests.conftest import REPO
 from tests.fixtures import rocm71 as F
 from tests.machines.build import link_or_copy
+from tests.test_contract_terminal import Pty
 from tests.test_install import rr, tree_hash
 
 pytestmark = [pytest.mark.debian, pytest.mark.slow]
@@ -186,3 +191,45 @@ def test_a_tarball_of_the_build_prefix_is_verified_the_same_way(machine, tmp_pat
     (copy,) = doc["copies"]
     assert copy["status"] == "planned" and copy["summary"]["create"] == 156
     assert copy["artifact"]["kind"] == "tar.zst" and copy["artifact"]["library"] == "lib/rocblas/library"
+
+
+def _shims(bindir: Path, root: Path) -> dict:
+    """``sudo`` (this test is root already) and ``rocmrevive`` (the real CLI, on the copied
+    machine) first on PATH, so the script's own lines run as written."""
+    bindir.mkdir()
+    (bindir / "sudo").write_text('#!/bin/sh\nexec "$@"\n')
+    (bindir / "rocmrevive").write_text(f'#!/bin/sh\nexec {sys.executable} -m rocmrevive.cli.main --root {root} "$@"\n')
+    for f in bindir.iterdir():
+        f.chmod(0o755)
+    return {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(REPO), "PATH": f"{bindir}:{os.environ['PATH']}"}
+
+
+def test_the_recipe_scripts_install_lines_run_to_the_end_under_set_e(machine, tmp_path, debian_pkgs):
+    """The lines after the build, as the script has them: `install --check` exits 20 (changes
+    pending), which must not end a `set -e` script before its install line (issue 29)."""
+    root = machine
+    prefix = F.good_prefix(tmp_path / "prefix", debian_pkgs)   # what the build leaves
+    doc = jrun(root, "recipe", "--prefix", str(prefix), rc=0)
+    script = doc["script"]
+    assert script.startswith("#!/usr/bin/env bash") and "set -euo pipefail" in script
+    tail = "set -euo pipefail\n" + script[script.index("# Then rocmrevive takes it"):]
+    assert "sudo rocmrevive install --check" in tail and tail.rstrip().endswith(doc["install"])
+    e = _shims(tmp_path / "bin", root)
+    before = tree_hash(root / "opt")
+    # a check that fails (here: the build's folder is not there) stops the script with its exit
+    prefix.rename(tmp_path / "away")
+    p = subprocess.run(["bash", "-c", tail], capture_output=True, text=True, env=e, cwd=tmp_path, check=False)
+    assert p.returncode not in (0, 20) and "not installing" in p.stderr, (p.returncode, p.stderr[-1500:])
+    assert tree_hash(root / "opt") == before
+    (tmp_path / "away").rename(prefix)
+    t = Pty(["bash", "-c", tail], extra_env={"PATH": e["PATH"]})   # the install asks on the terminal
+    shown = t.read_until("apply? [Y/n]")
+    assert "apply? [Y/n]" in shown, shown[-2000:]
+    t.send("y\n")
+    rc, shown = t.finish()
+    assert rc == 0, shown[-2000:]
+    assert tree_hash(root / "opt") != before and (root / F.LIB.lstrip('/') / "TensileLibrary_lazy_gfx906.dat").exists(), shown[-1500:]
+    after = tree_hash(root / "opt")   # again: the check exits 0, the script says so and ends 0 without installing
+    p = subprocess.run(["bash", "-c", tail], capture_output=True, text=True, env=e, cwd=tmp_path, check=False)
+    assert p.returncode == 0 and "nothing to install" in p.stdout, (p.stdout[-1500:], p.stderr[-1500:])
+    assert tree_hash(root / "opt") == after

@@ -113,8 +113,11 @@ def render_gpus(console, doc: dict) -> None:
     if not gpus:
         say("No AMD GPU found.")
         return
-    t = Table(title="GPUs", title_justify="left")
-    for col in ("GPU", "node", "BDF", "target", "model", "VRAM", "BAR", "link", "NUMA", "render node"):
+    # two facts a cell (GPU and its KFD node, BDF and render node, VRAM and BAR, link and NUMA
+    # node; the render node by its name in /dev/dri): two GPUs fit 80 columns as a table, every
+    # id whole, as `amd-smi list` does
+    t = Table(title="GPUs", title_justify="left", show_edge=False)
+    for col in ("GPU\nnode", "BDF\nrender node", "target", "model", "VRAM\nBAR", "link\nNUMA"):
         t.add_column(col)
     for g in gpus:
         p = g["pcie"] or {}
@@ -122,10 +125,10 @@ def render_gpus(console, doc: dict) -> None:
         large = p.get("large_bar")
         bar_txt = "?" if bar is None else _gib(bar["size"]) + ("" if large else " (small)" if large is False else "")
         model = g["model"] + ("" if g["model_certain"] else "?")
-        t.add_row(*_cells(f"GPU{g['index']}", g["node"] if g["node"] is not None else "-", g["bdf"] or "?",
-                          g["target"] or "?", model, _gib(g["vram_bytes"]), bar_txt,
-                          _link(p.get("slot_link") or p.get("link")),
-                          g["numa_node"] if g["numa_node"] is not None else "?", g["render_node"] or "-"))
+        t.add_row(*_cells(f"GPU{g['index']}\n{g['node'] if g['node'] is not None else '-'}",
+                          f"{g['bdf'] or '?'}\n{(g['render_node'] or '-').rsplit('/', 1)[-1]}", g["target"] or "?", model,
+                          f"{_gib(g['vram_bytes'])}\n{bar_txt}", f"{_link(p.get('slot_link') or p.get('link'))}\n"
+                          f"NUMA {g['numa_node'] if g['numa_node'] is not None else '?'}"))
     console.print(t)
     for g in gpus:
         for problem in g["problems"]:

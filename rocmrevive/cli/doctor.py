@@ -5,6 +5,7 @@ Exit codes: 0 when no finding is an error; 11 (PROBLEMS_FOUND) when at least one
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import click
@@ -19,6 +20,26 @@ STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: 
 
 def _n(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
+
+
+def hanging(head: str, text: str, width: int, *, atomic: bool = False) -> list[str]:
+    """``head`` + ``text`` folded to ``width`` between words, continuation lines indented under
+    the text; a `backquoted command` (or the whole text when ``atomic``: a fix that is one
+    command) is never split, so it copies as one command. A piece longer than the line stays
+    whole on its own line (the terminal folds it without a newline in it).
+
+        hanging("  fix:   ", "run `sudo update-grub` and reboot", 80)
+    """
+    pieces = [text] if atomic else [p for p in re.split(r"(`[^`]*`\S*|\S+)", text) if p.strip()]
+    pad = " " * len(head)
+    lines, line = [], head
+    for piece in pieces:
+        if line not in (head, pad) and len(line) + 1 + len(piece) > width:
+            lines.append(line)
+            line = pad
+        line += ("" if line in (head, pad) else " ") + piece
+    lines.append(line)
+    return lines
 
 
 def render_doctor(doc: dict, root=None):
@@ -41,12 +62,17 @@ def render_doctor(doc: dict, root=None):
             say(f"  GPU{g['index']} {g['bdf']} {g['target'] or '?'} {g['model']}")
         if not doc["findings"]:
             say("No problems found.")
+        def folded(head: str, text: str, style: str | None = None, *, atomic: bool = False) -> None:
+            for n, line in enumerate(hanging(head, text, console.width, atomic=atomic)):
+                first = (line[:len(head)], style) if n == 0 and style else line[:len(head)]
+                console.print(Text.assemble(first, line[len(head):]), soft_wrap=True)
+
         for f in doc["findings"]:
-            say((f"{f['severity']:7}", STYLE[f["severity"]]), f" {f['message']}")
+            folded(f"{f['severity']:7} ", f["message"], STYLE[f["severity"]])
             if f["cause"]:
-                say(f"         cause: {f['cause']}")
+                folded("         cause: ", f["cause"])
             if f["fix_kind"] != FixKind.NONE:
-                say(f"         fix:   {runnable(f['fix'], root)}")
+                folded("         fix:   ", runnable(f["fix"], root), atomic=f["fix_kind"] == FixKind.COMMAND)
         c = doc["counts"]
         say(f"{_n(c[Severity.ERROR], 'error', 'errors')}, {_n(c[Severity.WARNING], 'warning', 'warnings')}, "
             f"{_n(c[Severity.INFO], 'note', 'notes')}")

@@ -146,22 +146,50 @@ def _render(con, rep, show_diff: bool) -> None:
         t.add_row(c.library, c.rocblas_version or "?", c.status, files, src, c.reason)
     con.print(t)
     for c in rep.copies:
-        for label, v in (("before", c.verify_before), ("staged", c.verify_staged), ("after", c.verify_after)):
-            if not v:
-                continue
-            checks = "; ".join(f"{d['target']}: " + ", ".join(f"{k['name']} {k['status']}" for k in d["checks"])
-                               for d in v["devices"])
-            con.print(f"  verify {label:<6} {checks}", markup=False)
+        _render_verify(con, c)
         if show_diff and c.diff:
-            _render_diff(con, c.diff)
+            _render_diff(con, c.diff, c.library)
     _render_libraries(con, rep, show_diff)
 
 
-def _render_diff(con, diff) -> None:
+def _render_verify(con, c) -> None:
+    """A copy's verify lines under its own name (with two copies, or a table that became a list
+    at 80 columns, a bare "verify after" could be either's). The before state says what the copy
+    is missing, not "fail": that is why it is being installed.
+
+        verify /opt/rocm-6.4.3/lib/rocblas/library:
+          before  gfx906:sramecc+:xnack-: needs gfx906 files (targets skip, tensile missing, host pass)
+    """
+    lines = []
+    for label, v in (("before", c.verify_before), ("staged", c.verify_staged), ("after", c.verify_after)):
+        for d in (v or {}).get("devices", []):
+            lines.append(f"    {label:<6}  {d['target']}: {_checks_text(label, d['checks'])}")
+    if lines:
+        con.print(f"  verify {c.library}:", markup=False, soft_wrap=True)
+        for line in lines:
+            con.print(line, markup=False, soft_wrap=True)
+
+
+def _checks_text(label: str, checks: list[dict]) -> str:
+    if label != "before":
+        return ", ".join(f"{k['name']} {k['status']}" for k in checks)
+    missing = [k for k in checks if k["status"] == "fail"]
+    text = ", ".join(f"{k['name']} {'missing' if k in missing else k['status']}" for k in checks)
+    return f"needs gfx906 files ({text})" if missing else f"already served ({text})"
+
+
+def _render_diff(con, diff, under: str | None = None) -> None:
+    """One line per file: ``+`` added, ``~`` replaced, ``=`` the same, then its name (inside
+    ``under``, said once above, when given) and its new sha256's start. Never folded by rich: a
+    path wider than the terminal is folded by the terminal, with no newline in it."""
+    prefix = under.rstrip("/") + "/" if under else None
+    if prefix:
+        con.print(f"  diff {under}:", markup=False, soft_wrap=True)
     for path, after in diff["after"].items():
         before = diff["before"].get(path)
         op = "+" if before is None else ("~" if before != after else "=")
-        con.print(f"  {op} {path}  {after[:12] if after else '-'}", markup=False)
+        name = path[len(prefix):] if prefix and path.startswith(prefix) else path
+        con.print(f"    {op} {name}  {after[:12] if after else '-'}", markup=False, soft_wrap=True)
 
 
 def _render_libraries(con, rep, show_diff: bool) -> None:

@@ -17,22 +17,26 @@ from rocmrevive.cli.ui import Outcome, text_or_file
                                                     "(default: the tree's).")
 @click.option("--prefix", metavar="DIR", help="Install folder of the build (default "
                                             "/opt/rocmrevive/rocblas/<rocblas>-<targets>).")
+@click.option("--build", is_flag=True, help="Write the build even when a shipped manifest serves the tree "
+                                            "(by default recipe then says no build is needed, exit 3).")
 @click.option("-o", "--output", metavar="FILE", help="Write the script to FILE (executable) instead of stdout.")
 @click.pass_obj
-def recipe(ui, tree, targets, rocm_version, prefix, output):
+def recipe(ui, tree, targets, rocm_version, prefix, build, output):
     """The exact rocBLAS build for a tree no manifest source serves, as a script to run.
 
     Names the rocBLAS tag of the tree's ROCm release (rocm-7.1.1 builds rocBLAS 5.1.0), the
     CMake commands for the targets the tree lacks, the folder the build leaves
     (<prefix>/lib/rocblas/library), and ends with `rocmrevive install --from <prefix>`, which
-    accepts the result only when it proves itself by content. For a TheRock tree (ROCm 7.13+,
+    accepts the result only when it proves itself by content. A tree a shipped manifest serves
+    needs no build: recipe says so and exits 3 (--build writes it anyway). For a TheRock tree (ROCm 7.13+,
     .kpack archives) it names AMD's own gfx906 package of the same release instead. Writes
     nothing unless -o is given.
     """
     from rocmrevive.trees.recipe import build_recipe
 
     def work() -> Outcome:
-        r = build_recipe(ui.root, tree=tree, targets=targets, rocm_version=rocm_version, prefix=prefix)
+        r = build_recipe(ui.root, tree=tree, targets=targets, rocm_version=rocm_version, prefix=prefix,
+                         build=build)
         return text_or_file(r.to_json(), r.script, output, lambda written: [
             f"wrote {written}: rocBLAS {r.rocblas_version or '?'} ({r.tag or r.kind}) for "
             f"{';'.join(r.targets)}" + (f" into {r.library}" if r.library else ""), f"then: {r.install}"], 0o755)

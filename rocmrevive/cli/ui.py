@@ -96,9 +96,26 @@ class _Console:
 
         class Console_(Console):
             def print(self, *objects, **kwargs):  # noqa: A003 - rich's name
-                if len(objects) == 1 and isinstance(objects[0], Table) and not self._fits(objects[0]):
-                    return self._print_as_list(objects[0], **kwargs)
+                if len(objects) == 1 and isinstance(objects[0], Table):
+                    if not self._fits(objects[0]):
+                        return self._print_as_list(objects[0], **kwargs)
+                    self._widths_for_words(objects[0])
                 return super().print(*objects, **kwargs)
+
+            def _widths_for_words(self, table) -> None:
+                """Fixed column widths for a table narrower at its minimum than the terminal but
+                wider at its natural size: each column gets its longest word, the rest of the width
+                goes to the columns in proportion to what they lack (rich's own squeeze would cut
+                an id in a column it narrows first)."""
+                wide = self.options.update(width=1_000_000)
+                ranges = [table._measure_column(self, wide, c) for c in table.columns]
+                avail = self.width - table._extra_width
+                if sum(r.maximum for r in ranges) <= avail:
+                    return
+                lack = [r.maximum - r.minimum for r in ranges]
+                spare = avail - sum(r.minimum for r in ranges)
+                for i, (c, r, short) in enumerate(zip(table.columns, ranges, lack)):
+                    c.width = r.minimum + spare * short // max(1, sum(lack)) - table._get_padding_width(i)
 
             def on_broken_pipe(self) -> None:  # rich's own handler exits 1, the internal-error code
                 self.quiet = True
@@ -107,10 +124,12 @@ class _Console:
                 raise SystemExit(exit_code("PIPE_CLOSED"))
 
             def _fits(self, table) -> bool:
+                """Whether the table fits with every cell wrapped only between words (its minimum
+                width: the longest word of each column): a path or id is one word, never cut."""
                 from rich.measure import Measurement
 
                 wide = self.options.update(width=1_000_000)  # the table's natural width, unclamped
-                return Measurement.get(self, wide, table).maximum <= self.width
+                return Measurement.get(self, wide, table).minimum <= self.width
 
             def _print_as_list(self, table, **kwargs):
                 from rich.text import Text

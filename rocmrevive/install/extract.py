@@ -34,15 +34,30 @@ class Member(NamedTuple):
     size: int
 
 
-def fetch_first(root, sources, cache_dir: Path, *, mirror, from_path, log: Log, progress):
+_DOWNLOADER: list = []
+
+
+def run_downloader():
+    """The one Downloader of this process (a CLI run): a mirror that refused the rocBLAS download
+    is not tried again for each host library."""
+    from rocmrevive.sources.http import Downloader
+
+    if not _DOWNLOADER:
+        _DOWNLOADER.append(Downloader())
+    return _DOWNLOADER[0]
+
+
+def fetch_first(root, sources, cache_dir: Path, *, mirror, from_path, log: Log, progress, manifests=()):
     """(source, FetchResult) of the first source that can be fetched; a network failure moves on
-    to the next source, any other error stops."""
+    to the next source, any other error stops. ``manifests``: all of the run's, whose pinned
+    packages a ``--from`` file may be instead (then it is left to them, not refused)."""
     from rocmrevive.sources.fetch import fetch_source, first_reachable
 
     def attempt(src):
         log(f"fetching {src.describe()}")
         return src, fetch_source(src, cache_dir, mirror=mirror, local=from_path, root=root,
-                                 progress=feed(progress, "downloading", "bytes"))
+                                 progress=feed(progress, "downloading", "bytes"), downloader=run_downloader(),
+                                 others=[s for m in manifests for s in m.sources])
 
     return first_reachable(sources, attempt)
 

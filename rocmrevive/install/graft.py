@@ -89,7 +89,7 @@ def plan_library(ctx, lp: LibraryPlan, manifest, comp) -> None:
         lp.reason = f"{manifest.id} has no source built for ROCm {lp.rocm_version}"
         return
     source, fetched = fetch_first(ctx.root, sources, ctx.cache_dir, mirror=ctx.mirror, from_path=ctx.from_path,
-                                  log=ctx.log, progress=ctx.progress)
+                                  log=ctx.log, progress=ctx.progress, manifests=ctx.manifests)
     lp.source, lp.artifact = source.to_json(), fetched.to_json()
     # the graft must serve the gfx906 devices, and every other detected GPU the tree's copy serves
     keep = [o for o in ctx.others if not serves(current, [o])[0]]

@@ -377,6 +377,6 @@ def _component(ctx, copy, rec: CopyPlan, real_lib: Path, host_lib) -> TensileFil
                       f"{', '.join(s.name for s in manifest.sources)}, at your risk)")
         return None
     source, fetched = fetch_first(ctx.root, pinned, ctx.cache_dir, mirror=ctx.mirror, from_path=ctx.from_path,
-                                  log=ctx.log, progress=ctx.progress)
+                                  log=ctx.log, progress=ctx.progress, manifests=ctx.manifests)
     rec.source, rec.artifact = source.to_json(), fetched.to_json()
     return PinnedTensile(ctx, copy, rec, real_lib, host_lib, manifest, source, fetched)

@@ -149,19 +149,28 @@ class Cache:
     @contextlib.contextmanager
     def lock(self, name: str):
         """An exclusive lock per artifact, so two runs never write the same partial file. A shared
-        cache downloads into this process's private folder: nothing to share, no lock file to trust."""
+        cache downloads into this process's private folder: nothing to share, no lock file to trust.
+        The lock file is removed by its holder before it lets go; a waiter that then holds a removed
+        file opens the name again, so two runs never hold two different files of one name."""
         import fcntl
 
         if self.shared:
             yield
             return
+        lock = f"{name}.lock"
         with self._sub("partial") as d:
-            fd = d.open_rw(f"{name}.lock")
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
+            while True:
+                fd = d.open_rw(lock)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                now, mine = d.lstat(lock), os.fstat(fd)
+                if now is not None and (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
+                    break
+                os.close(fd)  # the holder we waited for removed it: lock the name anew
+            try:
+                yield
+            finally:
+                d.unlink(lock, missing_ok=True)  # removed while held: no empty .lock is left behind
+                os.close(fd)
 
     def commit(self, part: Path, sha256: str) -> Path:
         """Move a verified partial file into place (atomically, durably). In a shared cache the

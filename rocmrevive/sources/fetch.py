@@ -50,10 +50,15 @@ def fetch_source(source: Source, cache: Path | os.PathLike | str | Cache, *, mir
                  local: Path | os.PathLike | str | None = None,
                  progress: Callable[[int, int | None], None] | None = None,
                  root: Root | None = None, keyrings: Iterable[Path] = (),
-                 downloader: Downloader | None = None) -> FetchResult:
+                 downloader: Downloader | None = None, others: Iterable[Source] = ()) -> FetchResult:
     """The verified artifact of ``source`` in ``cache``, downloading (or copying from ``local``)
     only what is missing. Raises RevError: NETWORK (mirror trouble: retry), VERIFY_FAILED (a
-    checksum, size or signature is wrong: nothing was kept), USAGE (no mirror configured)."""
+    checksum, size or signature is wrong: nothing was kept), USAGE (no mirror configured).
+
+    A ``local`` file of another size is left aside for ``source`` (fetched from the cache or a
+    mirror) only when it is the pinned package of one of ``others`` (the run's other sources: a
+    rocSPARSE .deb given for the rocSPARSE graft); a file that is no pinned package at all is
+    refused, never silently replaced by the cached copy."""
     cache = cache if isinstance(cache, Cache) else Cache(cache)
     root = root or Root("/")
     dl = downloader or Downloader()
@@ -64,6 +69,11 @@ def fetch_source(source: Source, cache: Path | os.PathLike | str | Cache, *, mir
         except OtherArtifact as other:
             # a --from file of another package (a rocSPARSE .deb while this is rocBLAS) leaves
             # this source to its normal places: the cache, then the mirror
+            size = Path(local).stat().st_size
+            if not any(o.pinned and o.size == size for o in others):
+                raise RevError("VERIFY_FAILED", f"{other.message}, nor any other package the manifests pin; "
+                                                "nothing was changed: give the pinned package with --from, or "
+                                                "leave --from out to use the cache or a mirror") from None
             try:
                 return _fetch_normally(source, cache, mirror, root, keyrings, dl, progress)
             except RevError as exc:

@@ -91,7 +91,7 @@ def fetch_manifests(manifests: list[Manifest], cache: Path | Cache, *, mirror: s
             prog = progress_for(s) if progress_for else None
             try:
                 r = fetch_source(s, cache, mirror=mirror, local=local, progress=prog, root=root, keyrings=keyrings,
-                                 downloader=downloader)
+                                 downloader=downloader, others=[o for mm in manifests for o in mm.sources])
             except RevError as exc:
                 out.append(SourceFetch(m, s, FetchStatus.FAILED, error=exc))
                 continue

@@ -5,7 +5,9 @@ Transient (retried, with exponential backoff and jitter; ``Retry-After`` honoure
 errors, timeouts, a connection cut mid-body, HTTP 408/425/429/500/502/503/504. Everything else
 (404, 403, ...) fails at once. A retry after a cut resumes with ``Range: bytes=N-`` from the
 partial file; a server that ignores Range (200) starts over. Give-up after ``retries``
-consecutive attempts that brought no new bytes.
+consecutive attempts that brought no new bytes. A host that refuses the connection or whose name
+does not resolve is not retried: it is remembered as unreachable for the rest of the run (one
+``Downloader``), so six manifests on one dead mirror fail after one attempt, not thirty.
 
     dl = Downloader(timeout=(10, 60))
     sha = dl.download("https://mirror/pool/x.deb", Path("cache/partial/x.part"),
@@ -13,10 +15,12 @@ consecutive attempts that brought no new bytes.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import queue
 import random
+import stat
 import threading
 import time
 import urllib.parse
@@ -26,9 +30,11 @@ from typing import Callable
 from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir, open_regular, write_all
 from rocmrevive.hashing import hash_fd
+from rocmrevive.txn.result import mb
 
 TRANSIENT_STATUS = {408, 425, 429, 500, 502, 503, 504}
 CHUNK = 1 << 20
+UNREACHABLE = ("connection refused", "host name not found")  # nothing listens there: retrying cannot help
 USER_AGENT = "rocmrevive (+https://github.com/rocmrevive)"
 
 Progress = Callable[[int, "int | None"], None]
@@ -75,6 +81,7 @@ class Downloader:
         self._session = session
         self.sleep = sleep
         self.log: list[str] = []  # one line per failed attempt, for reports
+        self.unreachable: dict[str, str] = {}  # scheme://host:port -> why, for the rest of this run
 
     @property
     def session(self):
@@ -89,6 +96,21 @@ class Downloader:
             delay = min(self.backoff_max, self.backoff * (2 ** attempt)) * (0.5 + random.random() / 2)
         if delay > 0:
             self.sleep(delay)
+
+    def _refuse_unreachable(self, url: str) -> None:
+        """RevError("NETWORK") at once for a host found unreachable earlier in this run."""
+        why = self.unreachable.get(_host(url))
+        if why is not None:
+            raise RevError("NETWORK", f"{url}: not tried: {_host(url)} gave {why} earlier in this run; check the "
+                                      f"network and the mirror (--mirror), or --from a copy")
+
+    def _give_up_unreachable(self, url: str, reason: str) -> None:
+        """Remember a host that refused or does not resolve, and fail this request at once."""
+        if reason not in UNREACHABLE:
+            return
+        self.unreachable[_host(url)] = reason
+        raise RevError("NETWORK", f"{url}: {reason} (not retried: nothing answers there); check the network "
+                                  f"and the mirror (--mirror), or --from a copy")
 
     # small files (indexes, keys) -------------------------------------------------------
     def get_bytes(self, url: str, *, max_size: int, size: int | None = None, sha256: str | None = None) -> bytes:
@@ -108,6 +130,7 @@ class Downloader:
 
         failures = 0
         last = ""
+        self._refuse_unreachable(url)
         while True:
             try:
                 with self.session.get(url, stream=True, timeout=self.timeout) as r:
@@ -124,6 +147,7 @@ class Downloader:
                     requests.exceptions.ChunkedEncodingError) as exc:
                 last = _describe(exc)
                 self.log.append(f"{url}: {last}")
+                self._give_up_unreachable(url, last)
                 if failures >= self.retries:
                     raise RevError("NETWORK", f"{url}: {last} after {failures + 1} attempts; retry later or "
                                               f"use another mirror") from None
@@ -138,11 +162,25 @@ class Downloader:
         on network trouble it is kept so a later call resumes. ``part`` is written only through a
         descriptor of its folder (rocmrevive.fs: no link followed, never a FIFO)."""
         part = Path(part)
+        if not url.startswith("file://"):
+            self._refuse_unreachable(url)
         with Dir.open(part.parent, create=True, what="download folder") as d:
-            if url.startswith("file://"):
-                return _copy_file_url(url, d, part.name, size=size, sha256=sha256, progress=progress)
-            return self._download(url, d, part.name, size=size, sha256=sha256, progress=progress,
-                                  deadline=deadline)
+            _refuse_short_of_space(d, part, url, size)
+            try:
+                if url.startswith("file://"):
+                    return _copy_file_url(url, d, part.name, size=size, sha256=sha256, progress=progress)
+                return self._download(url, d, part.name, size=size, sha256=sha256, progress=progress,
+                                      deadline=deadline)
+            except _DiskFull:
+                d.unlink(part.name, missing_ok=True)  # a full disk kept full helps nobody: start over next time
+                free = _free_bytes(d)
+                raise RevError("PERMISSION", f"the disk of {part.parent} filled up while downloading "
+                                             f"{_basename(url)} ({mb(size)}, {mb(free)} free now); the partial "
+                                             f"file was removed; free some space or pass --cache DIR on a "
+                                             f"larger disk") from None
+            except BaseException:
+                _drop_if_empty(d, part.name)  # nothing to resume from: leave no empty file behind
+                raise
 
     def _download(self, url: str, d: Dir, name: str, *, size: int, sha256: str, progress, deadline) -> str:
         failures = 0
@@ -166,6 +204,7 @@ class Downloader:
                     now = os.fstat(fd).st_size
                     reason = _describe(exc)
                     self.log.append(f"{url}: {reason} at byte {now}")
+                    self._give_up_unreachable(url, reason)
                     if now > start:
                         failures = 0  # progress was made: keep going
                     if failures >= self.retries:
@@ -236,6 +275,44 @@ class Downloader:
             if have < size:
                 raise _Transient(f"connection closed at byte {have} of {size}")
             return have, h
+
+
+def _host(url: str) -> str:
+    """``scheme://host:port`` of a URL: what a refused connection says is unreachable."""
+    u = urllib.parse.urlsplit(url)
+    return f"{u.scheme}://{u.netloc}"
+
+
+class _DiskFull(Exception):
+    """ENOSPC while writing a download (``Downloader.download`` says where and how much)."""
+
+
+def _basename(url: str) -> str:
+    return urllib.parse.unquote(urllib.parse.urlsplit(url).path).rsplit("/", 1)[-1] or url
+
+
+def _free_bytes(d: Dir) -> int:
+    v = os.fstatvfs(d.fd)
+    return v.f_bavail * v.f_frsize
+
+
+def _refuse_short_of_space(d: Dir, part: Path, url: str, size: int) -> None:
+    """RevError("PERMISSION") before a byte is fetched when the pinned size does not fit: one
+    line with the folder, what is needed and what is free."""
+    st = d.lstat(part.name)
+    have = st.st_size if st is not None and stat.S_ISREG(st.st_mode) and st.st_size <= size else 0
+    need, free = size - have, _free_bytes(d)
+    if need > free:
+        raise RevError("PERMISSION", f"not enough space in {part.parent} for {_basename(url)}: it needs "
+                                     f"{mb(need, free)}, {mb(free, need)} free; free some space or pass --cache DIR "
+                                     f"on a larger disk; nothing was downloaded",
+                       details={"folder": str(part.parent), "needed": need, "free": free})
+
+
+def _drop_if_empty(d: Dir, name: str) -> None:
+    st = d.lstat(name)
+    if st is not None and stat.S_ISREG(st.st_mode) and st.st_size == 0:
+        d.unlink(name, missing_ok=True)
 
 
 class _TooBig(Exception):
@@ -357,6 +434,8 @@ class _Sink:
 
 
 def _write_error(exc: BaseException) -> BaseException:
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return _DiskFull()
     if isinstance(exc, OSError):
         return RevError("PERMISSION", f"cannot write the download: {exc.strerror or exc}")
     return exc

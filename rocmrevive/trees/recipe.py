@@ -210,16 +210,51 @@ for f in {' '.join(expected)}; do
   test -f "$PREFIX/lib/rocblas/library/$f" || {{ echo "missing $PREFIX/lib/rocblas/library/$f" >&2; exit 1; }}
 done
 
-# Then rocmrevive takes it, verified by content (every code object loads on the card with a
+{handover(check, install)}"""
+
+
+def handover(check: str, install: str) -> str:
+    """The script's last lines: ``check`` (``install --check``: exit 20 when it would change files,
+    0 when nothing is left to do) decides whether ``install`` runs. Under ``set -e`` a bare check
+    line would end the script at its 20, so its status is caught and read.
+
+        handover("sudo rocmrevive install --check --from P", "sudo rocmrevive install --from P")
+    """
+    return f"""# Then rocmrevive takes it, verified by content (every code object loads on the card with a
 # code object version the tree's runtime takes; the Tensile cross-reference passes on an
-# overlay of the tree's own index), recorded as "verified by content, unpinned":
-{check}
+# overlay of the tree's own index), recorded as "verified by content, unpinned".
+# The check exits 20 when it would change files, 0 when there is nothing left to do:
+check=0
+{check} || check=$?
+if [ "$check" -eq 0 ]; then echo "rocmrevive: the tree already has these files; nothing to install"; exit 0; fi
+if [ "$check" -ne 20 ]; then echo "rocmrevive install --check failed (exit $check); not installing" >&2; exit "$check"; fi
 {install}
 """
 
 
+def refuse_served(copy, procs: list[str]) -> None:
+    """RevError("NOTHING_SUPPORTED") when a shipped manifest serves this copy: its pinned files
+    install in a minute, where the build takes an hour (``--build`` writes it anyway)."""
+    from rocmrevive.install.tensile import TARGET, choose_manifest
+    from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
+
+    if TARGET not in procs:
+        return
+    try:
+        m = choose_manifest(load_manifests(default_manifest_dir()), copy.rocblas_version)
+    except RevError:   # unreadable manifests: the build is the way left
+        return
+    if m is None or not m.sources_for(copy.rocblas_version):
+        return
+    raise RevError("NOTHING_SUPPORTED", f"no build is needed: the shipped manifest {m.id} serves {copy.path} "
+                                        f"(rocBLAS {copy.rocblas_version}); run `sudo rocmrevive install --tree "
+                                        f"{shlex.quote(copy.path)}` (pass --build to write the build anyway)",
+                   details={"manifest": m.id, "tree": copy.path,
+                            "install": f"sudo rocmrevive install --tree {shlex.quote(copy.path)}"})
+
+
 def build_recipe(root: Root, *, tree: str | None = None, targets=(), rocm_version: str | None = None,
-                 prefix: str | None = None, jobs: str = "$(nproc)") -> Recipe:
+                 prefix: str | None = None, jobs: str = "$(nproc)", build: bool = False) -> Recipe:
     from rocmrevive.hardware.devices import resolve_devices
 
     devices, devices_from = resolve_devices(root, targets)
@@ -230,6 +265,8 @@ def build_recipe(root: Root, *, tree: str | None = None, targets=(), rocm_versio
         raise RevError("NOTHING_SUPPORTED", f"no GPU target to build for under {root.base}; pass --target")
     if copy.kpack or copy.arch_folders:
         return _therock_recipe(copy, procs)
+    if not build:
+        refuse_served(copy, procs)
     q = shlex.quote
     tree_arg = q(copy.path)
     rel, notes = rocm_tag(copy.rocblas_version, rocm_version or copy.rocm_version)
@@ -239,7 +276,7 @@ def build_recipe(root: Root, *, tree: str | None = None, targets=(), rocm_versio
     library = f"{prefix}/lib/rocblas/library"
     expected = [f"TensileLibrary_lazy_{p}.dat" for p in procs] + [f"Kernels.so-000-{p}.hsaco" for p in procs]
     install = f"sudo rocmrevive install --tree {tree_arg} --from {q(prefix)}"
-    check = f"rocmrevive install --check --tree {tree_arg} --from {q(prefix)}"
+    check = f"sudo rocmrevive install --check --tree {tree_arg} --from {q(prefix)}"  # it reads root's state
     script = _source_build_script(copy, tag=tag, rocm_path=rocm_path, prefix=prefix, procs=procs,
                                   devices_from=devices_from, expected=expected, commands=(check, install), jobs=jobs)
     notes += [f"built against {rocm_path}; the result serves only a rocBLAS {_mm(copy.rocblas_version) or rel} tree",

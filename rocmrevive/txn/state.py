@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import pwd
 import re
 import stat
 import time
@@ -89,7 +90,23 @@ class StateDir:
         with d:
             names = [n for n in d.listdir() if n.endswith(".jsonl") and not n.startswith(".")]
         paths = [self.tx_dir / n for n in names]
+        for p in paths:
+            self.refuse_unreadable(p)
         return [TxRecord.load(p) for p in sorted(paths, key=lambda p: (txid_seq(p.stem), p.name))]
+
+    def refuse_unreadable(self, journal: Path) -> None:
+        """RevError("PERMISSION") when this user may not read ``journal``: root's journals are 0600,
+        and a user's ``status`` must say that, not call a sound journal damaged (which it would be
+        told to move aside, losing the rollback). A link or FIFO is left to the journal reader."""
+        if os.geteuid() == 0 or os.access(journal, os.R_OK, effective_ids=True, follow_symlinks=False):
+            return
+        try:
+            user = pwd.getpwuid(os.geteuid()).pw_name
+        except KeyError:
+            user = f"uid {os.geteuid()}"
+        raise RevError("PERMISSION", f"cannot read the journal {self.mp(journal)} as user {user}: "
+                                     "run with sudo for the transaction state",
+                       details={"journal": self.mp(journal)})
 
     def next_txid(self) -> str:
         seqs = [txid_seq(n.split(".")[0]) for n in os.listdir(self.tx_dir)] if self.tx_dir.is_dir() else []
