@@ -107,7 +107,9 @@ def _artifact_name(artifact: dict | None) -> str:
 
 
 def _exit(rep):
-    """A copy or library that failed (checksum, network, verification) decides the code; a graft
+    """A copy or library that failed (checksum, network, verification) decides the code; then a
+    copy left without gfx906 (no source, a layout rocmrevive does not patch) makes it 3, even when
+    other copies were served, so that `install --yes && echo fixed` does not say "fixed"; a graft
     the ABI check refuses is a finding (a warning), not a failure."""
     from rocmrevive.install.core import Status
 
@@ -115,6 +117,11 @@ def _exit(rep):
     if refused:
         worst = max(refused, key=lambda c: c.error["exit"])
         return worst.error["code"], f"{worst.label}: {worst.reason}"
+    left = rep.left_without
+    if left:
+        copies = f"{len(left)} rocBLAS cop{'y' if len(left) == 1 else 'ies'}"
+        return "NOTHING_SUPPORTED", (f"{copies} still without gfx906 files: "
+                                     + "; ".join(f"{c.library}: {c.reason}" for c in left))
     if rep.check and rep.changed:
         n = sum(1 for c in rep.copies if c.status is Status.PLANNED)
         k = sum(1 for lp in rep.libraries if lp.status is Status.PLANNED)
