@@ -18,6 +18,8 @@ import stat
 from dataclasses import dataclass
 from typing import Iterator
 
+from rocmrevive.codeobj.bundle import BUNDLE_MAGIC, CCOB_MAGIC
+from rocmrevive.codeobj.elf import ELF_MAGIC
 from rocmrevive.codeobj.sniff import sniff
 from rocmrevive.rootfs import Root
 
@@ -28,6 +30,8 @@ PLACES: tuple[str, ...] = (
     "/root/*/build", "/home/*/*/build", "/home/*/*/*/build", "/home/*/.local/bin",
 )
 MAX_DEPTH = 24
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+_MAGICS = (ELF_MAGIC, BUNDLE_MAGIC, CCOB_MAGIC)   # what a device-code container can start with
 MAX_FILES = 2_000_000   # a walk stops there (a home folder turned into a file bomb), and says so
 
 
@@ -85,7 +89,7 @@ def walk(root: Root, where: list[Place], counts: Walked | None = None) -> Iterat
                     continue
                 seen_dirs.add((st.st_dev, st.st_ino))
                 with os.scandir(folder) as it:
-                    entries = sorted(it, key=lambda e: e.name)
+                    entries = list(it)   # the report is sorted at the end; no order needed here
             except OSError:
                 continue
             for e in entries:
@@ -109,18 +113,24 @@ def walk(root: Root, where: list[Place], counts: Walked | None = None) -> Iterat
 
 
 def _look(root: Root, entry: os.DirEntry, place: Place, seen: set[tuple[int, int]]) -> Found | None:
-    """The header read of one file (never a FIFO or a device: opened non-blocking, no link)."""
+    """The header read of one file: opened without following a link and non-blocking (a FIFO
+    swapped in after the listing reads nothing); a file whose first bytes can start no
+    container (most of a site-packages) costs one read, the rest an ``fstat`` (regular, each
+    real file once) and ``sniff``."""
     try:
-        fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        fd = os.open(entry.path, _OPEN)
     except OSError:
         return None
     try:
+        head = os.pread(fd, 64, 0)
+        if not head.startswith(_MAGICS):
+            return None
         st = os.fstat(fd)
         key = (st.st_dev, st.st_ino)
         if not stat.S_ISREG(st.st_mode) or key in seen:
             return None
         seen.add(key)
-        kind = sniff(fd, st.st_size)
+        kind = sniff(fd, st.st_size, head)
     except OSError:
         return None
     finally:

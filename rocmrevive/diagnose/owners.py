@@ -72,7 +72,7 @@ class Owners:
     def of(self, mpath: str, site: str | None = None) -> Owner | None:
         """The owner of the machine path ``mpath``: pip's RECORD when it lies in ``site``, else dpkg."""
         if site and (mpath == site or mpath.startswith(site.rstrip("/") + "/")):
-            found = self._site(site).get(os.path.relpath(mpath, site))
+            found = self._site(site).get(mpath[len(site.rstrip("/")) + 1:])
             if found is not None:
                 return found
         return self._dpkg_index().get(mpath)
@@ -97,9 +97,10 @@ class Owners:
                 continue
             owner = Owner("pip", normalize(m.group(1)), m.group(2))
             for line in data.decode("utf-8", "replace").splitlines():
-                rel = line.split(",", 1)[0].strip().strip('"')
-                if rel and not rel.startswith("/"):
-                    index.setdefault(os.path.normpath(rel), owner)
+                rel = line.partition(",")[0]
+                if rel.endswith((".py", ".pyc", ".pyi")):
+                    continue   # never device code, and most of a RECORD: not indexed
+                index.setdefault(rel.strip('"'), owner)
         return index
 
     def _dpkg_index(self) -> dict[str, Owner]:

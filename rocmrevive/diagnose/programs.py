@@ -20,9 +20,12 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rocmrevive.codeobj.elf import parse_header, section_table
+from rocmrevive.codeobj.inspect import open_regular
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.diagnose.audit import Cell, CellStatus, _cell
 from rocmrevive.diagnose.devicescan import Walked, places, walk
@@ -220,24 +223,41 @@ class ProgramReport:
                 "truncated": self.truncated}
 
 
-def _needs(real: Path) -> list[str]:
-    """The ROCm libraries among DT_NEEDED (only the .dynamic section and its strings are read)."""
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.dynamic import DynamicSection
-    from elftools.elf.elffile import ELFFile
+_SHDR = struct.Struct("<IIQQQQIIQQ")   # Elf64_Shdr: name, type, flags, addr, offset, size, link, info, align, entsize
+SHT_DYNAMIC, DT_NEEDED = 6, 1
+DYNAMIC_MAX = 1 << 20
+_ROCM_LIBS = ("libamdhip64", "librocblas", "libhipblas", "librocsolver", "libhipblaslt", "librccl",
+              "libMIOpen", "librocsparse", "libhipsparse", "librocfft", "libhipfft", "librocrand",
+              "libhiprand", "libmigraphx", "libhsa-runtime64", "libroctx64", "libhiprtc")
 
-    needed: list[str] = []
+
+def _needs(real: Path) -> list[str]:
+    """The ROCm libraries among DT_NEEDED: the section table, the .dynamic section and its string
+    table, read by ``pread`` (never the whole file); [] for anything that does not parse."""
     try:
-        with open(real, "rb") as f:
-            sec = ELFFile(f).get_section_by_name(".dynamic")
-            if isinstance(sec, DynamicSection):
-                needed = [t.needed for t in sec.iter_tags("DT_NEEDED")]
-    except (ELFError, OSError, ValueError, KeyError):
+        with open_regular(real) as f:
+            fd, size = f.fileno(), os.fstat(f.fileno()).st_size
+            hdr = parse_header(os.pread(fd, 64, 0))
+            if hdr is None or hdr.ei_class != 2 or hdr.ei_data != 1:
+                return []
+            table = section_table(hdr, lambda n, at: os.pread(fd, n, at), size)
+            sections = list(_SHDR.iter_unpack(table[:len(table) - len(table) % _SHDR.size]))
+            dyn = next((sh for sh in sections if sh[1] == SHT_DYNAMIC), None)
+            if dyn is None or dyn[6] >= len(sections) or dyn[5] > DYNAMIC_MAX:
+                return []
+            strtab = sections[dyn[6]]
+            if strtab[5] > DYNAMIC_MAX or dyn[4] + dyn[5] > size or strtab[4] + strtab[5] > size:
+                return []
+            entries = os.pread(fd, dyn[5], dyn[4])
+            strs = os.pread(fd, strtab[5], strtab[4])
+    except (OSError, ValueError):
         return []
-    rocm = ("libamdhip64", "librocblas", "libhipblas", "librocsolver", "libhipblaslt", "librccl",
-            "libMIOpen", "librocsparse", "libhipsparse", "librocfft", "libhipfft", "librocrand",
-            "libhiprand", "libmigraphx", "libhsa-runtime64", "libroctx64", "libhiprtc")
-    return [n for n in needed if n.startswith(rocm)]
+    needed = []
+    for tag, value in struct.iter_unpack("<qQ", entries[:len(entries) - len(entries) % 16]):
+        if tag == DT_NEEDED and value < len(strs):
+            end = strs.find(b"\0", value)
+            needed.append(strs[value:end if end >= 0 else len(strs)].decode("utf-8", "replace"))
+    return [n for n in needed if n.startswith(_ROCM_LIBS)]
 
 
 def read_program(root: Root, mpath: str, kind: ProgramKind, where: str, targets: list[TargetId],
