@@ -298,3 +298,31 @@ def test_a_remedy_package_is_named_only_for_a_target_it_declares(machine):
     rocblas = L.library_by_key("rocblas")
     assert "librocblas4" not in rocblas.workaround_for("gfx1201") and "librocblas5" in rocblas.workaround_for("gfx1201")
     assert "Debian's librocblas" not in rocblas.workaround_for("gfx950")
+
+
+def test_hostile_venv_files_never_hang_or_leave_the_root(tmp_path):
+    """A user's venv is hostile input: a FIFO named like a library, a link to a HIP library
+    outside the machine, a RECORD that is a FIFO, a link, or huge: the scan neither hangs nor
+    follows them, and a bad RECORD only means no owner."""
+    import os
+
+    from rocmrevive.diagnose import owners as O
+
+    root = build("dual-mi50", tmp_path / "m")
+    site = root / ENV
+    outside = _hip_lib(tmp_path / "outside/libggml-hip.so", "gfx90a")
+    _hip_lib(site / "pkg/libk.so", "gfx90a")
+    os.mkfifo(site / "pkg/libfifo.so")
+    os.symlink(outside, site / "pkg/liblink.so")
+    (site / "evil").mkdir()
+    os.symlink(outside.parent, site / "evil/escape")
+    for name, make in (("a_fifo-1.0.dist-info", lambda p: os.mkfifo(p)),
+                       ("b_link-1.0.dist-info", lambda p: os.symlink("/etc/passwd", p)),
+                       ("c_huge-1.0.dist-info", lambda p: p.write_bytes(b"pkg/libk.so,,\n" * (O.RECORD_MAX // 14 + 10)))):
+        (site / name).mkdir()
+        make(site / name / "RECORD")
+    (root / "home/bob/env/pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.12.3\n")
+    rep = P.find_programs(Root(str(root)), [TargetId.parse(MI50)], pythons=["/home/bob/env"])
+    assert [p.path for p in rep.programs] == [f"/{ENV}/pkg/libk.so"]
+    assert rep.programs[0].owner is None and rep.programs[0].kind is P.UNKNOWN
+    assert O.read_capped(site / "a_fifo-1.0.dist-info/RECORD", 100) is None
