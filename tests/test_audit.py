@@ -171,3 +171,18 @@ def test_human_output_says_what_breaks(tmp_path, codeobjects):
     assert res.exit_code == 0
     assert "RCCL" in res.output and "MISSING" in res.output
     assert "breaks: multi-GPU collectives" in res.output and "do:" in res.output
+
+
+def test_device_code_under_another_name_is_read(tmp_path, codeobjects):
+    """The library matrix reads a folder by content: a HIP library not named lib*.so (a plugin,
+    a renamed copy) is a row; a plain file of the same folder is not (issue 27)."""
+    lib = tmp_path / "opt/rocm-6.4.3/lib"
+    link_file(codeobjects["libhip_gfx908_gfx1030"].path, lib / "hip_kernels_plugin.bin")
+    shutil.copy(codeobjects["libplain_host"].path, lib / "helper.so")
+    (lib / "notes.txt").write_text("x" * 100)
+    (tmp_path / "opt/rocm-6.4.3/.info").mkdir(parents=True)
+    (tmp_path / "opt/rocm-6.4.3/.info/version").write_text("6.4.3-128\n")
+    assert [p.name for p in library_files([lib])] == ["hip_kernels_plugin.bin"]
+    code, doc = run("audit", "--target", GFX906, "--no-programs", root=tmp_path)
+    assert code == 0
+    assert cells(doc) == {"hip_kernels_plugin.bin": {GFX906: CellStatus.MISSING}}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -108,3 +109,98 @@ def test_human_output(machine):
 def test_every_machine_diagnoses(machine, name):
     code, doc, _ = doctor(machine(name), "--user", "root")
     assert code in (0, 11) and (code == 11) == (doc["counts"]["error"] > 0)
+
+
+# ------------------------------------------------------------------------------------------
+# what rocmrevive did and whether it holds (issue 27): doctor agrees with status and verify
+
+LIB643 = "/opt/rocm-6.4.3/lib/rocblas/library"
+
+
+@pytest.fixture
+def installed(tmp_path):
+    """The dual-MI50 machine after a real `install` of gfx906 files from a .deb into its mini
+    rocBLAS 4.4.1 tree (tests/test_install.py's demo)."""
+    from tests.test_install import mr, rr, write_manifest
+    from tests.machines.build import build
+
+    root = build("dual-mi50", tmp_path / "m")
+    mr.build_tree(root, rocm_version="6.4.3", arches_present=("gfx908",), replace=True)
+    deb = Path(mr.build_source_deb(tmp_path / "librocblas4_6.4.4-4_amd64.deb")["path"])
+    args = ["--manifests", str(write_manifest(tmp_path / "manifests", deb)), "--from", str(deb),
+            "--cache", str(tmp_path / "cache"), "--yes"]
+    rr(root, "install", *args, check_rc=0)
+    return root, args
+
+
+def _gfx906_code_object(root) -> Path:
+    return sorted((root / LIB643.lstrip("/")).glob("*gfx906*.co"))[0]
+
+
+def test_installed_and_intact_is_no_error(installed):
+    root, _args = installed
+    code, doc, f = doctor(root, "--user", "alice")
+    assert doc["counts"]["error"] == 0 and code == 0, doc["findings"]
+
+
+def test_an_edited_installed_file_is_an_error_with_its_fix(installed):
+    """status exits 8 and verify 6; doctor said 0 errors, exit 0."""
+    from tests.test_install import rr
+
+    root, _args = installed
+    co = _gfx906_code_object(root)
+    co.write_bytes(co.read_bytes()[:-16] + b"\0" * 16)
+    assert rr(root, "status").returncode == 8 and rr(root, "verify").returncode == 6
+    code, doc, f = doctor(root, "--user", "alice")
+    assert code == 11 and doc["error"]["code"] == "PROBLEMS_FOUND"
+    drift = f["managed-files-drifted"]
+    assert drift["severity"] == "error" and drift["subject"] == LIB643 and co.name in drift["message"]
+    txid = drift["data"]["txid"]
+    assert drift["fix"].startswith(f"rocmrevive rollback --force {txid}")
+    assert f"rocmrevive install --tree {LIB643}" in drift["fix"]
+    bad = f["verify-failed"]
+    assert bad["severity"] == "error" and bad["subject"] == LIB643 and "integrity" in bad["data"]["checks"]
+    # the human output names both with the line to run
+    res = CliRunner().invoke(cli, ["--root", str(root), "doctor", "--user", "alice"], catch_exceptions=False)
+    out = " ".join(res.output.split())
+    assert res.exit_code == 11 and f"sudo rocmrevive --root {root} rollback --force {txid}" in out
+
+
+def test_removed_installed_files_are_an_error(installed):
+    root, _args = installed
+    _gfx906_code_object(root).unlink()
+    code, doc, f = doctor(root, "--user", "alice")
+    assert code == 11 and f["managed-files-missing"]["fix"] == f"rocmrevive install --tree {LIB643}"
+
+
+def test_a_pending_transaction_is_an_error_with_recover(installed, tmp_path):
+    """An install killed mid-rename: doctor exits 9 (INTERRUPTED) and lists it as an error whose
+    fix is `recover`."""
+    import os
+    import subprocess
+    import sys
+
+    root, args = installed
+    from tests.test_install import rr
+
+    rr(root, "rollback", check_rc=0)
+    env = {**os.environ, "ROCMREVIVE_TEST_KILL_AT": "rename:4", "NO_COLOR": "1"}
+    r = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), "install", *args],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == -9, r.stderr
+    code, doc, f = doctor(root, "--user", "alice")
+    assert code == 9 and doc["error"]["code"] == "INTERRUPTED" and doc["pending"]
+    tx = f["transaction-interrupted"]
+    assert tx["severity"] == "error" and tx["subject"] == doc["pending"][0] and tx["fix"].startswith("rocmrevive recover")
+    assert doc["counts"]["error"] >= 1
+
+
+@pytest.mark.debian
+def test_a_copy_with_no_source_gets_the_recipe_not_install(tmp_path, debian_pkgs):
+    from tests.fixtures import rocm71 as F
+
+    root = F.build_rocm71_machine(tmp_path / "m", debian_pkgs)
+    code, doc, f = doctor(root, "--user", "alice")
+    miss = f["rocblas-missing-gfx906"]
+    assert code == 11 and miss["subject"] == F.LIB
+    assert miss["fix"].startswith(f"rocmrevive recipe --tree {F.LIB}") and "rocmrevive install --tree" not in miss["fix"]

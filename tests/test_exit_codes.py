@@ -2,11 +2,15 @@
 `rocmrevive exit-codes` show copies generated from it, and they must agree."""
 from __future__ import annotations
 
+import json
+import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from rocmrevive.cli.main import cli
@@ -48,3 +52,62 @@ def test_exit_codes_command_prints_the_table():
     out = CliRunner().invoke(cli, ["exit-codes"]).output.splitlines()
     assert [line.split()[:2] for line in out] == [[str(n), c] for c, (n, _) in
                                                   sorted(EXIT_CODES.items(), key=lambda kv: kv[1][0])]
+
+
+# ------------------------------------------------------------------------------------------
+# install's exit when a copy that needs gfx906 is left without it (issue 27): exit 0 means the
+# request was met, so a ROCm 7.1 tree with no pinned source is exit 3 with the reason on stderr.
+
+@pytest.fixture
+def rocm71(tmp_path, debian_pkgs):
+    from tests.fixtures import rocm71 as F
+
+    return F.build_rocm71_machine(tmp_path / "m", debian_pkgs)
+
+
+def _rr(root, *args):
+    return subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), *args],
+                          capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
+
+
+@pytest.mark.debian
+@pytest.mark.parametrize("mode", ["--check", "--yes"])
+def test_install_leaving_a_rocm71_copy_without_gfx906_exits_3(rocm71, tmp_path, mode):
+    from tests.fixtures import rocm71 as F
+
+    r = _rr(rocm71, "install", mode, "--cache", str(tmp_path / "c"))
+    assert r.returncode == 3, (r.stdout[-1500:], r.stderr[-1500:])
+    err = " ".join(r.stderr.split())
+    assert f"rocmrevive install: 1 rocBLAS copy still without gfx906 files: {F.LIB}:" in err
+    assert f"rocmrevive recipe --tree {F.LIB}" in err
+    r = _rr(rocm71, "--json", "install", mode, "--cache", str(tmp_path / "c"))
+    doc = json.loads(r.stdout)
+    assert r.returncode == 3 and doc["error"]["code"] == "NOTHING_SUPPORTED" and doc["changed"] is False
+    (copy,) = doc["copies"]
+    assert copy["status"] == "refused" and copy["error"] is None and F.LIB in doc["error"]["message"]
+
+
+@pytest.mark.debian
+def test_install_and_echo_fixed_does_not_say_fixed(rocm71, tmp_path):
+    cmd = (f"{shlex.quote(sys.executable)} -m rocmrevive.cli.main --root {shlex.quote(str(rocm71))} install --yes "
+           f"--cache {shlex.quote(str(tmp_path / 'c'))} && echo fixed")
+    r = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
+    assert r.returncode == 3 and "fixed" not in r.stdout.split()
+
+
+def test_one_copy_served_and_one_left_without_is_still_exit_3():
+    """Mixed: a copy installed and a TheRock copy rocmrevive does not patch; the request (every
+    copy serves gfx906) was not met."""
+    from rocmrevive.cli.install import _exit
+    from rocmrevive.install.core import Status
+    from rocmrevive.install.report import CopyPlan, InstallReport
+
+    done = CopyPlan("/opt/rocm-6.4.3/lib/rocblas/library", "rocm-tree", "4.4.1", "6.4.3",
+                    status=Status.INSTALLED, changed=True)
+    left = CopyPlan("/opt/rocm-7.13.0/lib/rocblas/library", "rocm-tree", "5.3.0", "7.13.0",
+                    status=Status.UNSUPPORTED, reason="a TheRock tree")
+    code, msg = _exit(InstallReport(["gfx906"], "sysfs", [done, left], False))
+    assert code == "NOTHING_SUPPORTED" and msg.startswith("1 rocBLAS copy still without gfx906 files: /opt/rocm-7.13.0")
+    assert _exit(InstallReport(["gfx906"], "sysfs", [done], False)) == ("OK", None)
+    declined = CopyPlan(left.library, "rocm-tree", "4.4.1", "6.4.3", status=Status.DECLINED)
+    assert _exit(InstallReport(["gfx906"], "sysfs", [done, declined], False)) == ("OK", None)

@@ -114,13 +114,21 @@ def test_audit_for_a_target_the_wheel_has(machine):
     assert not [c for c in doc["programs_cannot_run"] if c["path"] == GGML]
 
 
-def test_scan_is_bounded_to_known_places(machine):
+def test_every_file_is_read_by_its_header_and_only_device_code_deeper(machine):
     rep = P.find_programs(Root(str(machine)), [TargetId.parse("gfx906")])
     paths = {p.path for p in rep.programs}
     assert GGML in paths
-    # only the .libs folder and the build folder were read, not every .so of the packages
-    assert rep.files_read <= 10
+    # every file of the venv, the build folder and Debian's ggml folder had its header read ...
+    walked = [f for d in (SITE, "home/alice/llama.cpp/build", "usr/lib/x86_64-linux-gnu/ggml")
+              for f in (machine / d).rglob("*") if f.is_file() and not f.is_symlink()]
+    assert rep.files_read == len(walked) > 100
+    # ... and only the three with device code were read further
+    assert rep.candidates == 3 == len(rep.programs)
     assert all(not p.startswith("/opt/rocm") for p in paths)
+    # cyllama's RECORD names the wheel that ships the file
+    ggml = next(p for p in rep.programs if p.path == GGML)
+    assert ggml.owner is not None and (ggml.owner.manager, ggml.owner.name, ggml.owner.version) == \
+        ("pip", "cyllama-rocm", "0.7.0")
 
 
 def test_kind_from_the_path():
@@ -178,3 +186,143 @@ def test_jax_rocm7_plugin_carries_gfx906_and_is_not_flagged(tmp_path):
         assert p["runs_on_all"] is True
         assert p["cells"]["gfx906:sramecc+:xnack-"]["status"] == "embedded"
     assert not [c for c in doc["programs_cannot_run"] if c["program"] == "jax-rocm"]
+
+
+# ------------------------------------------------------------------------------------------
+# device code found by content, whatever the name, folder or package (issue 27)
+
+MI50 = "gfx906:sramecc+:xnack-"
+ENV = "home/bob/env/lib/python3.12/site-packages"
+
+
+def _hip_lib(out: Path, *arches: str) -> Path:
+    clang = shutil.which("clang-15")
+    assert clang, "clang-15 is needed (scripts/setup-system.sh installs it)"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([clang, "-x", "hip", *(f"--offload-arch={a}" for a in arches), "-nogpulib", "-nogpuinc",
+                    "-fPIC", "-shared", "-fuse-ld=lld", str(SRC / "hip_vadd.hip"), "-o", str(out)], check=True, cwd=SRC)
+    return out
+
+
+def _readelf_says_device_code(path: Path) -> bool:
+    """binutils' own answer, independent of rocmrevive: an AMDGPU ELF, or a host ELF with a
+    .hip_fatbin section; or a bundle / CCOB by its magic."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    if head.startswith((b"__CLANG_OFFLOAD_BUNDLE__", b"CCOB")):
+        return True
+    if not head.startswith(b"\x7fELF"):
+        return False
+    out = subprocess.run(["readelf", "-hSW", str(path)], capture_output=True, text=True).stdout
+    return "AMD GPU" in out or " .hip_fatbin " in out
+
+
+@pytest.fixture(scope="session")
+def wheels_machine(tmp_path_factory, cyllama_wheel) -> Path:
+    """The dual-MI50 machine with the three real wheels (all of each) in a venv no list names."""
+    root = build("dual-mi50", tmp_path_factory.mktemp("w") / "m")
+    for whl in (cyllama_wheel, cached_wheel("cupy-rocm-7-0", "14.2.0", CUPY_SHA256, python_version="3.12"),
+                cached_wheel("jax-rocm7-plugin", "0.12.0", JAX_SHA256, python_version="3.12")):
+        unpack_wheel(whl, root / ENV)
+    (root / "home/bob/env/pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.12.3\n")
+    return root
+
+
+def test_real_wheels_every_file_with_device_code_is_listed_with_the_mi50_verdict(wheels_machine):
+    root = wheels_machine
+    site = root / ENV
+    truth = {"/" + str(f.relative_to(root)) for f in site.rglob("*")
+             if f.is_file() and not f.is_symlink() and _readelf_says_device_code(f)}
+    assert len(truth) > 5
+    code, doc = run(root, "audit", "--python", "/home/bob/env")
+    assert code == 0
+    mine = {p["path"]: p for p in doc["programs"] if p["path"].startswith(f"/{ENV}/")}
+    assert set(mine) == truth
+    for path, p in mine.items():
+        cell = p["cells"][MI50]
+        owner = p["owner"]["name"]
+        assert owner in ("cyllama-rocm", "cupy-rocm-7-0", "jax-rocm7-plugin"), path
+        # jax's plugin embeds gfx906; cyllama's and CuPy's kernels do not
+        want = "embedded" if owner == "jax-rocm7-plugin" else "missing"
+        assert cell["status"] == want and ("gfx906" in p["processors"]) == (want == "embedded"), path
+        assert p["package"] == owner
+
+
+def test_odd_names_and_places_and_the_package_to_replace(tmp_path):
+    """A HIP executable not called llama-*, a wheel rocmrevive has no name for (inferna-rocm,
+    bundling its own libggml-hip) and a file dpkg says a package ships: each is found by its
+    content and the fix names what to replace."""
+    root = build("dual-mi50", tmp_path / "m")
+    _hip_lib(root / "opt/whisper/bin/whisper-server", "gfx90a", "gfx1030")
+    site = root / ENV
+    _hip_lib(site / "inferna/_native/libggml-hip.so", "gfx90a")
+    info = site / "inferna_rocm-0.3.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "RECORD").write_text("inferna/__init__.py,,\ninferna/_native/libggml-hip.so,sha256=x,1\n")
+    (site / "inferna/__init__.py").write_text("")
+    (root / "home/bob/env/pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.12.3\n")
+    _hip_lib(root / "usr/lib/ollama/rocm/libggml-hip.so", "gfx1030")
+    (root / "var/lib/dpkg/info").mkdir(parents=True, exist_ok=True)
+    (root / "var/lib/dpkg/info/ollama:amd64.list").write_text("/usr/lib/ollama\n/usr/lib/ollama/rocm/libggml-hip.so\n")
+    code, doc = run(root, "audit", "--python", "/home/bob/env")
+    assert code == 0
+    bad = {c["path"]: c for c in doc["programs_cannot_run"]}
+    progs = {p["path"]: p for p in doc["programs"]}
+    whisper = bad["/opt/whisper/bin/whisper-server"]
+    assert whisper["program"] == "hip-program" and "--offload-arch=gfx906" in whisper["remedy"]
+    inferna = bad[f"/{ENV}/inferna/_native/libggml-hip.so"]
+    assert inferna["program"] == "wheel:inferna-rocm" and "rebuild llama.cpp" not in inferna["remedy"]
+    assert "replace the inferna-rocm 0.3.1 wheel" in inferna["remedy"] and "--no-binary inferna-rocm" in inferna["remedy"]
+    assert progs[f"/{ENV}/inferna/_native/libggml-hip.so"]["owner"] == {"manager": "pip", "name": "inferna-rocm",
+                                                                        "version": "0.3.1"}
+    ollama = bad["/usr/lib/ollama/rocm/libggml-hip.so"]
+    assert ollama["program"] == "deb:ollama" and "replace the package ollama" in ollama["remedy"]
+    assert progs["/usr/lib/ollama/rocm/libggml-hip.so"]["owner"] == {"manager": "dpkg", "name": "ollama", "version": None}
+
+
+def test_a_remedy_package_is_named_only_for_a_target_it_declares(machine):
+    """Debian's libggml0-backend-hip lists gfx803..gfx1102: named for the MI50, not for gfx1201."""
+    _code, doc = run(machine, "audit", "--target", "gfx1201")
+    ours = [c for c in doc["programs_cannot_run"] if c["path"] == "/home/alice/llama.cpp/build/bin/libggml-hip.so"]
+    assert ours and "libggml0-backend-hip" not in ours[0]["remedy"]
+    _code, doc = run(machine, "audit", "--target", "gfx906")
+    cell = next(c for c in doc["programs_cannot_run"] if c["path"] == GGML)
+    assert cell["program"] == "cyllama-rocm"
+    from rocmrevive.diagnose import libraries as L
+
+    assert "libggml0-backend-hip" in P.LLAMA_CPP.fix_for(["gfx906"])
+    assert "libggml0-backend-hip" not in P.LLAMA_CPP.fix_for(["gfx906", "gfx1201"])
+    rccl = L.library_by_key("rccl")
+    assert "librccl1 5.4.3" in rccl.workaround_for("gfx906") and "librccl1 7.2.4" not in rccl.workaround_for("gfx906")
+    assert "librccl1 7.2.4" in rccl.workaround_for("gfx942") and "librccl1 5.4.3" not in rccl.workaround_for("gfx942")
+    rocblas = L.library_by_key("rocblas")
+    assert "librocblas4" not in rocblas.workaround_for("gfx1201") and "librocblas5" in rocblas.workaround_for("gfx1201")
+    assert "Debian's librocblas" not in rocblas.workaround_for("gfx950")
+
+
+def test_hostile_venv_files_never_hang_or_leave_the_root(tmp_path):
+    """A user's venv is hostile input: a FIFO named like a library, a link to a HIP library
+    outside the machine, a RECORD that is a FIFO, a link, or huge: the scan neither hangs nor
+    follows them, and a bad RECORD only means no owner."""
+    import os
+
+    from rocmrevive.diagnose import owners as O
+
+    root = build("dual-mi50", tmp_path / "m")
+    site = root / ENV
+    outside = _hip_lib(tmp_path / "outside/libggml-hip.so", "gfx90a")
+    _hip_lib(site / "pkg/libk.so", "gfx90a")
+    os.mkfifo(site / "pkg/libfifo.so")
+    os.symlink(outside, site / "pkg/liblink.so")
+    (site / "evil").mkdir()
+    os.symlink(outside.parent, site / "evil/escape")
+    for name, make in (("a_fifo-1.0.dist-info", lambda p: os.mkfifo(p)),
+                       ("b_link-1.0.dist-info", lambda p: os.symlink("/etc/passwd", p)),
+                       ("c_huge-1.0.dist-info", lambda p: p.write_bytes(b"pkg/libk.so,,\n" * (O.RECORD_MAX // 14 + 10)))):
+        (site / name).mkdir()
+        make(site / name / "RECORD")
+    (root / "home/bob/env/pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.12.3\n")
+    rep = P.find_programs(Root(str(root)), [TargetId.parse(MI50)], pythons=["/home/bob/env"])
+    assert [p.path for p in rep.programs] == [f"/{ENV}/pkg/libk.so"]
+    assert rep.programs[0].owner is None and rep.programs[0].kind is P.UNKNOWN
+    assert O.read_capped(site / "a_fifo-1.0.dist-info/RECORD", 100) is None

@@ -1,6 +1,8 @@
 """``rocmrevive doctor``: problems on this machine, each with a severity, its cause and the fix.
 
-Exit codes: 0 when no finding is an error; 11 (PROBLEMS_FOUND) when at least one is; 3
+Exit codes: 0 when no finding is an error; 11 (PROBLEMS_FOUND) when at least one is (files
+rocmrevive installed that changed or went since, a rocBLAS copy ``verify`` fails, a copy without
+gfx906, ...); 9 (INTERRUPTED) when a transaction is pending (the finding's fix is ``recover``); 3
 (NOTHING_SUPPORTED) when there are no errors and no gfx906 GPU (nothing to do).
 """
 from __future__ import annotations
@@ -91,14 +93,19 @@ def render_doctor(doc: dict, root=None):
 def doctor(ui: UI, pythons, trees, rocminfo_file, deep, no_search, user, vulkan_file):
     """Find problems on this machine and say how to fix them.
 
-    Exit code 0 with no errors, 11 when any finding is an error, 3 when nothing applies (no gfx906).
+    Besides the hardware and the trees: files rocmrevive installed that were changed since
+    (what `status` calls drift), a rocBLAS copy `verify` fails, and a transaction a killed run left
+    open are errors with their fix; a copy no rocmrevive source serves gets `rocmrevive recipe`.
+
+    Exit code 0 with no errors, 11 when any finding is an error, 9 when a transaction is pending
+    (run `rocmrevive recover`), 3 when nothing applies (no gfx906).
     """
     def work() -> Outcome:
         from rocmrevive.trees.survey import diagnose
 
         s = run_survey(ui, pythons, trees, rocminfo_file, deep, no_search)
         vulkan = Path(vulkan_file).read_text(errors="replace") if vulkan_file else None
-        findings = diagnose(s, user=user, vulkan_text=vulkan)
+        findings = with_rocmrevive_findings(ui, s, diagnose(s, user=user, vulkan_text=vulkan))
         if s.hardware.gpus:
             from rocmrevive.diagnose.programs import find_programs, program_findings
 
@@ -107,6 +114,8 @@ def doctor(ui: UI, pythons, trees, rocminfo_file, deep, no_search, user, vulkan_
                 progs = find_programs(ui.root, list(dict.fromkeys(targets)), pythons=pythons,
                                       common=not no_search)
                 findings += program_findings(progs)
+        order = list(Severity)
+        findings.sort(key=lambda f: order.index(f.severity))
         counts = {sev: sum(1 for f in findings if f.severity is sev) for sev in Severity}
         full = s.to_json()
         doc = {"summary": full["summary"], "counts": counts,
@@ -123,3 +132,61 @@ def doctor(ui: UI, pythons, trees, rocminfo_file, deep, no_search, user, vulkan_
         return Outcome(data=doc, render=render_doctor(doc, ui.root), code=code, message=msg)
 
     ui.run("doctor", work)
+
+
+def with_rocmrevive_findings(ui: UI, s, findings: list) -> list:
+    """``findings`` and what rocmrevive did and whether it holds: a pending transaction, drifted or
+    missing installed files (``status``'s verdict), a copy ``verify`` fails (``verify``'s), each an
+    error with its fix; a copy no manifest has a source for gets the recipe as its fix."""
+    from rocmrevive.diagnose.health import state_findings, verify_findings, with_source_fixes
+    from rocmrevive.errors import RevError
+    from rocmrevive.hardware.findings import Finding
+    from rocmrevive.install.status import machine_status
+    from rocmrevive.install.verify import verify_machine
+    from rocmrevive.txn.state import DEFAULT_STATE_DIR
+
+    sd = ui.state_dir or DEFAULT_STATE_DIR
+    try:
+        found = state_findings(machine_status(ui.root, state_dir=sd))
+    except (RevError, OSError) as exc:
+        found = [Finding("journals-unreadable", Severity.WARNING, sd, f"cannot read rocmrevive's journals in {sd}: "
+                         f"{getattr(exc, 'message', None) or exc}", "", "none", FixKind.NONE)]
+    if not s.supported or not s.copies:
+        return findings + found
+    has_source = _source_check(s.copies)
+    findings = with_source_fixes(findings, has_source)
+    flagged = {f.subject for f in findings if f.severity is Severity.ERROR}
+    serving = [c.path for c in s.copies if c.path not in flagged]
+    if serving:
+        try:
+            rep = verify_machine(ui.root, trees=serving, targets=[str(g.target) for g in s.hardware.gfx906],
+                                 state_dir=ui.state_dir)
+        except RevError as exc:
+            return findings + found + [Finding("verify-unavailable", Severity.WARNING, "machine",
+                                               f"verify could not run: {exc.message}", "", "none", FixKind.NONE)]
+        found += verify_findings(rep, flagged, lambda lib: (f"rocmrevive install --tree {lib}" if has_source(lib)
+                                                            else f"rocmrevive recipe --tree {lib}"))
+    return findings + found
+
+
+def _source_check(copies):
+    """``has_source(copy path)``: whether a shipped manifest pins a gfx906 source built for that
+    copy's rocBLAS (what ``install`` would take without ``--from``)."""
+    from rocmrevive.errors import RevError
+    from rocmrevive.install.tensile import choose_manifest
+    from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
+
+    try:
+        manifests = load_manifests(default_manifest_dir())
+    except RevError:
+        manifests = []
+    versions = {c.path: c.rocblas_version for c in copies}
+
+    def has_source(path: str) -> bool:
+        if not manifests:
+            return True  # cannot tell: keep install's own answer
+        version = versions.get(path)
+        m = choose_manifest(manifests, version)
+        return m is not None and bool(m.sources_for(version))
+
+    return has_source

@@ -77,8 +77,11 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache,
                           confirm=confirm if interactive else None, libraries=libraries)
         ui.bars.close()
         code, message = _exit(rep)
+        warnings = list(rep.warnings)
+        if rep.left_without and code != "NOTHING_SUPPORTED":
+            warnings.append(left_without_line(rep.left_without))   # --check with other changes: 20, and this
         return Outcome(data=rep.to_json(), changed=rep.changed and not check, code=code, message=message,
-                       render=lambda con: _render(con, rep, show_diff), warnings=list(rep.warnings))
+                       render=lambda con: _render(con, rep, show_diff), warnings=warnings)
 
     ui.run("install", work)
 
@@ -107,8 +110,11 @@ def _artifact_name(artifact: dict | None) -> str:
 
 
 def _exit(rep):
-    """A copy or library that failed (checksum, network, verification) decides the code; a graft
-    the ABI check refuses is a finding (a warning), not a failure."""
+    """A copy or library that failed (checksum, network, verification) decides the code; then a
+    copy left without gfx906 (no source, a layout rocmrevive does not patch) makes it 3, even when
+    other copies or grafts were served, so that `install --yes && echo fixed` does not say "fixed"
+    (with --check and other changes pending it stays 20, the copy a warning); a graft the ABI
+    check refuses is a finding (a warning), not a failure."""
     from rocmrevive.install.core import Status
 
     refused = [c for c in (*rep.copies, *rep.libraries) if c.error]
@@ -127,7 +133,15 @@ def _exit(rep):
         no = [f"{c.library}: {c.reason}" for c in rep.copies]
         no += [f"{lp.label}: {lp.reason}" for lp in rep.libraries if lp.status in (Status.REFUSED, Status.UNSUPPORTED)]
         return "NOTHING_SUPPORTED", "; ".join(no) or "no host library of a manifest is in these trees"
+    if rep.left_without:
+        return "NOTHING_SUPPORTED", left_without_line(rep.left_without)
     return "OK", None
+
+
+def left_without_line(left) -> str:
+    """One line naming the copies that still lack gfx906 and why."""
+    copies = f"{len(left)} rocBLAS cop{'y' if len(left) == 1 else 'ies'}"
+    return f"{copies} still without gfx906 files: " + "; ".join(f"{c.library}: {c.reason}" for c in left)
 
 
 def _render(con, rep, show_diff: bool) -> None:

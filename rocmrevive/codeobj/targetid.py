@@ -8,6 +8,7 @@ processor does not support it at all.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Generic, Iterable, TypeVar
@@ -70,6 +71,7 @@ class TargetId:
 
     # construction ----------------------------------------------------------------------
     @classmethod
+    @functools.lru_cache(maxsize=1024)  # a fat binary names the same few ids hundreds of times; TargetId is frozen
     def parse(cls, text: str) -> "TargetId":
         """Parse ``gfx906``, ``gfx906:sramecc+:xnack-``, or a full
         ``amdgcn-amd-amdhsa--gfx906:xnack-`` / bundle entry id ``hipv4-amdgcn-amd-amdhsa--gfx906``.

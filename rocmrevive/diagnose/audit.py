@@ -16,11 +16,13 @@ passes the static ABI check on this machine (``graft`` in the cell's JSON; docs/
 from __future__ import annotations
 
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from rocmrevive.codeobj.sniff import sniff
 from rocmrevive.codeobj.targetid import LoadVerdict, TargetId
 from rocmrevive.diagnose.libraries import (GENERIC_BREAKS, GENERIC_WORKAROUND, ROCBLAS_TENSILE,
                                            KnownLibrary, library_for_file)
@@ -111,10 +113,13 @@ class AuditReport:
 
 # ------------------------------------------------------------------------------------------
 
-def library_files(dirs: Iterable[Path]) -> list[Path]:
-    """Shared libraries directly in ``dirs`` (``lib*.so``, ``lib*.so.N…``), each real file once.
-    Symbolic links are skipped: they name a file of the same folder (``librocblas.so.4`` ->
-    ``librocblas.so.4.4``), and following an absolute one could leave ``--root``."""
+def library_files(dirs: Iterable[Path], *, by_content: bool = True) -> list[Path]:
+    """Shared libraries directly in ``dirs`` (``lib*.so``, ``lib*.so.N…``), and any other file
+    there whose header says device code (``codeobj.sniff``: a HIP library or code object by
+    another name), each real file once. Symbolic links are skipped: they name a file of the same
+    folder (``librocblas.so.4`` -> ``librocblas.so.4.4``), and following an absolute one could
+    leave ``--root``. ``by_content=False`` for a rocBLAS Tensile folder: its code objects are the
+    Tensile row's (``tensile_row``)."""
     seen: set[tuple[int, int]] = set()
     out: list[Path] = []
     for d in dirs:
@@ -124,11 +129,25 @@ def library_files(dirs: Iterable[Path]) -> list[Path]:
         except OSError:
             continue
         for e in ents:
-            if not e.name.startswith("lib") or not (e.name.endswith(".so") or ".so." in e.name):
-                continue
-            if first_sight(e, seen):
+            named = e.name.startswith("lib") and (e.name.endswith(".so") or ".so." in e.name)
+            if (named or (by_content and _has_device_code(e.path))) and first_sight(e, seen):
                 out.append(Path(e.path))
     return out
+
+
+def _has_device_code(path: str) -> bool:
+    """The header test of a file by another name (no link followed, never a FIFO)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        return stat.S_ISREG(st.st_mode) and sniff(fd, st.st_size) is not None
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def first_sight(entry: os.DirEntry | Path, seen: set[tuple[int, int]]) -> bool:
@@ -222,7 +241,7 @@ def kpack_row(path: Path, targets: list[TargetId], *, show: Callable[[Path], str
 
 def _remedy(known: KnownLibrary | None, processor: str, remedy_for: RemedyFor | None) -> str:
     ours = remedy_for(known.key, processor) if (known and remedy_for) else None
-    return ours or (known.workaround if known and known.workaround else GENERIC_WORKAROUND)
+    return ours or (known.workaround_for(processor) if known and known.workaround else GENERIC_WORKAROUND)
 
 
 def graft_remedy_text(graft: dict, workaround: str) -> str:
@@ -320,8 +339,11 @@ def audit_inputs(root, trees: tuple[str, ...] | list[str]) -> tuple[list, list, 
             if real.is_file():
                 files.append(real)
             elif real.is_dir():
-                files += library_files(locate.lib_dirs(real))
-                tensile += locate.rocblas_library_dirs(real)
+                found = locate.rocblas_library_dirs(real)
+                dirs = locate.lib_dirs(real)
+                files += library_files([d for d in dirs if d not in found])
+                files += library_files([d for d in dirs if d in found], by_content=False)
+                tensile += found
                 kpacks += kpack_files(real)
             else:
                 raise RevError("USAGE", f"--tree {t}: no such file or folder under {root.base}")

@@ -140,13 +140,18 @@ _r_torch_idf = Said(
     why_not="rocmrevive does not rebuild PyTorch")
 
 
+def _workaround(lib, arch: str | None) -> str:
+    """The library's workaround, naming a package only when it declares the card's processor."""
+    return lib.workaround_for(arch.split(":")[0]) if arch else lib.workaround
+
+
 def _r_hip_idf(m, ctx):
     arch = arch_of(m, ctx)
     lib = library_for_text(m.string)
     if lib is not None:
         return Diagnosis("hip-invalid-device-function", Severity.ERROR, lib.name, arch,
                          f"{lib.name} has no code for this GPU: {lib.breaks}",
-                         "rocmrevive audit", False, lib.workaround)
+                         "rocmrevive audit", False, _workaround(lib, arch))
     return _host_lib_advice("hip-invalid-device-function", "HIP runtime", arch,
                             "a kernel was launched that has no code for this GPU")
 
@@ -176,7 +181,7 @@ def _r_cannot_find_co(m, ctx):
         f"{name} ({path}) carries no code object for {arch or 'this GPU'}"
         + (f": {lib.breaks}" if lib and lib.breaks else ""),
         "rocmrevive audit", False,
-        (lib.workaround if lib and lib.workaround else "use a build of this library that includes the GPU"),
+        (_workaround(lib, arch) if lib and lib.workaround else "use a build of this library that includes the GPU"),
         {"path": path})
     return d
 

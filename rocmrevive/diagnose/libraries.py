@@ -13,6 +13,47 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rocmrevive.codeobj.targetid import TargetId
+
+
+@dataclass(frozen=True)
+class RemedyPackage:
+    """A distribution package that is a build of a library for many targets, with the targets it
+    declares (Debian's ``X-Rocm-Gpu-Architecture`` field, or where a package has none, the
+    processors its device code was read to embed). Named as a remedy only for a processor it lists.
+
+        LIBGGML_HIP.serves("gfx906")   # True; LIBRCCL1_724.serves("gfx906") is False
+    """
+
+    name: str            # "Debian's librocblas4 6.4.4-4"
+    targets: tuple[str, ...]
+    basis: str = "its X-Rocm-Gpu-Architecture field"
+
+    def serves(self, processor: str) -> bool:
+        return any(TargetId.parse(t).covers_processor(processor) for t in self.targets)
+
+    def sentence(self, processor: str) -> str:
+        return f"{self.name} is such a build ({self.basis} lists {processor})"
+
+
+_DEBIAN_64 = ("gfx803", "gfx900", "gfx906", "gfx908", "gfx90a", "gfx1010", "gfx1030", "gfx1100", "gfx1101", "gfx1102")
+LIBROCBLAS4 = RemedyPackage("Debian's librocblas4 6.4.4-4", _DEBIAN_64)
+LIBROCBLAS5 = RemedyPackage("Debian's librocblas5 7.2.4-1~exp1", _DEBIAN_64 + ("gfx942", "gfx1151", "gfx1200", "gfx1201"))
+LIBRCCL1_543 = RemedyPackage("Debian's librccl1 5.4.3-3+b1", _DEBIAN_64,
+                             "the device code it was read to embed; the package declares no field")
+LIBRCCL1_724 = RemedyPackage("Debian's librccl1 7.2.4-1~exp3", ("gfx908", "gfx90a", "gfx942", "gfx950", "gfx1030",
+                                                                "gfx1100", "gfx1101", "gfx1200", "gfx1201"))
+LIBGGML_HIP = RemedyPackage("Debian's libggml0-backend-hip 0.27.0-1", _DEBIAN_64)
+
+
+def remedy_packages(packages: tuple[RemedyPackage, ...], processors: list[str]) -> str:
+    """The sentence naming the packages that declare every one of ``processors`` ("" for none)."""
+    fit = [p for p in packages if processors and all(p.serves(x) for x in processors)]
+    if not fit:
+        return ""
+    what = ", ".join(processors)
+    return "; " + "; ".join(f"{p.name} is such a build ({p.basis} lists {what})" for p in fit)
+
 
 @dataclass(frozen=True)
 class KnownLibrary:
@@ -22,9 +63,14 @@ class KnownLibrary:
     device_code: bool   # True when the library normally embeds GPU kernels in .hip_fatbin
     breaks: str         # what fails on a GPU whose target it lacks, in plain words
     workaround: str     # what the user can do without a rocmrevive source
+    packages: tuple[RemedyPackage, ...] = ()   # builds to name, each only for a target it declares
 
     def matches(self, filename: str) -> bool:
         return re.match(self.pattern, filename) is not None
+
+    def workaround_for(self, processor: str) -> str:
+        """The workaround for a card of ``processor``, naming only the packages that declare it."""
+        return self.workaround + remedy_packages(self.packages, [processor]) if self.workaround else ""
 
 
 _SO = r"\.so(\.[0-9][0-9.]*)?$"
@@ -35,7 +81,7 @@ ROCBLAS_TENSILE = KnownLibrary(
     "every rocBLAS/hipBLAS GEMM (PyTorch matmul, llama.cpp prompt processing) fails with "
     "'Cannot read …/TensileLibrary.dat … for GPU arch'",
     "copy the target's Tensile files from a rocBLAS of the same version built for it (ROCm 6.3.x "
-    "for 4.3, Debian's librocblas4/librocblas5), or point ROCBLAS_TENSILE_LIBPATH at such a folder")
+    "for 4.3), or point ROCBLAS_TENSILE_LIBPATH at such a folder", (LIBROCBLAS4, LIBROCBLAS5))
 
 KNOWN_LIBRARIES: tuple[KnownLibrary, ...] = (
     KnownLibrary(
@@ -43,8 +89,8 @@ KNOWN_LIBRARIES: tuple[KnownLibrary, ...] = (
         "BLAS routines that are not Tensile GEMMs (TRSM, TRMM, GEMV, level-1/2, batched helpers) "
         "fail with hipErrorInvalidDeviceFunction; rocSOLVER, PyTorch's linear algebra and "
         "llama.cpp's SOLVE_TRI use them",
-        "use a rocBLAS built for this GPU (ROCm 6.3.x, or Debian's librocblas4/librocblas5, which "
-        "include gfx906) in place of this librocblas.so; copying Tensile files does not fix it"),
+        "use a rocBLAS built for this GPU (ROCm 6.3.x for gfx906) in place of this librocblas.so; "
+        "copying Tensile files does not fix it", (LIBROCBLAS4, LIBROCBLAS5)),
     KnownLibrary(
         "rocsolver", "rocSOLVER", r"^librocsolver" + _SO, True,
         "LAPACK on the GPU (torch.linalg solve/inv/cholesky/qr/svd/eigh, llama.cpp and SciPy-like "
@@ -85,8 +131,8 @@ KNOWN_LIBRARIES: tuple[KnownLibrary, ...] = (
         "rccl", "RCCL", r"^librccl" + _SO, True,
         "multi-GPU collectives (torch.distributed with the nccl backend, vLLM tensor parallel, "
         "rccl-tests) fail with 'unhandled cuda error' or 'NCCL error'",
-        "use an RCCL built for this GPU (e.g. Debian's librccl1 5.4.3, which includes gfx906); "
-        "`rocmrevive rccl` shows what each RCCL on the machine carries"),
+        "use an RCCL built for this GPU; `rocmrevive rccl` shows what each RCCL on the machine carries",
+        (LIBRCCL1_543, LIBRCCL1_724)),
     KnownLibrary(
         "hiptensor", "hipTensor", r"^libhiptensor" + _SO, True,
         "tensor contractions through hipTensor fail (it supports only newer GPUs)",
@@ -107,8 +153,8 @@ KNOWN_LIBRARIES: tuple[KnownLibrary, ...] = (
     KnownLibrary(
         "ggml_hip", "llama.cpp ggml-hip", r"^libggml-(hip|cuda)" + _SO, True,
         "llama.cpp / Ollama GPU offload fails with 'ROCm error: invalid device function'",
-        "rebuild llama.cpp with -DGGML_HIP=ON -DAMDGPU_TARGETS=gfx906 (GPU_TARGETS on newer "
-        "versions)"),
+        "rebuild llama.cpp with -DGGML_HIP=ON -DAMDGPU_TARGETS=<the card's target> (GPU_TARGETS on newer "
+        "versions)", (LIBGGML_HIP,)),
     # Libraries that normally carry no device code of their own: shown so that a user sees
     # they were looked at.
     KnownLibrary("amdhip64", "HIP runtime", r"^libamdhip64" + _SO, False, "", ""),

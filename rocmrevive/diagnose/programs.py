@@ -4,30 +4,33 @@ builds and wheels, onnxruntime-rocm, JAX's ROCm plugins, CuPy for ROCm, PyTorch'
 that cannot run on a detected card.
 
 Tensile files do not help here: a program whose own ``.hip_fatbin`` lacks gfx906 fails on an
-MI50 whatever rocBLAS carries (``hipErrorInvalidDeviceFunction`` / "no kernel image"). The
-kernels are read by structure (``codeobj.inspect.inspect_file``: bundle entry tables and the
-head of each compressed bundle, never a whole decompression), so a 187 MB ``libggml-hip`` costs
-milliseconds.
-
-Where programs are looked for (bounded globs, no walk of home folders): every Python
-environment ``trees.pythonenv`` finds (the packages below and every ``*.libs`` folder that
-auditwheel filled), and the usual install places of source builds (``/usr/local``, ``/opt/*``,
-``~/*/build/bin`` of llama.cpp checkouts, Ollama's bundle folders).
+MI50 whatever rocBLAS carries (``hipErrorInvalidDeviceFunction`` / "no kernel image"). Files are
+found by content (``devicescan``: every file of every Python environment and install place, by its
+header, whatever its name or package), then read by structure (``codeobj.inspect.inspect_file``:
+bundle entry tables and the head of each compressed bundle, never a whole decompression), so a
+187 MB ``libggml-hip`` costs milliseconds. The package that ships a file (pip's RECORD, dpkg's
+lists: ``owners``) is what the fix tells the user to replace; a project rocmrevive knows by name
+(llama.cpp, CuPy, JAX, onnxruntime, PyTorch) gets its own build recipe.
 
     rep = find_programs(Root("/"), [TargetId.parse("gfx906")])
     [(p.name, p.path, p.cells["gfx906"].status) for p in rep.programs]
 """
 from __future__ import annotations
 
-import glob
+import fnmatch
 import os
 import re
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rocmrevive.codeobj.elf import parse_header, section_table
+from rocmrevive.codeobj.inspect import open_regular
 from rocmrevive.codeobj.targetid import TargetId
-from rocmrevive.diagnose.audit import Cell, CellStatus, _cell, first_sight
-from rocmrevive.diagnose.libraries import KnownLibrary
+from rocmrevive.diagnose.audit import Cell, CellStatus, _cell
+from rocmrevive.diagnose.devicescan import Walked, places, walk
+from rocmrevive.diagnose.libraries import LIBGGML_HIP, KnownLibrary, RemedyPackage, remedy_packages
+from rocmrevive.diagnose.owners import Owner, Owners
 from rocmrevive.rootfs import Root
 
 BREAKS = ("its own GPU kernels have no code for this card: it stops with hipErrorInvalidDeviceFunction "
@@ -41,18 +44,20 @@ class ProgramKind:
     name: str
     fix: str                 # {targets}: ';'-joined processors, {targets_comma}: ','-joined
     package: str | None = None   # the Python distribution, when it is one
+    packages: tuple[RemedyPackage, ...] = ()   # builds named only for processors they declare
 
     def fix_for(self, processors: list[str]) -> str:
-        return self.fix.format(targets=";".join(processors), targets_comma=",".join(processors),
-                               first=processors[0])
+        return (self.fix.format(targets=";".join(processors), targets_comma=",".join(processors),
+                                first=processors[0])
+                + remedy_packages(self.packages, processors))
 
 
 LLAMA_CPP = ProgramKind(
     "llama.cpp", "llama.cpp",
     "rebuild llama.cpp for the cards: cmake -S llama.cpp -B build -DGGML_HIP=ON "
     "-DAMDGPU_TARGETS=\"{targets}\" -DGPU_TARGETS=\"{targets}\" -DCMAKE_BUILD_TYPE=Release && "
-    "cmake --build build -j (then run build/bin/llama-*; `rocmrevive audit` re-reads it); on Debian, the "
-    "libggml0-backend-hip package (0.27.0-1 lists gfx803 to gfx1102, gfx906 among them) is such a build")
+    "cmake --build build -j (then run build/bin/llama-*; `rocmrevive audit` re-reads it)",
+    packages=(LIBGGML_HIP,))
 LLAMA_CPP_PYTHON = ProgramKind(
     "llama-cpp-python", "llama-cpp-python (llama.cpp)",
     "reinstall it built for the cards: CMAKE_ARGS=\"-DGGML_HIP=ON -DAMDGPU_TARGETS={targets} "
@@ -87,43 +92,29 @@ UNKNOWN = ProgramKind(
     "rebuild it for the cards: hipcc/clang --offload-arch={first} (CMake: -DAMDGPU_TARGETS=\"{targets}\" "
     "-DGPU_TARGETS=\"{targets}\", or CMAKE_HIP_ARCHITECTURES), or get a build that lists {first}")
 
-# site-packages relative globs -> kind (None: decide from the file name)
-SITE_GLOBS: tuple[tuple[str, ProgramKind | None], ...] = (
-    ("*.libs/lib*.so*", None),
-    ("llama_cpp/lib/lib*.so*", LLAMA_CPP_PYTHON),
-    ("llama_cpp/lib/*/lib*.so*", LLAMA_CPP_PYTHON),
-    ("onnxruntime/capi/libonnxruntime_providers_rocm*.so", ONNXRUNTIME),
-    ("onnxruntime/capi/libonnxruntime_providers_migraphx*.so", ONNXRUNTIME),
-    ("jax_rocm*_plugin/*.so", JAX),
-    ("jax_rocm*_pjrt/*.so", JAX),
-    ("jaxlib/rocm/*.so", JAX),
-    ("cupy/_core/*.so", CUPY),
-    ("cupy/cuda/*.so", CUPY),
-    ("cupy/random/*.so", CUPY),
-    ("cupy_backends/cuda/libs/*.so", CUPY),
-    ("torch/lib/libtorch_hip.so", TORCH),
-    ("torch/lib/libc10_hip.so", TORCH),
+# where no package's RECORD names the file: site-relative path patterns -> kind
+SITE_HINTS: tuple[tuple[str, ProgramKind], ...] = (
+    ("llama_cpp/*", LLAMA_CPP_PYTHON), ("onnxruntime/*", ONNXRUNTIME), ("jax_rocm*", JAX),
+    ("jaxlib/rocm/*", JAX), ("cupy/*", CUPY), ("cupy_backends/*", CUPY), ("torch/lib/*", TORCH),
 )
-# machine-path globs of source builds and bundles -> kind (None: from the file name)
-PLACE_GLOBS: tuple[tuple[str, ProgramKind | None], ...] = (
-    ("/usr/local/lib/lib*.so*", None), ("/usr/local/lib64/lib*.so*", None),
-    ("/usr/local/bin/llama-*", LLAMA_CPP),
-    ("/opt/*/bin/llama-*", LLAMA_CPP), ("/opt/*/lib/libggml*.so*", LLAMA_CPP),
-    ("/opt/*/build/bin/llama-*", LLAMA_CPP), ("/opt/*/build/bin/lib*.so*", None),
-    ("/root/*/build/bin/llama-*", LLAMA_CPP), ("/root/*/build/bin/lib*.so*", None),
-    ("/home/*/*/build/bin/llama-*", LLAMA_CPP), ("/home/*/*/build/bin/lib*.so*", None),
-    ("/home/*/*/*/build/bin/llama-*", LLAMA_CPP), ("/home/*/*/*/build/bin/lib*.so*", None),
-    ("/usr/lib/*/ggml/*/libggml-hip*.so*", LLAMA_CPP),      # Debian's libggml0-backend-hip
-    ("/usr/lib/ollama/libggml-hip*.so*", LLAMA_CPP), ("/usr/lib/ollama/*/libggml-hip*.so*", LLAMA_CPP),
-    ("/usr/local/lib/ollama/libggml-hip*.so*", LLAMA_CPP),
-    ("/usr/local/lib/ollama/*/libggml-hip*.so*", LLAMA_CPP),
+# a distribution's normalized name (a pattern) -> its kind
+DIST_KINDS: tuple[tuple[str, ProgramKind], ...] = (
+    ("cyllama-rocm", CYLLAMA), ("llama-cpp-python", LLAMA_CPP_PYTHON), ("onnxruntime*", ONNXRUNTIME),
+    ("jax-rocm*", JAX), ("jax-cuda*-rocm*", JAX), ("jaxlib", JAX), ("cupy*", CUPY), ("torch", TORCH),
 )
 _PACKAGE_OF_LIBS = re.compile(r"^(.*)\.libs$")
+_LLAMA_FILES = ("libggml", "libllama", "llama-", "libmtmd")
 
 
-def kind_for(path: str, hint: ProgramKind | None) -> ProgramKind:
+def kind_for(path: str, hint: ProgramKind | None, site: str | None = None) -> ProgramKind:
+    """The kind of a file no package claims, from where it lies."""
     if hint is not None:
         return hint
+    if site:
+        rel = os.path.relpath(path, site)
+        for pattern, kind in SITE_HINTS:
+            if fnmatch.fnmatchcase(rel, pattern):
+                return kind
     name = os.path.basename(path)
     parent = os.path.basename(os.path.dirname(path))
     m = _PACKAGE_OF_LIBS.match(parent)
@@ -136,9 +127,50 @@ def kind_for(path: str, hint: ProgramKind | None) -> ProgramKind:
         return CUPY
     if pkg and pkg.startswith("llama-cpp-python"):
         return LLAMA_CPP_PYTHON
-    if name.startswith(("libggml", "libllama", "llama-", "libmtmd")):
+    if name.startswith(_LLAMA_FILES):
         return LLAMA_CPP
     return UNKNOWN
+
+
+def kind_of_owner(owner: Owner, path: str) -> ProgramKind:
+    """The kind of a file a package ships: a project rocmrevive knows by its distribution, else
+    that package itself is what to replace (a wheel that bundles its own llama.cpp included)."""
+    if owner.manager == "pip":
+        for pattern, kind in DIST_KINDS:
+            if fnmatch.fnmatchcase(owner.name, pattern):
+                return kind
+        return wheel_kind(owner, bundles_llama=os.path.basename(path).startswith(_LLAMA_FILES))
+    return debian_kind(owner)
+
+
+def wheel_kind(owner: Owner, *, bundles_llama: bool) -> ProgramKind:
+    """A Python package rocmrevive has no recipe for: the fix names that wheel (its name and
+    version come from its dist-info folder, checked against PEP 503/440 characters)."""
+    dist, ver = owner.name, f" {owner.version}" if owner.version else ""
+    if bundles_llama:
+        return ProgramKind(
+            f"wheel:{dist}", f"{dist} (a wheel bundling llama.cpp's libggml-hip)",
+            f"replace the {dist}{ver} wheel: it loads its own copy of llama.cpp, built for other cards only, so "
+            f"rebuilding llama.cpp elsewhere does not change it; install a {dist} build whose kernels include "
+            f"{{first}}, or build {dist} from source for the cards (CMAKE_ARGS=\"-DGGML_HIP=ON "
+            f"-DAMDGPU_TARGETS={{targets}} -DGPU_TARGETS={{targets}}\" pip install --force-reinstall --no-binary "
+            f"{dist} {dist}); `pip show -f {dist}` lists its files", dist)
+    return ProgramKind(
+        f"wheel:{dist}", f"{dist} (Python package)",
+        f"replace the {dist}{ver} wheel: install a {dist} build whose kernels include {{first}}, or build "
+        f"{dist} from source for the cards (hipcc --offload-arch={{first}}; CMake -DAMDGPU_TARGETS=\"{{targets}}\" "
+        f"or CMAKE_HIP_ARCHITECTURES); `pip show -f {dist}` lists its files", dist)
+
+
+def debian_kind(owner: Owner) -> ProgramKind:
+    """A file a distribution package ships: replace that package."""
+    pkg = owner.name
+    return ProgramKind(
+        f"deb:{pkg}", f"{pkg} (distribution package)",
+        f"replace the package {pkg}: install a version of it built for {{first}} (`apt-cache show {pkg}`: its "
+        f"X-Rocm-Gpu-Architecture field lists the targets), or build the program from source with "
+        f"--offload-arch={{first}} (CMake -DAMDGPU_TARGETS=\"{{targets}}\") into /usr/local; `dpkg -L {pkg}` "
+        f"lists its files")
 
 
 @dataclass
@@ -152,6 +184,7 @@ class Program:
     needs: list[str] = field(default_factory=list)    # ROCm libraries it links (DT_NEEDED)
     cells: dict[str, Cell] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    owner: Owner | None = None   # the package that ships the file (pip's RECORD, dpkg's lists)
 
     @property
     def name(self) -> str:
@@ -163,7 +196,8 @@ class Program:
 
     def to_json(self) -> dict:
         return {"path": self.path, "program": self.kind.key, "name": self.kind.name,
-                "package": self.kind.package, "where": self.where, "processors": self.processors,
+                "package": self.owner.name if self.owner else self.kind.package,
+                "owner": self.owner.to_json() if self.owner else None, "where": self.where, "processors": self.processors,
                 "code_objects": self.code_objects, "code_object_versions": self.co_versions,
                 "needs": self.needs, "runs_on_all": self.runs_everywhere,
                 "cells": {t: c.to_json() for t, c in self.cells.items()}, "problems": self.problems}
@@ -173,8 +207,10 @@ class Program:
 class ProgramReport:
     targets: list[TargetId]
     programs: list[Program] = field(default_factory=list)
-    files_read: int = 0
+    files_read: int = 0          # every file of the places, read by its header
+    candidates: int = 0          # those whose header says device code, read deeper
     places: list[str] = field(default_factory=list)
+    truncated: bool = False      # the walk stopped at devicescan.MAX_FILES
 
     def cannot_run(self) -> list[tuple[Program, Cell]]:
         return [(p, c) for p in self.programs for c in p.cells.values() if c.status in (CellStatus.MISSING, CellStatus.OTHER_MODE)]
@@ -183,57 +219,49 @@ class ProgramReport:
         return {"targets": [str(t) for t in self.targets], "programs": [p.to_json() for p in self.programs],
                 "cannot_run": [{"path": p.path, "name": p.name, "program": p.kind.key, **c.to_json()}
                                for p, c in self.cannot_run()],
-                "files_read": self.files_read, "places": self.places}
+                "files_read": self.files_read, "candidates": self.candidates, "places": self.places,
+                "truncated": self.truncated}
 
 
-def _glob(root: Root, pattern: str) -> list[str]:
-    base = "" if root.is_host else glob.escape(str(root.base))
-    return sorted(root.machine_path(p) for p in glob.glob(base + pattern))
-
-
-def candidate_files(root: Root, site_packages: list[str]) -> list[tuple[str, ProgramKind | None, str]]:
-    """(machine path, kind hint, where) for every file worth reading; each real file once, links
-    skipped (they name a file of the same folder, and an absolute one could leave the root)."""
-    out: list[tuple[str, ProgramKind | None, str]] = []
-    seen: set[tuple[int, int]] = set()
-
-    def add(mpath: str, hint, where: str) -> None:
-        if first_sight(root.path(mpath), seen):
-            out.append((mpath, hint, where))
-
-    for site in site_packages:
-        for pat, hint in SITE_GLOBS:
-            for p in _glob(root, f"{glob.escape(site)}/{pat}"):
-                add(p, hint, site)
-    for pat, hint in PLACE_GLOBS:
-        for p in _glob(root, pat):
-            if p.startswith("/opt/rocm"):
-                continue   # the ROCm trees are `audit`'s library matrix
-            add(p, hint, os.path.dirname(p))
-    return out
+_SHDR = struct.Struct("<IIQQQQIIQQ")   # Elf64_Shdr: name, type, flags, addr, offset, size, link, info, align, entsize
+SHT_DYNAMIC, DT_NEEDED = 6, 1
+DYNAMIC_MAX = 1 << 20
+_ROCM_LIBS = ("libamdhip64", "librocblas", "libhipblas", "librocsolver", "libhipblaslt", "librccl",
+              "libMIOpen", "librocsparse", "libhipsparse", "librocfft", "libhipfft", "librocrand",
+              "libhiprand", "libmigraphx", "libhsa-runtime64", "libroctx64", "libhiprtc")
 
 
 def _needs(real: Path) -> list[str]:
-    """The ROCm libraries among DT_NEEDED (only the .dynamic section and its strings are read)."""
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.dynamic import DynamicSection
-    from elftools.elf.elffile import ELFFile
-
-    needed: list[str] = []
+    """The ROCm libraries among DT_NEEDED: the section table, the .dynamic section and its string
+    table, read by ``pread`` (never the whole file); [] for anything that does not parse."""
     try:
-        with open(real, "rb") as f:
-            sec = ELFFile(f).get_section_by_name(".dynamic")
-            if isinstance(sec, DynamicSection):
-                needed = [t.needed for t in sec.iter_tags("DT_NEEDED")]
-    except (ELFError, OSError, ValueError, KeyError):
+        with open_regular(real) as f:
+            fd, size = f.fileno(), os.fstat(f.fileno()).st_size
+            hdr = parse_header(os.pread(fd, 64, 0))
+            if hdr is None or hdr.ei_class != 2 or hdr.ei_data != 1:
+                return []
+            table = section_table(hdr, lambda n, at: os.pread(fd, n, at), size)
+            sections = list(_SHDR.iter_unpack(table[:len(table) - len(table) % _SHDR.size]))
+            dyn = next((sh for sh in sections if sh[1] == SHT_DYNAMIC), None)
+            if dyn is None or dyn[6] >= len(sections) or dyn[5] > DYNAMIC_MAX:
+                return []
+            strtab = sections[dyn[6]]
+            if strtab[5] > DYNAMIC_MAX or dyn[4] + dyn[5] > size or strtab[4] + strtab[5] > size:
+                return []
+            entries = os.pread(fd, dyn[5], dyn[4])
+            strs = os.pread(fd, strtab[5], strtab[4])
+    except (OSError, ValueError):
         return []
-    rocm = ("libamdhip64", "librocblas", "libhipblas", "librocsolver", "libhipblaslt", "librccl",
-            "libMIOpen", "librocsparse", "libhipsparse", "librocfft", "libhipfft", "librocrand",
-            "libhiprand", "libmigraphx", "libhsa-runtime64", "libroctx64", "libhiprtc")
-    return [n for n in needed if n.startswith(rocm)]
+    needed = []
+    for tag, value in struct.iter_unpack("<qQ", entries[:len(entries) - len(entries) % 16]):
+        if tag == DT_NEEDED and value < len(strs):
+            end = strs.find(b"\0", value)
+            needed.append(strs[value:end if end >= 0 else len(strs)].decode("utf-8", "replace"))
+    return [n for n in needed if n.startswith(_ROCM_LIBS)]
 
 
-def read_program(root: Root, mpath: str, kind: ProgramKind, where: str, targets: list[TargetId]) -> Program | None:
+def read_program(root: Root, mpath: str, kind: ProgramKind, where: str, targets: list[TargetId],
+                 owner: Owner | None = None) -> Program | None:
     """The program at ``mpath`` with its cells, or None when the file has no device code."""
     from rocmrevive.codeobj.inspect import inspect_file
 
@@ -243,7 +271,7 @@ def read_program(root: Root, mpath: str, kind: ProgramKind, where: str, targets:
         return None
     prog = Program(mpath, kind, where, processors=fr.processors, code_objects=len(fr.entries),
                    co_versions=sorted({e.co_version for e in fr.entries if e.co_version is not None}),
-                   problems=list(fr.problems))
+                   problems=list(fr.problems), owner=owner)
     prog.needs = _needs(real) if fr.kind == "host-elf" else []
     procs = sorted({t.processor for t in targets}, key=lambda p: (p != "gfx906", p))
     known = KnownLibrary(kind.key, kind.name, r"^$", True, BREAKS, kind.fix_for(procs or ["gfx906"]))
@@ -262,15 +290,18 @@ def find_programs(root: Root, targets: list[TargetId], *, pythons=(), common: bo
     from rocmrevive.trees.pythonenv import find_envs
 
     envs, _problems = find_envs(root, pythons, common=common)
-    sites = [e.site_packages for e in envs]
-    rep = ProgramReport(list(targets), places=sites)
-    for mpath, hint, where in candidate_files(root, sites):
-        rep.files_read += 1
-        prog = read_program(root, mpath, kind_for(mpath, hint), where, rep.targets)
+    where = places(root, list(dict.fromkeys(e.site_packages for e in envs)))
+    rep = ProgramReport(list(targets), places=[p.path for p in where])
+    counts, owners = Walked(), Owners(root)
+    for found in walk(root, where, counts):
+        owner = owners.of(found.path, found.site)
+        kind = kind_of_owner(owner, found.path) if owner else kind_for(found.path, None, found.site)
+        prog = read_program(root, found.path, kind, found.where, rep.targets, owner)
         if progress:
             progress(1)
         if prog is not None:
             rep.programs.append(prog)
+    rep.files_read, rep.candidates, rep.truncated = counts.files, counts.candidates, counts.truncated
     rep.programs.sort(key=lambda p: (p.runs_everywhere, p.kind.name.lower(), p.path))
     return rep
 
@@ -294,4 +325,5 @@ def program_findings(rep: ProgramReport) -> list:
     return out
 
 
-__all__ = ["program_findings", "find_programs", "read_program", "candidate_files", "Program", "ProgramReport", "ProgramKind"]
+__all__ = ["program_findings", "find_programs", "read_program", "kind_for", "kind_of_owner", "Program",
+           "ProgramReport", "ProgramKind"]

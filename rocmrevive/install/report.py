@@ -130,6 +130,13 @@ class InstallReport:
         return [*self.copies, *self.libraries]
 
     @property
+    def left_without(self) -> list[CopyPlan]:
+        """The copies a gfx906 GPU needs that this install leaves without gfx906 files and without
+        an error of their own: no source for their rocBLAS (a ROCm 7.1 tree: the fix is `rocmrevive
+        recipe`), or a layout rocmrevive does not patch (TheRock). The request was not met."""
+        return [c for c in self.copies if c.status in (Status.UNSUPPORTED, Status.REFUSED) and c.error is None]
+
+    @property
     def changed(self) -> bool:
         """Installed something, or (with check) would."""
         if self.check:

@@ -20,7 +20,9 @@ description:
     the source and its checksums, the lock, free space) and writes nothing to any ROCm tree or journal;
     exit status 20 (changes pending) is reported as C(changed=true).
   - Hosts without a gfx906 GPU are left alone and reported as C(changed=false), C(supported=false),
-    unless O(fail_on_unsupported) is set.
+    unless O(fail_on_unsupported) is set. A host whose rocBLAS copy needs gfx906 and is left without it
+    (no source for its rocBLAS, where C(rocmrevive recipe) writes the build; a TheRock tree) fails with
+    the CLI's message.
 author:
   - rocmrevive contributors (@rocmrevive)
 requirements:
@@ -282,7 +284,12 @@ def present(module, cli):
     res = run_cli(module, cmd)
     doc = res.doc
     copies = doc.get("copies") or []
-    if res.code == "NOTHING_SUPPORTED" and not any(c.get("status") in ("installed", "planned") for c in copies):
+    # rc 3 with a copy the CLI left without gfx906 (no source for its rocBLAS: `rocmrevive recipe`;
+    # a TheRock tree) is a failure: the host has the card and the request was not met. rc 3 with
+    # no such copy is a host with nothing to do (no gfx906 GPU), as before.
+    left = [c for c in copies if c.get("status") in ("unsupported", "refused") and not c.get("error")]
+    if res.code == "NOTHING_SUPPORTED" and not left and not any(c.get("status") in ("installed", "planned")
+                                                                for c in copies):
         unsupported(module, res, copies=[compact(c) for c in copies])
     pending = module.check_mode and res.code == "CHANGES_PENDING"
     changed = bool(doc.get("changed")) or pending

@@ -144,6 +144,23 @@ def test_host_without_gfx906_is_ok_unless_asked_to_fail(hosts, cli, run_module):
     assert code == 0 and res["changed"] is True and res["supported"] is True
 
 
+def test_a_copy_left_without_gfx906_fails_the_task(hosts, cli, run_module, tmp_path):
+    """No manifest source for the tree's rocBLAS: the CLI exits 3 naming the copy and the recipe;
+    the host has the card, so this is a failure, not "nothing to do"."""
+    other = tmp_path / "manifests"
+    other.mkdir()
+    for m in (hosts / "manifests").glob("*.toml"):
+        text = m.read_text().replace(">=4.4.0,<4.5", ">=9.0.0,<9.1").replace('"4.4.1"', '"9.0.1"')
+        (other / m.name).write_text(text.replace("/4.4.1/", "/9.0.1/"))
+    before = tree_hash(hosts / "mi50/opt")
+    for check in (True, False):
+        code, res = run_module(patch, args_for(hosts, cli, manifests=str(other), source=None), check=check)
+        assert code == 1 and res["failed"] is True and res["rc"] == 3, res
+        assert res["error"]["code"] == "NOTHING_SUPPORTED" and "rocmrevive recipe --tree /" + LIB in res["msg"]
+        assert res["copies"][0]["status"] == "unsupported" and res.get("supported") is True
+    assert tree_hash(hosts / "mi50/opt") == before
+
+
 def test_bad_source_fails_and_changes_nothing(hosts, cli, run_module, tmp_path):
     bad = tmp_path / "librocblas4_6.4.4-4_amd64.deb"
     data = bytearray((hosts / "librocblas4_6.4.4-4_amd64.deb").read_bytes())
