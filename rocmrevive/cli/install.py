@@ -74,7 +74,9 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache,
                           from_path=from_path, manifests_dir=manifests_dir, cross_version=cross_version,
                           check=check, state_dir=state_dir, pythons=pythons,
                           log=lambda m: ui.log(m), progress=progress,
-                          confirm=confirm if interactive else None, libraries=libraries)
+                          confirm=confirm if interactive else None, libraries=libraries,
+                          rerun=_rerun(targets, from_path, mirror, manifests_dir, cross_version, libraries,
+                                       yes, check))
         ui.bars.close()
         code, message = _exit(rep)
         warnings = list(rep.warnings)
@@ -84,6 +86,16 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache,
                        render=lambda con: _render(con, rep, show_diff), warnings=warnings)
 
     ui.run("install", work)
+
+
+def _rerun(targets, from_path, mirror, manifests_dir, cross_version, libraries, yes, check) -> list[str]:
+    """The options a tree's owner repeats in the command printed for them (not --cache or
+    --state-dir: theirs are their own)."""
+    out = [a for t in targets for a in ("--target", str(t))]
+    for flag, value in (("--from", from_path), ("--mirror", mirror), ("--manifests", manifests_dir)):
+        out += [flag, value] if value else []
+    out += ["--cross-version"] * bool(cross_version) + ["--no-libraries"] * (not libraries)
+    return out + ["--check"] * bool(check) + ["--yes"] * bool(yes and not check)
 
 
 def _plural(n: int, word: str) -> str:

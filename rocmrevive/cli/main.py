@@ -146,6 +146,7 @@ def _apply_config(ctx: click.Context, ui, kwargs: dict) -> None:
     except RevError as exc:
         ui._emit_error(path, exc.code, exc.message)  # exits: the documented code, JSON with --json
     ui.config = cfg
+    _user_state_dir(ctx, kwargs, cfg)
     if not cfg.options or path.split()[0] == "hook":
         return
     for param in ctx.command.params:
@@ -153,6 +154,19 @@ def _apply_config(ctx: click.Context, ui, kwargs: dict) -> None:
         if flag and param.name in kwargs and ctx.get_parameter_source(param.name) in (
                 None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP):
             kwargs[param.name] = cfg.options[flag]
+
+
+def _user_state_dir(ctx: click.Context, kwargs: dict, cfg) -> None:
+    """A user other than root keeps journals and backups in a state folder of their own
+    (cli.options.user_state_dir) unless --state-dir or the config file names one."""
+    from click.core import ParameterSource
+
+    from rocmrevive.cli.options import STATE_DIR, user_state_dir
+
+    mine = user_state_dir()
+    if (mine and "state_dir" in kwargs and kwargs["state_dir"] == STATE_DIR and not cfg.state_dir
+            and ctx.get_parameter_source("state_dir") in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)):
+        kwargs["state_dir"] = ctx.params["state_dir"] = mine
 
 
 def _ui_class():

@@ -10,6 +10,17 @@ from rocmrevive.cli.options import state_dir_option
 from rocmrevive.cli.ui import Outcome
 
 
+def refuse_untrusted(root, results) -> None:
+    """Before an undo: each transaction's tree must still be one this run may write
+    (``trees.trust``); ``results`` are the dry run's, which name the tree."""
+    from rocmrevive.trees.trust import decide, undo_refusal
+
+    for res in results:
+        if res.tree and res.actions:
+            err = undo_refusal(res.txid, res.tree, decide(root.resolve(res.tree)))
+            if err is not None:
+                raise err
+
 
 def _verbs(actions: list[dict], dry: bool) -> str:
     from rocmrevive.txn.plan import Op
@@ -57,6 +68,8 @@ def rollback(ui, txid, force, dry_run, state_dir):
         # An interrupted transaction is not rolled back behind the user's back here: undoing
         # it and then "the last one" too would undo more than asked. `recover` handles it.
         require_no_pending(ui.root, state_dir=state_dir)
+        if not dry_run:
+            refuse_untrusted(ui.root, [do_rollback(ui.root, txid, force=True, state_dir=state_dir, dry_run=True)])
         with ui.progress("restoring", None) as advance:
             res = do_rollback(ui.root, txid, force=force, state_dir=state_dir, dry_run=dry_run, progress=advance)
         data = res.to_json()
@@ -96,6 +109,8 @@ def recover(ui, force, dry_run, state_dir):
     from rocmrevive.txn.undo import recover_pending
 
     def work() -> Outcome:
+        if not dry_run:
+            refuse_untrusted(ui.root, recover_pending(ui.root, state_dir=state_dir, force=True, dry_run=True))
         results = recover_pending(ui.root, state_dir=state_dir, force=force, dry_run=dry_run)
         docs = [r.to_json() for r in results]
         changed = bool(results) and not dry_run

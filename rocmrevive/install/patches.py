@@ -36,6 +36,7 @@ from rocmrevive.fs import check_regular, open_regular, read_error, read_fd
 from rocmrevive.install.core import Hooks, Staged, Verdict
 from rocmrevive.rootfs import Root
 from rocmrevive.strenum import StrEnum
+from rocmrevive.trees.trust import decide, refusal, undo_refusal
 from rocmrevive.txn.journal import TxState
 
 if sys.version_info >= (3, 11):
@@ -444,6 +445,7 @@ def apply_patch(root: Root, spec: PatchSpec, site: str, *, state_dir: str | None
     from rocmrevive.install.core import install_component, staging_area
     from rocmrevive.txn.state import DEFAULT_STATE_DIR
 
+    refuse_untrusted_site(root, spec, site)
     st = patch_status(root, spec, site, state_dir=state_dir)
     if st.state is PatchState.APPLIED:
         return st, None
@@ -457,6 +459,22 @@ def apply_patch(root: Root, spec: PatchSpec, site: str, *, state_dir: str | None
     with staging_area() as area:
         applied = install_component(root, component, area, state_dir=state_dir or DEFAULT_STATE_DIR, check=dry_run)
     return patch_status(root, spec, site, state_dir=state_dir), applied.result
+
+
+def patch_tree(spec: PatchSpec, site: str) -> str:
+    """The folder a patch writes in (machine path): the package's own folder in ``site``."""
+    return f"{site.rstrip('/')}/{spec.file.split('/')[0]}" if "/" in spec.file else site
+
+
+def refuse_untrusted_site(root: Root, spec: PatchSpec, site: str) -> None:
+    """The trust decision for the folder the patched file is written in (``trees.trust``: it and
+    every folder above it), made before anything is read or written: a folder this run may not
+    write is refused with one line (as root, a user's venv: the command to run as that user)."""
+    tree = os.path.dirname(f"{site.rstrip('/')}/{spec.file}")
+    args = ([] if root.is_host else ["--root", str(root.base)]) + ["patch", "apply", spec.id, "--python", site]
+    err = refusal(decide(root.resolve(tree)), tree, args)
+    if err is not None:
+        raise err
 
 
 class PatchedFile(Hooks):
@@ -477,8 +495,7 @@ class PatchedFile(Hooks):
         if _sha(data) != st.sha256:   # it changed since it was matched: patch nothing rather than other bytes
             raise RevError("VERIFY_FAILED", f"{self.file} changed while rocmrevive read it; run the command again")
         staged.write_bytes(apply_hunks(data, list(spec.hunks)))
-        tree = f"{site.rstrip('/')}/{spec.file.split('/')[0]}" if "/" in spec.file else site
-        return Staged(tree, {self.file: staged}, source=f"patch:{spec.id}",
+        return Staged(patch_tree(spec, site), {self.file: staged}, source=f"patch:{spec.id}",
                       meta={"kind": "patch", "patch": spec.id, "package": spec.package,
                             "version": st.version, "site": site, "file": st.file})
 
@@ -500,6 +517,10 @@ def rollback_patch(root: Root, spec: PatchSpec, site: str, *, state_dir: str | N
         st = patch_status(root, spec, site, state_dir=state_dir)
         raise RevError("USAGE", f"rocmrevive has not applied {spec.id} in {site} (its file is {st.state}); "
                                 f"nothing to roll back")
+    folder = os.path.dirname(f"{site.rstrip('/')}/{spec.file}")
+    err = None if dry_run else undo_refusal(txid, folder, decide(root.resolve(folder)))
+    if err is not None:
+        raise err
     res = rollback(root, txid, force=force, state_dir=state_dir or DEFAULT_STATE_DIR, dry_run=dry_run)
     return patch_status(root, spec, site, state_dir=state_dir), res
 

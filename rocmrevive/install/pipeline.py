@@ -11,6 +11,7 @@ walked by ``core.install_component``: one transaction each. The hardware is scan
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
@@ -22,6 +23,7 @@ from rocmrevive.install.graft import library_components, library_trees, plan_lib
 from rocmrevive.install.report import CopyPlan, InstallReport, LibraryPlan, Record
 from rocmrevive.install.tensile import TARGET, plan_copy
 from rocmrevive.rootfs import Root
+from rocmrevive.trees.trust import TreeTrust, decide, not_writable
 
 # Errors about the machine rather than one copy: they stop the whole install.
 FATAL = ("NETWORK", "LOCKED", "INTERRUPTED", "PERMISSION", "USAGE", "INTERNAL")
@@ -66,6 +68,41 @@ def _devices(root: Root, targets) -> tuple[list[TargetId], str, list[TargetId]]:
     return devices, devices_from, others
 
 
+@dataclass(frozen=True)
+class Chosen:
+    """A tree install selected, with the trust decision made for it there (``trees.trust``) and
+    the arguments that name it (for the command its owner would run)."""
+
+    path: str                    # machine path of the folder written
+    trust: TreeTrust
+    named: bool                  # given with --tree or --python: the user asked for this one
+    args: tuple[str, ...]
+
+
+def choose(root: Root, machine_path: str, *, named: bool, args) -> Chosen:
+    """The trust decision for one selected tree, made once, here."""
+    return Chosen(machine_path, decide(root.resolve(machine_path)), named, tuple(args))
+
+
+def keep_writable(root: Root, report: InstallReport, chosen: list, rerun=()) -> list:
+    """The ``(item, Chosen)`` pairs this run may write. One it may not: when named, RevError
+    ("PERMISSION", one line, the command to run as the tree's owner) before anything is written;
+    when found on its own, left alone with a warning line (``report.left_alone``)."""
+    keep = []
+    base = [] if root.is_host else ["--root", str(root.base)]
+    for item, c in chosen:
+        why = not_writable(c.trust, c.path, [*base, "install", *c.args, *rerun])
+        if why is None:
+            keep.append((item, c))
+            continue
+        if c.named:
+            raise why.error()
+        report.left_alone.append({"path": c.path, "trust": c.trust.to_json(), "message": why.warning(),
+                                  "command": why.command})
+        report.warnings.append(why.warning())
+    return keep
+
+
 def given_trees(root: Root, trees) -> list[tuple[str, Path]]:
     """Each ``--tree`` as typed and as a real path (converted once, here)."""
     return [(t, root.given(t)) for t in trees]
@@ -75,7 +112,7 @@ def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None,
             from_path: str | None = None, cross_version: bool = False, check: bool = False,
             state_dir: str | None = None, pythons=(), log: Log = lambda s: None, progress=None,
             confirm: Callable[[Record, object], bool] | None = None,
-            libraries: bool = True) -> InstallReport:
+            libraries: bool = True, rerun=()) -> InstallReport:
     """Install the gfx906 files every rocBLAS copy lacks (or the ``trees`` named); with
     ``libraries``, also graft each host library that lacks gfx906 where a manifest's source
     provably loads (``graft.py``).
@@ -83,7 +120,12 @@ def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None,
     A copy that cannot be served (no manifest for its version, staged files that fail the
     checks) is reported with its own error and the others go on; machine-wide trouble (lock,
     network, permission, an interrupted transaction) stops everything. ``confirm(record, plan)``
-    is asked before each copy or library is changed (False skips it)."""
+    is asked before each copy or library is changed (False skips it).
+
+    Who may write each tree is decided once, as it is selected (``trees.trust``): a tree this run
+    may not write is refused when named (``--tree``, ``--python``) and left alone with a warning
+    when found; when every tree found was left alone, RevError("PERMISSION"). ``rerun``: the
+    options to repeat in the command printed for a tree's owner."""
     from rocmrevive.sources.cache import default_cache_dir
     from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
     from rocmrevive.trees.installs import find_installs
@@ -95,7 +137,8 @@ def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None,
                   mirror=mirror, from_path=from_path, cross_version=cross_version, log=log, progress=progress)
     given = given_trees(root, trees)
     installs, _link = find_installs(root)
-    lib_trees = library_trees(root, given, installs) if libraries else []
+    lib_trees = [(t, choose(root, t[0], named=bool(given), args=["--tree", t[0]]))
+                 for t in (library_trees(root, given, installs) if libraries else [])]
     try:
         copies = _select_copies(root, given, pythons, installs)
     except RevError as exc:
@@ -107,12 +150,17 @@ def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None,
     if not copies and not lib_trees:
         raise RevError("NOTHING_SUPPORTED", f"no rocBLAS copy found under {root.base}; name one with "
                                             f"--tree (an /opt/rocm-X.Y.Z install or its rocblas/library folder)")
-    for copy in copies:
-        cp = CopyPlan(copy.path, copy.layout, copy.rocblas_version, copy.rocm_version)
+    copies, lib_trees = keep_writable(root, report, copies, rerun), keep_writable(root, report, lib_trees, rerun)
+    if not copies and not lib_trees:
+        raise RevError("PERMISSION", f"no tree this run may write: {report.left_alone[0]['message']}",
+                       details={"left_alone": report.left_alone})
+    for copy, chosen in copies:
+        cp = CopyPlan(copy.path, copy.layout, copy.rocblas_version, copy.rocm_version,
+                      trust=chosen.trust.to_json())
         report.copies.append(cp)
         _guarded(cp, lambda: plan_copy(_asking(ctx, confirm, cp), copy, cp))
     if lib_trees:
-        _plan_libraries(ctx, report, lib_trees, confirm)
+        _plan_libraries(ctx, report, [t for t, _ in lib_trees], confirm)
     return report
 
 
@@ -133,13 +181,33 @@ def _guarded(rec: Record, step: Callable[[], None]) -> None:
         rec.status, rec.reason, rec.error = Status.REFUSED, exc.message, exc.to_json()
 
 
-def _select_copies(root: Root, given, pythons, installs):
-    """Every rocBLAS copy on the machine, or only those in the ``--tree`` folders."""
-    from rocmrevive.diagnose.locate import rocblas_library_dirs
+def _select_copies(root: Root, given, pythons, installs) -> list[tuple]:
+    """Every rocBLAS copy on the machine, or only those in the ``--tree`` folders, each with its
+    trust decision (``Chosen``)."""
     from rocmrevive.trees.pythonenv import find_envs
-    from rocmrevive.trees.rocblas import find_copies
 
     envs, _problems = find_envs(root, pythons)
+    return [(c, _chosen(root, c, envs, named=bool(given))) for c in _copies(root, given, envs, installs)]
+
+
+def _chosen(root: Root, copy, envs, *, named: bool) -> Chosen:
+    """A copy's decision; it is named when given with --tree, or when it lies in a --python
+    environment. Its owner's command names the environment too (the version of a wheel's rocBLAS)."""
+    real = str(root.resolve(copy.path))
+    args: list[str] = []
+    for env in envs:
+        site = str(root.resolve(env.site_packages))
+        if real.startswith(site + os.sep):
+            named = named or env.named
+            args = ["--python", env.prefix or env.site_packages]
+            break
+    return choose(root, copy.path, named=named, args=[*args, "--tree", copy.path])
+
+
+def _copies(root: Root, given, envs, installs) -> list:
+    from rocmrevive.diagnose.locate import rocblas_library_dirs
+    from rocmrevive.trees.rocblas import find_copies
+
     if not given:
         return find_copies(root, installs=installs, envs=envs)
     libs: list[str] = []

@@ -35,6 +35,7 @@ class CopyPlan:
     changed: bool = False
     error: Optional[dict] = None          # {"code", "exit", "message"} when this copy was refused
     verification: str = "pinned"          # "pinned" (a manifest's hashes) | "verified by content, unpinned"
+    trust: Optional[dict] = None          # who may write it (trees.trust.TreeTrust.to_json())
 
     @property
     def label(self) -> str:
@@ -124,6 +125,7 @@ class InstallReport:
     warnings: list[str] = field(default_factory=list)
     libraries: list[LibraryPlan] = field(default_factory=list)
     libraries_enabled: bool = True
+    left_alone: list[dict] = field(default_factory=list)   # trees found that this run may not write (trees.trust)
 
     @property
     def records(self) -> list[Record]:
@@ -149,5 +151,6 @@ class InstallReport:
                 "copies": [c.to_json() for c in self.copies],
                 "libraries_enabled": self.libraries_enabled,
                 "libraries": [lp.to_json() for lp in self.libraries],
+                "left_alone": self.left_alone,
                 "diff": {"before": {k: v for c in plans for k, v in (c.diff or {}).get("before", {}).items()},
                          "after": {k: v for c in plans for k, v in (c.diff or {}).get("after", {}).items()}}}
