@@ -14,7 +14,8 @@ EXIT_CODES: dict[str, tuple[int, str]] = {
     "INTERNAL": (1, "unexpected internal error (a bug; `-v` shows the traceback)"),
     "USAGE": (2, "bad option, missing or malformed input"),
     "NOTHING_SUPPORTED": (3, "nothing applicable: no gfx906 GPU, unsupported tree, no code object"),
-    "PERMISSION": (4, "not root, tree read-only, disk full, device nodes inaccessible"),
+    "PERMISSION": (4, "not root, a tree another user owns or can write, tree read-only, disk full, "
+                      "device nodes inaccessible"),
     "NETWORK": (5, "download or mirror failure (retry)"),
     "VERIFY_FAILED": (6, "checksum, signature, ELF target or Tensile cross-reference wrong"),
     "LOCKED": (7, "another rocmrevive (or apt/dpkg) is running (retry)"),

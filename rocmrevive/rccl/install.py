@@ -23,6 +23,7 @@ from rocmrevive.install.core import Hooks, Staged, Status, Verdict
 from rocmrevive.rccl.audit import HIP_RE, PROVENANCE, ROCMREVIVE_PREFIX, coverage_of, machine_gpus
 from rocmrevive.rccl.sources import RcclSource, pick_source
 from rocmrevive.rootfs import Root
+from rocmrevive.trees.trust import decide, refusal
 from rocmrevive.txn.result import TxOutcome
 
 SONAME = "librccl.so.1"
@@ -188,6 +189,11 @@ def install_rccl(root: Root, *, targets=(), source: str | None = None, from_path
     rep.library = f"{dest_dir}/lib/{SONAME}"
     if _already_installed(root, src, dest_dir, also_names, rep):
         return rep
+    # who may write the prefix (trees.trust): decided on the deepest folder of it that exists
+    err = refusal(decide(root.resolve(dest_dir)), dest_dir,
+                  ([] if root.is_host else ["--root", str(root.base)]) + ["rccl", "install", "--prefix", dest_dir])
+    if err is not None:
+        raise err
 
     cache_dir = Path(cache) if cache else default_cache_dir(root)
     log(f"fetching {src.describe()}")
