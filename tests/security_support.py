@@ -126,13 +126,15 @@ class Arena:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
-def run_cli(args: list[str], *, env: dict | None = None, timeout: int = 180) -> tuple[int, dict | None, str]:
-    """``rocmrevive --json ARGS`` as root in a subprocess: (exit, JSON, stderr)."""
+def run_cli(args: list[str], *, env: dict | None = None, timeout: int = 180,
+            python: str = sys.executable) -> tuple[int, dict | None, str]:
+    """``rocmrevive --json ARGS`` as root in a subprocess (``python``: another interpreter):
+    (exit, JSON, stderr)."""
     e = dict(os.environ)
     e["PYTHONPATH"] = str(REPO) + os.pathsep + e.get("PYTHONPATH", "")
     e.pop("ROCMREVIVE_TRUST_SHARED", None)
     e.update(env or {})
-    p = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--json", *args], env=e,
+    p = subprocess.run([python, "-m", "rocmrevive.cli.main", "--json", *args], env=e,
                        capture_output=True, text=True, timeout=timeout)
     doc = json.loads(p.stdout) if p.stdout.strip().startswith("{") else None
     return p.returncode, doc, p.stderr

@@ -24,7 +24,7 @@ import pytest
 from rocmrevive.trees.trust import Folder, Trust, judge
 from rocmrevive.txn.fsutil import tree_hash
 from tests.machines.build import build
-from tests.security_support import ATTACKER, attacker, one_line_error, run_cli
+from tests.security_support import ATTACKER, REPO, attacker, one_line_error, run_cli
 from tests.test_contract_readonly import _site_for_nobody
 from tests.test_install import mr, write_manifest
 
@@ -55,6 +55,16 @@ def test_judge_root_user_mixed_and_writable_folders():
     assert loose.verdict is Trust.REFUSED and "world-writable" in loose.line and not loose.writable_by(0)
     group = judge("/opt/t", [Folder("/", 0, D), Folder("/opt", 0, stat.S_IFDIR | 0o775), Folder("/opt/t", 0, D)])
     assert group.verdict is Trust.REFUSED and group.offender == "/opt" and "group-writable" in group.line
+
+
+def test_a_users_state_folder_is_its_own_and_roots_is_unchanged():
+    from rocmrevive.trees.trust import state_dir_of
+
+    uid = attacker()[0]
+    assert state_dir_of(0, {}) is None                      # root: /var/lib/rocmrevive, as before
+    assert state_dir_of(uid, {}) == f"/home/{ATTACKER}/.local/state/rocmrevive"
+    assert state_dir_of(uid, {"XDG_STATE_HOME": "/srv/s/"}) == "/srv/s/rocmrevive"
+    assert state_dir_of(uid, {"XDG_STATE_HOME": "relative"}) == f"/home/{ATTACKER}/.local/state/rocmrevive"
 
 
 # ---- machines in a folder the account can reach ------------------------------------------------
@@ -99,8 +109,26 @@ def user_venv(root: Path, who: tuple[int, int]) -> Path:
     return root / VENV.lstrip("/")
 
 
-def install(root: Path, base: Path, args: list[str], *more: str):
-    return run_cli(["--root", str(root), "install", *args, "--cache", str(base / "cache"), *more])
+def install(root: Path, base: Path, args: list[str], *more: str, env: dict | None = None):
+    return run_cli(["--root", str(root), "install", *args, "--cache", str(base / "cache"), *more], env=env)
+
+
+def readable_site(base: Path) -> Path:
+    """rocmrevive's libraries copied where every account may read them."""
+    site = base / "site"
+    if not site.exists():
+        _site_for_nobody(site)
+    return site
+
+
+def install_as_root_readable(root: Path, base: Path, args: list[str], *more: str):
+    """``install`` as root from an interpreter and libraries every account may read, as an installed
+    rocmrevive's are (this machine's own interpreter lives in /root, mode 0700): the child that
+    installs a user's tree imports what it needs as that user."""
+    python = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
+    env = {"PYTHONPATH": f"{REPO}{os.pathsep}{readable_site(base)}"}
+    return run_cli(["--root", str(root), "install", *args, "--cache", str(base / "cache"), *more], env=env,
+                   python=python)
 
 
 def as_user(base: Path, who: tuple[int, int], command: str) -> subprocess.CompletedProcess:
@@ -108,9 +136,7 @@ def as_user(base: Path, who: tuple[int, int], command: str) -> subprocess.Comple
     rocmrevive importable and a cache folder of its own."""
     words = shlex.split(command)
     assert words[:4] == ["sudo", "-u", ATTACKER, "rocmrevive"], command
-    site = base / "site"
-    if not site.exists():
-        _site_for_nobody(site)
+    site = readable_site(base)
     cache = base / "user-cache"
     cache.mkdir(exist_ok=True)
     os.chown(cache, *who)
@@ -122,29 +148,35 @@ def as_user(base: Path, who: tuple[int, int], command: str) -> subprocess.Comple
 
 
 # ---- trees of a --root machine that root may not write ------------------------------------------
-def test_a_user_owned_rocm_install_is_refused_named_or_found(place):
+@pytest.mark.parametrize("mine", ["/opt/rocm-6.4.3", ROCM_LIB])
+def test_a_user_owned_rocm_install_is_left_alone_when_found_and_written_as_its_owner_when_named(place, mine):
     att = attacker()
     root, args = demo(place)
-    chown_tree(root / "opt/rocm-6.4.3", att)
+    chown_tree(root / mine.lstrip("/"), att)
+    (root / f"home/{ATTACKER}").mkdir(parents=True)       # its home, for the journal of a run as it
+    os.chown(root / f"home/{ATTACKER}", *att)
     before = tree_hash(root / "opt")
     rc, doc, err = install(root, place, args)
-    msg = one_line_error(rc, doc, err, "PERMISSION")
-    assert f"belongs to {ATTACKER}" in msg and "left alone" in msg and f"sudo -u {ATTACKER} rocmrevive" in msg
-    rc, doc, err = install(root, place, args, "--tree", "/opt/rocm-6.4.3")
-    msg = one_line_error(rc, doc, err, "PERMISSION")
-    assert msg.startswith(f"refusing to write {ROCM_LIB}: it belongs to {ATTACKER}")
-    assert doc["error"]["details"]["command"].startswith(f"sudo -u {ATTACKER} rocmrevive --root {root} install")
+    msg = one_line_error(rc, doc, err, "PERMISSION")        # the only tree found, and not root's to write
+    assert f"left alone {ROCM_LIB}: it belongs to {ATTACKER}" in msg and f"sudo -u {ATTACKER} rocmrevive" in msg
+    assert tree_hash(root / "opt") == before
+    rc, doc, err = install_as_root_readable(root, place, args, "--tree", "/opt/rocm-6.4.3")
+    assert rc == 0, (err[-3000:], json.dumps(doc)[-3000:])
+    (cp,) = doc["copies"]
+    assert cp["status"] == "installed" and cp["as_user"] == ATTACKER
+    new = sorted((root / ROCM_LIB.lstrip("/")).glob("*gfx906*"))
+    assert new and all(p.stat().st_uid == att[0] for p in new)          # never a root-owned file in a user's tree
+    p = as_user(place, att, f"sudo -u {ATTACKER} rocmrevive --root {root} rollback {cp['txid']}")
+    assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-3000:])
     assert tree_hash(root / "opt") == before
 
 
-@pytest.mark.parametrize("how", ["user-library", "mode-0777-library", "group-writable-parent", "mixed-owners"])
+@pytest.mark.parametrize("how", ["mode-0777-library", "group-writable-parent", "mixed-owners"])
 def test_loose_folders_of_a_rocm_install_are_refused(place, how):
     att = attacker()
     root, args = demo(place)
     lib = root / ROCM_LIB.lstrip("/")
-    if how == "user-library":
-        chown_tree(lib, att)
-    elif how == "mode-0777-library":
+    if how == "mode-0777-library":
         os.chmod(lib, 0o777)
     elif how == "group-writable-parent":
         os.chmod(lib.parent.parent, 0o775)
@@ -153,7 +185,7 @@ def test_loose_folders_of_a_rocm_install_are_refused(place, how):
     before = tree_hash(root / "opt")
     rc, doc, err = install(root, place, args, "--tree", "/opt/rocm-6.4.3")
     msg = one_line_error(rc, doc, err, "PERMISSION")
-    want = {"user-library": f"it belongs to {ATTACKER}", "mode-0777-library": f"{lib} is world-writable",
+    want = {"mode-0777-library": f"{lib} is world-writable",
             "group-writable-parent": f"{lib.parent.parent} is group-writable",
             "mixed-owners": "mixed owners"}[how]
     assert want in msg, msg
@@ -161,7 +193,7 @@ def test_loose_folders_of_a_rocm_install_are_refused(place, how):
 
 
 # ---- a user's venv -----------------------------------------------------------------------------
-def test_a_users_venv_is_left_alone_refused_as_root_and_installed_by_its_owner(place):
+def test_a_users_venv_is_left_alone_when_found_and_installed_as_its_owner_when_named(place):
     att = attacker()
     root, args = demo(place)
     venv = user_venv(root, att)
@@ -178,15 +210,22 @@ def test_a_users_venv_is_left_alone_refused_as_root_and_installed_by_its_owner(p
                for w in doc["warnings"])
     assert tree_hash(venv) == before
 
-    # named, as root: refused, one line with the command to run as the user
-    rc, doc, err = install(root, place, args, "--python", VENV)
-    msg = one_line_error(rc, doc, err, "PERMISSION")
-    cmd = doc["error"]["details"]["command"]
-    assert msg.endswith(f"run it as {ATTACKER}: {cmd}") and f"--python {VENV} --tree {LIB}" in cmd
+    # named, as root: written by a child that is the user (its files, its journal), never as root
+    rc, doc, err = install_as_root_readable(root, place, args, "--python", VENV)
+    assert rc == 0, (err[-3000:], json.dumps(doc)[-3000:])
+    (cp,) = [c for c in doc["copies"] if c["library"] == LIB]
+    assert cp["status"] == "installed" and cp["as_user"] == ATTACKER and cp["trust"]["verdict"] == "owner"
+    new = sorted((root / LIB.lstrip("/")).glob("*gfx906*"))
+    assert new and all(p.stat().st_uid == att[0] for p in new)
+    state = root / f"home/{ATTACKER}/.local/state/rocmrevive"
+    assert (state / "tx" / f"{cp['txid']}.jsonl").is_file() and (state / "tx").stat().st_uid == att[0]
+    assert not list((root / "var/lib/rocmrevive/tx").glob(f"{cp['txid']}*"))
+    p = as_user(place, att, f"sudo -u {ATTACKER} rocmrevive --root {root} rollback {cp['txid']}")
+    assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-3000:])
     assert tree_hash(venv) == before
 
     # the printed command, run as the user: its tree installed, files its own, state in its home
-    p = as_user(place, att, cmd)
+    p = as_user(place, att, alone["command"])
     assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-3000:])
     doc = json.loads(p.stdout)
     (cp,) = doc["copies"]
@@ -194,7 +233,6 @@ def test_a_users_venv_is_left_alone_refused_as_root_and_installed_by_its_owner(p
     assert doc["left_alone"] == [] and doc["libraries"] == []
     new = sorted((root / LIB.lstrip("/")).glob("*gfx906*"))
     assert new and all(p.stat().st_uid == att[0] for p in new)
-    assert (root / f"home/{ATTACKER}/.local/state/rocmrevive/tx").is_dir()
     assert tree_hash(venv) != before
 
     # and the user's rollback is byte-exact
@@ -244,3 +282,45 @@ def test_patch_apply_on_a_users_venv_is_refused_as_root(place):
     msg = one_line_error(rc, doc, err, "PERMISSION")
     assert f"it belongs to {ATTACKER}" in msg and f"patch apply {PID} --python {VLLM_SITE}" in msg
     assert tree_hash(site) == before
+
+
+def test_recover_refuses_a_pending_transaction_on_a_tree_that_became_a_users(place):
+    """A root install killed mid-transaction, the tree then given to a user: neither `recover`
+    nor the recovery `install` does first undoes it as root (exit 4, nothing changed)."""
+    att = attacker()
+    root, args = demo(place)
+    rc, doc, err = install(root, place, args, env={"ROCMREVIVE_TEST_KILL_AT": "rename:4"})
+    assert rc == -9, err[-2000:]
+    chown_tree(root / "opt/rocm-6.4.3", att)
+    before = tree_hash(root / "opt")
+    for cmd in (["recover"], ["install", *args, "--cache", str(place / "cache")]):
+        rc, doc, err = run_cli(["--root", str(root), *cmd])
+        msg = one_line_error(rc, doc, err, "PERMISSION")
+        assert msg.startswith("refusing to undo transaction") and f"belongs to {ATTACKER} now" in msg, msg
+        assert tree_hash(root / "opt") == before
+
+
+def test_detect_reads_a_users_venv_and_says_whose_it_is(place):
+    att = attacker()
+    root, _args = demo(place)
+    user_venv(root, att)
+    rc, doc, err = run_cli(["--root", str(root), "detect", "--python", VENV])
+    assert rc == 0, err[-2000:]
+    (env,) = [e for e in doc["python_envs"] if e["prefix"] == VENV]
+    assert env["torch_version"] == "2.8.0+rocm6.4"
+    assert env["trust"]["verdict"] == "owner" and env["trust"]["owner"] == ATTACKER
+
+
+def test_survey_follows_a_link_on_the_way_and_judges_its_target(place):
+    """A root-owned link to a user's folder makes the tree the user's (the target decides); a
+    missing tail is decided on the deepest folder that exists (what root would create it in)."""
+    from rocmrevive.trees.trust import decide
+
+    att = attacker()
+    (place / "home").mkdir()
+    os.chown(place / "home", *att)
+    (place / "root").mkdir()
+    os.symlink(place / "home", place / "root/link")
+    t = decide(place / "root/link/not/yet")
+    assert t.verdict is Trust.OWNER and t.uid == att[0] and t.offender == str(place / "home")
+    assert decide(place / "root/new/folder").verdict is Trust.ROOT

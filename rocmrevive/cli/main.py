@@ -161,9 +161,10 @@ def _user_state_dir(ctx: click.Context, kwargs: dict, cfg) -> None:
     (cli.options.user_state_dir) unless --state-dir or the config file names one."""
     from click.core import ParameterSource
 
-    from rocmrevive.cli.options import STATE_DIR, user_state_dir
+    from rocmrevive.cli.options import STATE_DIR
+    from rocmrevive.trees.trust import state_dir_of
 
-    mine = user_state_dir()
+    mine = state_dir_of(os.geteuid())
     if (mine and "state_dir" in kwargs and kwargs["state_dir"] == STATE_DIR and not cfg.state_dir
             and ctx.get_parameter_source("state_dir") in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)):
         kwargs["state_dir"] = ctx.params["state_dir"] = mine

@@ -23,7 +23,8 @@ from rocmrevive.install.graft import library_components, library_trees, plan_lib
 from rocmrevive.install.report import CopyPlan, InstallReport, LibraryPlan, Record
 from rocmrevive.install.tensile import TARGET, plan_copy
 from rocmrevive.rootfs import Root
-from rocmrevive.trees.trust import TreeTrust, decide, not_writable
+from rocmrevive.install.as_owner import install_as_owner
+from rocmrevive.trees.trust import TreeTrust, Trust, decide, not_writable
 
 # Errors about the machine rather than one copy: they stop the whole install.
 FATAL = ("NETWORK", "LOCKED", "INTERRUPTED", "PERMISSION", "USAGE", "INTERNAL")
@@ -84,18 +85,21 @@ def choose(root: Root, machine_path: str, *, named: bool, args) -> Chosen:
     return Chosen(machine_path, decide(root.resolve(machine_path)), named, tuple(args))
 
 
-def keep_writable(root: Root, report: InstallReport, chosen: list, rerun=()) -> list:
-    """The ``(item, Chosen)`` pairs this run may write. One it may not: when named, RevError
-    ("PERMISSION", one line, the command to run as the tree's owner) before anything is written;
-    when found on its own, left alone with a warning line (``report.left_alone``)."""
+def keep_writable(root: Root, report: InstallReport, chosen: list, rerun=(), *, owner_runs: bool = False) -> list:
+    """The ``(item, Chosen)`` pairs this run writes. A tree of one user the user named, root
+    running: kept with ``owner_runs`` (written by a child run as its owner, ``as_owner.py``), else
+    left alone. Another one it may not write: when named, RevError("PERMISSION", one line, the
+    command to run as the tree's owner) before anything is written; when found on its own, left
+    alone with a warning line (``report.left_alone``)."""
     keep = []
     base = [] if root.is_host else ["--root", str(root.base)]
     for item, c in chosen:
         why = not_writable(c.trust, c.path, [*base, "install", *c.args, *rerun])
-        if why is None:
+        users = c.named and c.trust.verdict is Trust.OWNER and os.geteuid() == 0
+        if why is None or (users and owner_runs):
             keep.append((item, c))
             continue
-        if c.named:
+        if c.named and not users:
             raise why.error()
         report.left_alone.append({"path": c.path, "trust": c.trust.to_json(), "message": why.warning(),
                                   "command": why.command})
@@ -122,10 +126,11 @@ def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None,
     network, permission, an interrupted transaction) stops everything. ``confirm(record, plan)``
     is asked before each copy or library is changed (False skips it).
 
-    Who may write each tree is decided once, as it is selected (``trees.trust``): a tree this run
-    may not write is refused when named (``--tree``, ``--python``) and left alone with a warning
-    when found; when every tree found was left alone, RevError("PERMISSION"). ``rerun``: the
-    options to repeat in the command printed for a tree's owner."""
+    Who may write each tree is decided once, as it is selected (``trees.trust``): a user's rocBLAS
+    copy the user named (``--tree``, ``--python``) is installed by a child run as its owner
+    (``as_owner.py``); another tree this run may not write is refused when named and left alone
+    with a warning when found; when every rocBLAS copy found was left alone, RevError
+    ("PERMISSION"). ``rerun``: the options to repeat in the command printed for a tree's owner."""
     from rocmrevive.sources.cache import default_cache_dir
     from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
     from rocmrevive.trees.installs import find_installs
@@ -150,15 +155,21 @@ def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None,
     if not copies and not lib_trees:
         raise RevError("NOTHING_SUPPORTED", f"no rocBLAS copy found under {root.base}; name one with "
                                             f"--tree (an /opt/rocm-X.Y.Z install or its rocblas/library folder)")
-    copies, lib_trees = keep_writable(root, report, copies, rerun), keep_writable(root, report, lib_trees, rerun)
-    if not copies and not lib_trees:
+    found = bool(copies)
+    copies = keep_writable(root, report, copies, rerun, owner_runs=True)
+    lib_trees = keep_writable(root, report, lib_trees, rerun)
+    if not copies and (found or not lib_trees):  # every rocBLAS copy left alone: the request is not met
         raise RevError("PERMISSION", f"no tree this run may write: {report.left_alone[0]['message']}",
                        details={"left_alone": report.left_alone})
     for copy, chosen in copies:
         cp = CopyPlan(copy.path, copy.layout, copy.rocblas_version, copy.rocm_version,
                       trust=chosen.trust.to_json())
         report.copies.append(cp)
-        _guarded(cp, lambda: plan_copy(_asking(ctx, confirm, cp), copy, cp))
+        if chosen.trust.writable_by(os.geteuid()):
+            _guarded(cp, lambda: plan_copy(_asking(ctx, confirm, cp), copy, cp))
+        else:  # a user's tree the user named: written by a child that is its owner
+            install_as_owner(_asking(ctx, confirm, cp), chosen.trust,
+                             lambda mine: _guarded(cp, lambda: plan_copy(mine, copy, cp)), cp)
     if lib_trees:
         _plan_libraries(ctx, report, [t for t, _ in lib_trees], confirm)
     return report

@@ -36,6 +36,7 @@ class CopyPlan:
     error: Optional[dict] = None          # {"code", "exit", "message"} when this copy was refused
     verification: str = "pinned"          # "pinned" (a manifest's hashes) | "verified by content, unpinned"
     trust: Optional[dict] = None          # who may write it (trees.trust.TreeTrust.to_json())
+    as_user: Optional[str] = None         # installed by a child run as the tree's owner (install.as_owner)
 
     @property
     def label(self) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rocmrevive.hardware.sysfs import read_text
 from rocmrevive.rootfs import Root
+from rocmrevive.trees.trust import decide
 
 # bounded patterns: no recursive walk of home folders. glob's "*" skips dot-folders, hence ".*".
 COMMON_SITE_PATTERNS = (
@@ -39,6 +40,7 @@ class PythonEnv:
     named: bool = False             # given with --python
     torch_version: str | None = None
     torch_hip: str | None = None    # torch.version.hip: the ROCm the wheel was built with
+    trust: dict | None = None       # who may write its site-packages (trees.trust; a venv of alice's: alice)
 
     @property
     def label(self) -> str:
@@ -47,7 +49,8 @@ class PythonEnv:
 
     def to_json(self) -> dict:
         return {"site_packages": self.site_packages, "prefix": self.prefix, "python": self.python,
-                "named": self.named, "torch_version": self.torch_version, "torch_hip": self.torch_hip}
+                "named": self.named, "torch_version": self.torch_version, "torch_hip": self.torch_hip,
+                "trust": self.trust}
 
 
 def _glob(root: Root, pattern: str) -> list[str]:
@@ -63,6 +66,10 @@ def _env_from_site(root: Root, site: str, named: bool = False) -> PythonEnv:
         python = m.group(1)
     prefix = str(p.parent.parent.parent) if p.parent.parent.name in ("lib", "lib64") else None
     env = PythonEnv(site, prefix, python, named)
+    try:
+        env.trust = decide(root.resolve(site)).to_json()
+    except (ValueError, OSError):  # a link loop, a folder that went away: not decided, still read
+        env.trust = None
     text, _ = read_text(root.path(f"{site}/torch/version.py"))
     if text:
         fields = dict(_VERSION_LINE.findall(text))

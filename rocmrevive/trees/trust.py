@@ -77,6 +77,26 @@ def owner_name(uid: int) -> str:
         return f"uid {uid}"
 
 
+def state_dir_of(uid: int, env: dict | None = None) -> str | None:
+    """The state folder (journals, backups, lock) of a run as ``uid`` other than root (None for
+    root: /var/lib/rocmrevive): ``$XDG_STATE_HOME/rocmrevive``, else ``<home>/.local/state/rocmrevive``
+    with the account's home from the password database. A machine path, as ``--state-dir`` is.
+
+        state_dir_of(1000, {})   # "/home/alice/.local/state/rocmrevive"
+    """
+    env = os.environ if env is None else env
+    if uid == 0:
+        return None
+    xdg = env.get("XDG_STATE_HOME", "")
+    if xdg.startswith("/"):
+        return xdg.rstrip("/") + "/rocmrevive"
+    try:
+        home = pwd.getpwuid(uid).pw_dir
+    except KeyError:
+        home = env.get("HOME", "")
+    return home.rstrip("/") + "/.local/state/rocmrevive" if home.startswith("/") else None
+
+
 def _writable_by_others(f: Folder, last: bool) -> bool:
     """Group- or world-writable; a sticky folder on the way is not (its entries stay their owners'),
     the tree itself always is (fs._Walk._check_trust's rule)."""

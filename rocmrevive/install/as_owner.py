@@ -1,0 +1,115 @@
+"""A user's tree, installed as that user: a forked child that drops to the tree's owner
+(``setgroups([])``, ``setresgid``, ``setresuid``, as apt downloads as ``_apt``) walks the copy with
+its journal, backups and cache in that user's own folders, and hands its outcome back as JSON
+(docs/security.md, "Trees"). The kernel then allows the child exactly what the user could do
+anyway: a link the user plants can only lead it where the user could write.
+
+    rec = CopyPlan(copy.path, ...); install_as_owner(ctx, trust, lambda c: plan_copy(c, copy, rec), rec)
+"""
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import traceback
+from dataclasses import fields, replace
+from pathlib import Path
+
+from rocmrevive.errors import EXIT_CODES, RevError
+from rocmrevive.fs import read_fd, write_all
+from rocmrevive.install.core import Status
+from rocmrevive.install.report import CopyPlan
+from rocmrevive.trees.trust import TreeTrust, owner_name, state_dir_of
+
+MAX_OUTCOME = 64 << 20        # a CopyPlan with its diff: ~2 MB for 2,000 files
+
+
+def owner_folders(root, uid: int) -> tuple[str, Path]:
+    """(state folder as a machine path, cache folder as a real path) of the account ``uid``: the
+    state folder its own runs use (``trees.trust.state_dir_of``, never from root's environment) and
+    ``<home>/.cache/rocmrevive``, read under the root as every machine path is."""
+    state = state_dir_of(uid, {})
+    if state is None:
+        raise RevError("PERMISSION", f"uid {uid} owns the tree but has no account with a home folder here; "
+                                     f"run rocmrevive as that user, or give the tree to one")
+    home = state[:-len("/.local/state/rocmrevive")]
+    if not root.path(home).is_dir():
+        raise RevError("PERMISSION", f"{owner_name(uid)} owns the tree but has no home folder {home} under "
+                                     f"{root.base} for the journal of a run as them; create it (theirs, mode 0700) "
+                                     f"or run rocmrevive as {owner_name(uid)} with --state-dir")
+    return state, root.path(f"{home}/.cache/rocmrevive")
+
+
+def install_as_owner(ctx, trust: TreeTrust, step, rec: CopyPlan) -> None:
+    """Run ``step(ctx_of_the_owner)`` in a child that is the tree's owner; its outcome lands in
+    ``rec`` (``as_user`` names the owner). A child that fails without an outcome: RevError."""
+    state_dir, cache_dir = owner_folders(ctx.root, trust.uid)
+    # no progress callback: a drawing thread of the parent does not exist in the child
+    mine = replace(ctx, state_dir=state_dir, cache_dir=cache_dir, memo={}, progress=None)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(r)
+        _child(w, trust.uid, lambda: (step(mine), rec)[1])
+    os.close(w)
+    try:
+        data = read_fd(r, max_size=MAX_OUTCOME, what="the owner's outcome")
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    doc = _outcome(data)
+    if "copy" not in doc:
+        code = str(doc.get("code"))
+        code = code if code in EXIT_CODES else "INTERNAL"
+        raise RevError(code, f"as {trust.owner} (the tree's owner): {str(doc['error'])[:2000]}")
+    _fill(rec, doc["copy"])
+    rec.as_user = trust.owner
+    if rec.txid:
+        where = "" if ctx.root.is_host else f"--root {ctx.root.base} "
+        rec.reason += (f"; as {trust.owner}, journal in {state_dir}: undo with "
+                       f"`sudo -u {trust.owner} rocmrevive {where}rollback {rec.txid}`")
+
+
+def _child(w: int, uid: int, work) -> None:
+    """Drop to ``uid`` for good, run ``work``, write its outcome (a CopyPlan) as JSON, exit."""
+    code = 0
+    try:
+        pw = pwd.getpwuid(uid)
+        for fd in [int(x) for x in os.listdir("/proc/self/fd")]:
+            if fd > 2 and fd != w:   # nothing root opened (a lock, a cache folder) stays in the user's hands
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        os.setgroups([])
+        os.setresgid(pw.pw_gid, pw.pw_gid, pw.pw_gid)
+        os.setresuid(uid, uid, uid)
+        rec = work()
+        out = {"copy": rec.to_json()}
+    except RevError as exc:
+        out = {"error": exc.message, "code": exc.code}
+    except BaseException as exc:  # the parent says what went wrong; the child never returns
+        out, code = {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-4000:]}, 1
+    try:
+        write_all(w, json.dumps(out, default=str).encode())
+    finally:
+        os._exit(code)
+
+
+def _outcome(data: bytes) -> dict:
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        doc = None
+    if not isinstance(doc, dict) or not ("copy" in doc or "error" in doc):
+        raise RevError("INTERNAL", "the run as the tree's owner gave no outcome")
+    return doc
+
+
+def _fill(rec: CopyPlan, doc: dict) -> None:
+    """Copy the child's CopyPlan (JSON) into ``rec``: known fields only, the status as a Status."""
+    known = {f.name for f in fields(CopyPlan)}
+    for key, value in doc.items():
+        if key in known and key not in ("library", "layout"):
+            setattr(rec, key, value)
+    rec.status = Status(rec.status)
