@@ -121,12 +121,12 @@ def readable_site(base: Path) -> Path:
     return site
 
 
-def install_as_root_readable(root: Path, base: Path, args: list[str], *more: str):
+def install_as_root_readable(root: Path, base: Path, args: list[str], *more: str, env: dict | None = None):
     """``install`` as root from an interpreter and libraries every account may read, as an installed
     rocmrevive's are (this machine's own interpreter lives in /root, mode 0700): the child that
     installs a user's tree imports what it needs as that user."""
     python = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
-    env = {"PYTHONPATH": f"{REPO}{os.pathsep}{readable_site(base)}"}
+    env = {"PYTHONPATH": f"{REPO}{os.pathsep}{readable_site(base)}", **(env or {})}
     return run_cli(["--root", str(root), "install", *args, "--cache", str(base / "cache"), *more], env=env,
                    python=python)
 
@@ -324,3 +324,21 @@ def test_survey_follows_a_link_on_the_way_and_judges_its_target(place):
     t = decide(place / "root/link/not/yet")
     assert t.verdict is Trust.OWNER and t.uid == att[0] and t.offender == str(place / "home")
     assert decide(place / "root/new/folder").verdict is Trust.ROOT
+
+
+def test_a_run_as_the_owner_killed_mid_transaction_is_the_owners_to_recover(place):
+    """The child that is the user is killed mid-transaction (as the user may kill it): root says so,
+    exit 9, and names the user's recover; that recover undoes it byte for byte."""
+    att = attacker()
+    root, args = demo(place)
+    venv = user_venv(root, att)
+    before = tree_hash(venv)
+    rc, doc, err = install_as_root_readable(root, place, args, "--python", VENV, "--tree", LIB,
+                                            env={"ROCMREVIVE_TEST_KILL_AT": "rename:4"})
+    msg = one_line_error(rc, doc, err, "INTERRUPTED")
+    assert f"sudo -u {ATTACKER} rocmrevive recover" in msg
+    assert tree_hash(venv) != before                          # the child got as far as four renames
+    assert not list((root / "var/lib/rocmrevive").glob("tx/*.jsonl"))   # nothing of it in root's state
+    p = as_user(place, att, f"sudo -u {ATTACKER} rocmrevive --root {root} recover")
+    assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-3000:])
+    assert tree_hash(venv) == before

@@ -57,6 +57,10 @@ def install_as_owner(ctx, trust: TreeTrust, step, rec: CopyPlan) -> None:
     finally:
         os.close(r)
         os.waitpid(pid, 0)
+    if not data:  # killed (by its owner, who may signal it, or the OOM killer) before it answered
+        raise RevError("INTERRUPTED", f"the run as {trust.owner} (the tree's owner) ended without an outcome; "
+                                      f"a transaction it began is in {state_dir}: run `sudo -u {trust.owner} "
+                                      f"rocmrevive recover` to finish or undo it")
     doc = _outcome(data)
     if "copy" not in doc:
         code = str(doc.get("code"))
