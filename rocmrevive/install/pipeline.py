@@ -162,17 +162,22 @@ def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None,
         raise RevError("PERMISSION", f"no tree this run may write: {report.left_alone[0]['message']}",
                        details={"left_alone": report.left_alone})
     for copy, chosen in copies:
-        cp = CopyPlan(copy.path, copy.layout, copy.rocblas_version, copy.rocm_version,
-                      trust=chosen.trust.to_json())
-        report.copies.append(cp)
-        if chosen.trust.writable_by(os.geteuid()):
-            _guarded(cp, lambda: plan_copy(_asking(ctx, confirm, cp), copy, cp))
-        else:  # a user's tree the user named: written by a child that is its owner
-            install_as_owner(_asking(ctx, confirm, cp), chosen.trust,
-                             lambda mine: _guarded(cp, lambda: plan_copy(mine, copy, cp)), cp)
+        _plan_one_copy(ctx, report, copy, chosen, confirm)
     if lib_trees:
         _plan_libraries(ctx, report, [t for t, _ in lib_trees], confirm)
     return report
+
+
+def _plan_one_copy(ctx: Context, report: InstallReport, copy, chosen: Chosen, confirm) -> None:
+    """One rocBLAS copy, written by this run or, a user's tree the user named, by a child that is
+    its owner (``as_owner.py``)."""
+    cp = CopyPlan(copy.path, copy.layout, copy.rocblas_version, copy.rocm_version, trust=chosen.trust.to_json())
+    report.copies.append(cp)
+    if chosen.trust.writable_by(os.geteuid()):
+        _guarded(cp, lambda: plan_copy(_asking(ctx, confirm, cp), copy, cp))
+    else:
+        install_as_owner(_asking(ctx, confirm, cp), chosen.trust,
+                         lambda mine: _guarded(cp, lambda: plan_copy(mine, copy, cp)), cp)
 
 
 def _asking(ctx: Context, confirm, rec: Record) -> Context:
