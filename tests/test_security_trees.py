@@ -17,6 +17,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -342,3 +343,57 @@ def test_a_run_as_the_owner_killed_mid_transaction_is_the_owners_to_recover(plac
     p = as_user(place, att, f"sudo -u {ATTACKER} rocmrevive --root {root} recover")
     assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-3000:])
     assert tree_hash(venv) == before
+
+
+def _swap_forever(lib: Path, victim: Path) -> None:
+    """As the user: swap the venv's library folder with a link to root's, over and over."""
+    real = lib.with_name("library.real")
+    while True:
+        try:
+            os.rename(lib, real)
+            os.symlink(victim, lib)
+            os.unlink(lib)
+            os.rename(real, lib)
+            time.sleep(0.001)   # the real folder in place most of the time: selection succeeds, the race is on the write
+        except OSError:
+            pass
+
+
+def test_a_racing_user_cannot_steer_the_run_as_the_owner_into_roots_tree(place):
+    """Finding 3's race, on a venv named as root: the user swaps its library folder for a link to
+    root's own rocBLAS folder in a tight loop while the install runs. The run that writes the venv
+    is the user, so the kernel keeps it out of root's tree: not a byte of root's tree changes, and
+    root's state holds nothing of it, whatever the install's outcome."""
+    att = attacker()
+    root, args = demo(place)
+    user_venv(root, att)
+    victim = root / ROCM_LIB.lstrip("/")
+    before = tree_hash(root / "opt")
+    reached = 0
+    for _ in range(40):          # until 5 runs got as far as the child (selection races too)
+        if reached >= 5:
+            break
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setgroups([])
+                os.setgid(att[1])
+                os.setuid(att[0])
+                _swap_forever(root / LIB.lstrip("/"), victim)
+            finally:
+                os._exit(0)
+        try:
+            rc, doc, err = install_as_root_readable(root, place, args, "--python", VENV, "--tree", LIB, "-v")
+        finally:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        assert doc is not None and rc not in (1, -9), f"{rc}\n{err[-4000:]}"   # a documented code, never a traceback
+        reached += any(c.get("as_user") for c in doc.get("copies") or []) or "as rrattacker" in str(doc["error"])
+        assert tree_hash(root / "opt") == before
+        assert not list((root / "var/lib/rocmrevive").glob("tx/*.jsonl"))
+        lib = root / LIB.lstrip("/")
+        if lib.is_symlink():
+            lib.unlink()
+        if (lib.with_name("library.real")).is_dir() and not lib.exists():
+            os.rename(lib.with_name("library.real"), lib)
+    assert reached >= 5, f"only {reached} runs got as far as the child that writes"

@@ -20,6 +20,7 @@ from rocmrevive.fs import read_fd, write_all
 from rocmrevive.install.core import Status
 from rocmrevive.install.report import CopyPlan
 from rocmrevive.trees.trust import TreeTrust, owner_name, state_dir_of
+from rocmrevive.txn.result import as_rev_error
 
 MAX_OUTCOME = 64 << 20        # a CopyPlan with its diff: ~2 MB for 2,000 files
 
@@ -50,7 +51,7 @@ def install_as_owner(ctx, trust: TreeTrust, step, rec: CopyPlan) -> None:
     pid = os.fork()
     if pid == 0:  # the child: never returns
         os.close(r)
-        _child(w, trust.uid, lambda: (step(mine), rec)[1])
+        _child(w, trust.uid, lambda: (step(mine), rec)[1], ctx.root)
     os.close(w)
     try:
         data = read_fd(r, max_size=MAX_OUTCOME, what="the owner's outcome")
@@ -74,7 +75,7 @@ def install_as_owner(ctx, trust: TreeTrust, step, rec: CopyPlan) -> None:
                        f"`sudo -u {trust.owner} rocmrevive {where}rollback {rec.txid}`")
 
 
-def _child(w: int, uid: int, work) -> None:
+def _child(w: int, uid: int, work, root=None) -> None:
     """Drop to ``uid`` for good, run ``work``, write its outcome (a CopyPlan) as JSON, exit."""
     code = 0
     try:
@@ -90,10 +91,11 @@ def _child(w: int, uid: int, work) -> None:
         os.setresuid(uid, uid, uid)
         rec = work()
         out = {"copy": rec.to_json()}
-    except RevError as exc:
-        out = {"error": exc.message, "code": exc.code}
     except BaseException as exc:  # the parent says what went wrong; the child never returns
-        out, code = {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-4000:]}, 1
+        err = as_rev_error(exc, root)   # a folder the owner moved meanwhile: one line, as for root's runs
+        out = ({"error": err.message, "code": err.code} if err is not None else
+               {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-4000:]})
+        code = 0 if err is not None else 1
     try:
         write_all(w, json.dumps(out, default=str).encode())
     finally:

@@ -11,6 +11,7 @@ walked by ``core.install_component``: one transaction each. The hardware is scan
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,15 +143,16 @@ def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None,
                   mirror=mirror, from_path=from_path, cross_version=cross_version, log=log, progress=progress)
     given = given_trees(root, trees)
     installs, _link = find_installs(root)
-    lib_trees = [(t, choose(root, t[0], named=bool(given), args=["--tree", t[0]]))
-                 for t in (library_trees(root, given, installs) if libraries else [])]
-    try:
-        copies = _select_copies(root, given, pythons, installs)
-    except RevError as exc:
-        # a --tree without a rocBLAS folder may still hold host libraries to graft
-        if exc.code != "NOTHING_SUPPORTED" or not lib_trees:
-            raise
-        copies = []
+    with _selecting(root):
+        lib_trees = [(t, choose(root, t[0], named=bool(given), args=["--tree", t[0]]))
+                     for t in (library_trees(root, given, installs) if libraries else [])]
+        try:
+            copies = _select_copies(root, given, pythons, installs)
+        except RevError as exc:
+            # a --tree without a rocBLAS folder may still hold host libraries to graft
+            if exc.code != "NOTHING_SUPPORTED" or not lib_trees:
+                raise
+            copies = []
     report = InstallReport([str(d) for d in devices], devices_from, [], check, libraries_enabled=libraries)
     if not copies and not lib_trees:
         raise RevError("NOTHING_SUPPORTED", f"no rocBLAS copy found under {root.base}; name one with "
@@ -204,6 +206,18 @@ def _select_copies(root: Root, given, pythons, installs) -> list[tuple]:
 
     envs, _problems = find_envs(root, pythons)
     return [(c, _chosen(root, c, envs, named=bool(given))) for c in _copies(root, given, envs, installs)]
+
+
+@contextlib.contextmanager
+def _selecting(root: Root):
+    """Selection reads folders their owners may move meanwhile (a link gone, a folder renamed):
+    such a race is one line, exit 2, nothing changed."""
+    try:
+        yield
+    except OSError as exc:
+        raise RevError("USAGE", f"{root.machine_path(exc.filename or '?')} changed while the trees were "
+                                f"selected ({(exc.strerror or str(exc)).lower()}); nothing was changed; "
+                                f"retry") from None
 
 
 def _chosen(root: Root, copy, envs, *, named: bool) -> Chosen:
