@@ -73,7 +73,7 @@ def _render(con, results, ollama: dict | None = None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from rocmrevive.diagnose.verify import CheckStatus
+    from rocmrevive.diagnose.verify import VERDICT_WORDS, CheckStatus
 
     mark = {CheckStatus.PASS: "[green]pass[/]", CheckStatus.FAIL: "[red]FAIL[/]", CheckStatus.SKIP: "[yellow]skip[/]"}
     for r in results:
@@ -101,6 +101,8 @@ def _render(con, results, ollama: dict | None = None) -> None:
                           + ("kept: its glob finds TensileLibrary_lazy_" + target.split(":")[0] + ".dat" if kept else
                              "DROPPED: no TensileLibrary_lazy_" + target.split(":")[0] + ".dat (Ollama logs "
                              "'no rocblas support for gfx target' / 'amdgpu is not supported')"), markup=False)
+        for d in r.devices:
+            con.print(f"  {d.target}: {VERDICT_WORDS[d.verdict]}", markup=False)
         for d in r.devices:
             for c in d.checks:
                 if c.status == CheckStatus.PASS and c.notes:
