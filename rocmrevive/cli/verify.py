@@ -28,7 +28,8 @@ def verify(ui, trees, targets):
     For each rocBLAS copy and each GPU: files rocmrevive installed still have their journal
     hashes; every code object the Tensile index reaches loads on the GPU and its code object
     version suits the tree's ROCm; every kernel a .dat names is in the code object rocBLAS will
-    load (and nothing is left unreferenced); librocblas.so embeds the GPU's processor.
+    load (and nothing is left unreferenced); librocblas.so embeds the GPU's processor. Each GPU's
+    verdict: serves, generic-only (only Tensile's generic fallback kernels: slow) or does-not-serve.
     Exit 0: all pass; 6: something fails (the first offenders are shown; --json lists all).
     """
     from rocmrevive.install.verify import verify_machine

@@ -223,7 +223,8 @@ def _rows_for_device(rep: XrefReport, doc: TensileDat) -> list[dict] | None:
             f"the library selects processor {', '.join(named) or 'none'}, not {proc}: "
             "rocBLAS finds no solution for this GPU"))
         return None
-    rep.generic_only = generic
+    if not rep.lazy:  # a lazy index's rows lead to placeholders, which say it themselves
+        rep.generic_only = generic
     return rows
 
 
@@ -395,18 +396,24 @@ def _check_pooled_kernels(rep: XrefReport, reader: "_CodeObjectReader", loaded: 
         for e in _usable_entries(rep, co, []) or []:
             meta |= e.kernel_names
             kds |= e.kd_symbols
-    asm_file = next((n for n in loaded if n.startswith("TensileLibrary")), loaded[0])
-    src_file = next((n for n in loaded if n.startswith(HELPER_PREFIX)), loaded[0])
+    proc = rep.device.processor
+    asm_file = next((n for n in loaded if n.startswith("TensileLibrary")), f"TensileLibrary_{proc}.co")
+    src_file = next((n for n in loaded if n.startswith(HELPER_PREFIX)), f"{HELPER_PREFIX}{proc}.hsaco")
     missing: dict[str, list[str]] = {}
     for s in sols:
         home = src_file if s.source_kernel else asm_file
-        reader.cache[home].solutions += 1
+        if home in reader.cache:
+            reader.cache[home].solutions += 1
         if s.name in meta and s.name in kds:
             rep.kernels_found += 1
         else:
             missing.setdefault(home, []).append(s.name)
     for home, kernels in missing.items():
         kernels = list(dict.fromkeys(kernels))
+        if home not in loaded:
+            rep.findings.append(Finding(CODE_OBJECT_MISSING, home, f"needed by {len(kernels)} kernel(s) but "
+                                        "not in the folder (rocBLAS: 'kernel not found in any loaded module')", kernels))
+            continue
         rep.findings.append(Finding(
             KERNEL_MISSING, home, f"{len(kernels)} kernel(s) {rep.lazy_index} names for {rep.device.processor} "
             f"are in no loaded code object ({', '.join(loaded)})", kernels))
