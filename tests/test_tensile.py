@@ -396,3 +396,48 @@ def test_verify_fails_a_gfx906_index_with_zero_solutions(copy441):
     code, out = run("verify", "--tree", str(copy441.parent.parent.parent), "--target", "gfx906:sramecc+:xnack-")
     assert code == 6 and out["error"]["exit"] == 6
     assert statuses(out)[("gfx906:sramecc+:xnack-", "tensile")] == "fail"
+
+
+# ------------------------------------------------------------------------------------------
+# what Tensile's deserialisers demand (tensile.logic), on small trees
+
+def _matching(*indices):
+    return {"type": "Matching", "distance": "Euclidean", "properties": [{"type": "FreeSizeA", "index": 0}],
+            "table": [{"key": [i], "index": i, "speed": 1.0} for i in indices]}
+
+
+def test_solution_indices_must_be_in_the_files_list():
+    from rocmrevive.tensile.logic import tree_problems
+
+    lib = {"type": "Problem", "rows": [{"predicate": {"type": "TruePred"}, "library": _matching(1, 2)}]}
+    assert tree_problems(lib, {1, 2}) == []
+    (problem,) = tree_problems(lib, {1})
+    assert "solution 2" in problem and "Invalid solution index" in problem
+    assert "Invalid solution index" in tree_problems({"type": "Single", "index": 5}, set())[0]
+
+
+def test_unknown_types_and_missing_fields_are_what_tensile_refuses():
+    from rocmrevive.tensile.logic import tree_problems
+
+    assert "Unknown subclass" in tree_problems({"type": "Placeholdr", "value": "x"}, set())[0]
+    bad_pred = {"type": "Problem", "rows": [{"predicate": {"type": "TruPred"}, "library": _matching(1)}]}
+    assert "'TruPred'" in tree_problems(bad_pred, {1})[0]
+    assert "properties" in tree_problems(dict(_matching(1), properties=[]), {1})[0]
+    assert "distance" in tree_problems(dict(_matching(1), distance="Chebyshev"), {1})[0]
+    assert "without its predicate" in tree_problems({"type": "Hardware", "rows": [{"library": _matching(1)}]}, {1})[0]
+    assert tree_problems({"type": "ProblemMap", "property": {"type": "OperationIdentifier"}}, set())
+
+
+def test_the_rows_a_processor_reaches():
+    from rocmrevive.tensile.logic import select_rows
+
+    def row(pred, name):
+        return {"predicate": pred, "library": {"type": "Placeholder", "value": name}}
+    gfx = {"type": "AMDGPU", "value": {"type": "Processor", "value": "gfx908"}}
+    lib = {"type": "Hardware", "rows": [row(gfx, "tuned"), row({"type": "TruePred"}, "generic")]}
+    rows, generic_only = select_rows(lib, "gfx908")
+    assert [r["library"]["value"] for r in rows] == ["tuned", "generic"] and not generic_only
+    rows, generic_only = select_rows(lib, "gfx906")
+    assert [r["library"]["value"] for r in rows] == ["generic"] and generic_only
+    rows, _ = select_rows({"type": "Hardware", "rows": [row(gfx, "tuned")]}, "gfx906")
+    assert rows == []
