@@ -222,12 +222,21 @@ class _Walker:
             self.bad(at, "no table")
             return
         width = len(props) if isinstance(props, list) else None
-        for i, e in enumerate(table):
-            key = e.get("key") if isinstance(e, dict) else None
-            if not isinstance(key, list) or (width and len(key) != width):
-                self.bad(f"{at}.table[{i}]", "an entry whose key does not match the properties")
-                continue
-            self.index(f"{at}.table[{i}]", e.get("index", e.get("value")))
+        # tables hold thousands of entries: checked in bulk, the first offender reported
+        bad = next((i for i, e in enumerate(table) if not isinstance(e, dict) or not isinstance(e.get("key"), list)
+                    or (width and len(e["key"]) != width)), None)
+        if bad is not None:
+            self.bad(f"{at}.table[{bad}]", "an entry whose key does not match the properties")
+            return
+        values = [e.get("index", e.get("value")) for e in table]
+        numbers = {v for v in values if type(v) is int}  # bool is not an index
+        odd = next((v for v in values if type(v) is not int), None)
+        if odd is not None or (values and None in values):
+            self.index(f"{at}.table", odd)
+        self.indices |= numbers
+        if self.solutions is not None and not numbers <= self.solutions:
+            first = next(i for i, v in enumerate(values) if v not in self.solutions)
+            self.index(f"{at}.table[{first}]", values[first])
 
     def _trees(self, n: dict, at: str) -> Iterator[tuple[Any, str]]:
         trees = n.get("trees")
