@@ -68,11 +68,17 @@ class TensileDat:
         return {s.index for s in self.solutions}
 
 
-def read_dat(path: Path, data: bytes | None = None) -> TensileDat:
+# A master library built without lazy loading holds every architecture's solutions: Debian's
+# rocBLAS 2.47 TensileLibrary.dat is 117 MB, past dat.MAX_DAT (placeholders stay under it).
+MAX_MASTER = 192 << 20
+
+
+def read_dat(path: Path, data: bytes | None = None, max_size: int | None = None) -> TensileDat:
     """Both halves of a ``.dat``, solutions streamed one at a time (2.47's single
     ``TensileLibrary.dat`` holds 56,980). Raises FileNotFoundError, or TensileFormatError for a
     damaged or foreign file."""
-    data = _read_bytes(path) if data is None else data
+    if data is None:
+        data = _read_bytes(path) if max_size is None else _read_bytes(path, max_size)
     solutions: list[Solution] | None = None
     library: Any = None
     for key, u in _top_level(path, data):

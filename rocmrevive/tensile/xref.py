@@ -22,7 +22,7 @@ from typing import Callable, Mapping
 from rocmrevive.codeobj.targetid import ANY, OFF, ON, TargetId
 from rocmrevive.tensile.dat import (HELPER_PREFIX, Solution, TensileFormatError, code_object_name,
                                     is_fallback_placeholder, lazy_index_name)
-from rocmrevive.tensile.logic import TensileDat, predicate_processors, read_dat, select_rows, walk_tree
+from rocmrevive.tensile.logic import MAX_MASTER, TensileDat, predicate_processors, read_dat, select_rows, walk_tree
 
 # Finding kinds. Each says what is wrong in rocBLAS's own terms; ``detail`` says it in words.
 LAZY_INDEX_MISSING = "lazy-index-missing"
@@ -194,7 +194,7 @@ def _read_master(rep: XrefReport, name: str) -> TensileDat | None:
     """A master library as Tensile deserialises it (the whole tree, every node, every solution
     index), or None with a finding saying why rocBLAS cannot use it."""
     try:
-        doc = read_dat(rep.path(name))
+        doc = read_dat(rep.path(name), max_size=None if rep.lazy else MAX_MASTER)
     except (TensileFormatError, OSError) as exc:
         rep.findings.append(Finding(LAZY_INDEX_UNREADABLE, name, str(exc)))
         return None
