@@ -56,6 +56,13 @@ def rocblas52(debian_pkgs) -> Path:
 
 
 @pytest.fixture(scope="session")
+def rocblas247(debian_pkgs) -> Path:
+    """Debian's rocBLAS 2.47 (librocblas0 5.5.1) Tensile library folder: built without lazy
+    loading (one TensileLibrary.dat for 10 architectures, TensileLibrary_<arch>.co; 21 files)."""
+    return debian_pkgs["librocblas0_5.5.1+dfsg-7_amd64"] / TRIPLET / "rocblas/2.47.0/library"
+
+
+@pytest.fixture(scope="session")
 def codeobjects():
     """Real compiled code objects, bundles, CCOBs and host libraries (tests/fixtures/codeobjects.py)."""
     from tests.fixtures.codeobjects import session_fixtures

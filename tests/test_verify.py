@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from rocmrevive.cli.main import cli
+from rocmrevive.codeobj.targetid import TargetId
 from tests.test_tensile import (HS_PLACEHOLDER, SS_FALLBACK, debian_copy, kernels_of, link_file, rewrite)
 
 GFX906 = "gfx906:sramecc+:xnack-"
@@ -74,6 +75,35 @@ def test_pristine_52_passes_for_two_targets(debian_pkgs):
     assert code == 0, doc["error"]
     assert set(statuses(doc).values()) == {"pass", "skip"}
     assert doc["targets"] == ["gfx906", "gfx1030"]
+
+
+@pytest.mark.debian
+def test_pristine_247_built_without_lazy_loading_serves_gfx906(debian_pkgs):
+    """Debian's librocblas0 5.5.1 (rocBLAS 2.47): one TensileLibrary.dat for every architecture,
+    no lazy index. rocBLAS falls back to it; its gfx906 row holds 7,261 solutions, its TruePred
+    row the generic rest, and every kernel is in TensileLibrary_gfx906.co or the helper object."""
+    tree = debian_pkgs["librocblas0_5.5.1+dfsg-7_amd64"] / "usr/lib/x86_64-linux-gnu"
+    code, doc = run("verify", "--tree", str(tree), "--target", GFX906)
+    assert code == 0 and doc["ok"], doc["error"]
+    (copy,) = doc["copies"]
+    (dev,) = copy["devices"]
+    assert dev["verdict"] == "serves"
+    t = dev["tensile"]
+    assert t["lazy"] is False and t["lazy_index"] == "TensileLibrary.dat"
+    assert t["solutions"] == t["kernels_found"] == 7963
+    code, text = run_text("verify", "--tree", str(tree), "--target", GFX906)
+    assert code == 0 and f"{GFX906}: serves" in text
+
+
+@pytest.mark.debian
+def test_detect_counts_the_targets_of_a_library_built_without_lazy_loading(rocblas247):
+    from rocmrevive.trees.rocblas import RocblasCopy, scan_library
+
+    copy = RocblasCopy(path=str(rocblas247), layout="debian")
+    scan_library(str(rocblas247), copy)
+    assert copy.targets == ["gfx803", "gfx900", "gfx906", "gfx908", "gfx90a", "gfx1030", "gfx1100",
+                            "gfx1101", "gfx1102"]
+    assert copy.covers(TargetId.parse(GFX906), "gfx906")
 
 
 # ------------------------------------------------------------------------------------------

@@ -28,7 +28,8 @@ def verify(ui, trees, targets):
     For each rocBLAS copy and each GPU: files rocmrevive installed still have their journal
     hashes; every code object the Tensile index reaches loads on the GPU and its code object
     version suits the tree's ROCm; every kernel a .dat names is in the code object rocBLAS will
-    load (and nothing is left unreferenced); librocblas.so embeds the GPU's processor.
+    load (and nothing is left unreferenced); librocblas.so embeds the GPU's processor. Each GPU's
+    verdict: serves, generic-only (only Tensile's generic fallback kernels: slow) or does-not-serve.
     Exit 0: all pass; 6: something fails (the first offenders are shown; --json lists all).
     """
     from rocmrevive.install.verify import verify_machine
@@ -73,7 +74,7 @@ def _render(con, results, ollama: dict | None = None) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from rocmrevive.diagnose.verify import CheckStatus
+    from rocmrevive.diagnose.verify import VERDICT_WORDS, CheckStatus
 
     mark = {CheckStatus.PASS: "[green]pass[/]", CheckStatus.FAIL: "[red]FAIL[/]", CheckStatus.SKIP: "[yellow]skip[/]"}
     for r in results:
@@ -101,6 +102,8 @@ def _render(con, results, ollama: dict | None = None) -> None:
                           + ("kept: its glob finds TensileLibrary_lazy_" + target.split(":")[0] + ".dat" if kept else
                              "DROPPED: no TensileLibrary_lazy_" + target.split(":")[0] + ".dat (Ollama logs "
                              "'no rocblas support for gfx target' / 'amdgpu is not supported')"), markup=False)
+        for d in r.devices:
+            con.print(f"  {d.target}: {VERDICT_WORDS[d.verdict]}", markup=False)
         for d in r.devices:
             for c in d.checks:
                 if c.status == CheckStatus.PASS and c.notes:

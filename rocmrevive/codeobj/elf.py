@@ -186,7 +186,8 @@ class AmdgpuElf:
     kernel_names: set[str] = field(default_factory=set)
     kd_symbols: set[str] = field(default_factory=set)
     notes: int = 0
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # the loader refuses it, or it cannot be read
+    remarks: list[str] = field(default_factory=list)   # odd, but the loader takes it
 
     @property
     def co_version(self) -> int | None:
@@ -227,6 +228,7 @@ def read_amdgpu_elf_at(read: Callable[[int, int], bytes], size: int) -> AmdgpuEl
     target = hdr.target()
     assert target is not None
     obj = AmdgpuElf(header=hdr, target=target)
+    obj.problems.extend(loader_problems(hdr))
     if hdr.e_shoff + hdr.e_shnum * hdr.e_shentsize > size:
         obj.problems.append("section headers lie past the end of the file (truncated)")
         return obj
@@ -246,6 +248,23 @@ def read_amdgpu_elf_at(read: Callable[[int, int], bytes], size: int) -> AmdgpuEl
         return obj
     _cross_check(obj)
     return obj
+
+
+# EI_ABIVERSION of the HSA OS ABI: 0-4 are code object v2-v6 (AMDGPUUsage "Header").
+KNOWN_ABI_VERSIONS = range(0, 5)
+
+
+def loader_problems(hdr: ElfHeader) -> list[str]:
+    """Why ROCr's loader refuses a code object whose header parsed (amd_hsa_code.cpp GetIsa and
+    the executable's checks): the OS ABI must be ELFOSABI_AMDGPU_HSA, its ABI version one the
+    loader knows. The ISA comes from e_flags, never from the metadata note."""
+    if hdr.osabi != ELFOSABI_AMDGPU_HSA:
+        return [f"EI_OSABI is {hdr.osabi}, not ELFOSABI_AMDGPU_HSA ({ELFOSABI_AMDGPU_HSA}): "
+                "ROCr's loader refuses it"]
+    if hdr.abiversion not in KNOWN_ABI_VERSIONS:
+        return [f"EI_ABIVERSION {hdr.abiversion} (code object v{hdr.abiversion + 2}) is not a "
+                "code object version any ROCm loads"]
+    return []
 
 
 _SHDR_TABLE_MAX = 0xFF00  # e_shnum's largest ordinary value (SHN_LORESERVE); LLVM writes a few dozen
@@ -344,5 +363,8 @@ def _cross_check(obj: AmdgpuElf) -> None:
         except ValueError:
             obj.problems.append(f"metadata note names an unparsable target {t!r}")
             continue
-        if str(note_tid) != want:
+        if note_tid.processor != obj.target.processor:
             obj.problems.append(f"e_flags say {want} but a metadata note says {note_tid}")
+        elif str(note_tid) != want:
+            # ROCr takes the ISA from e_flags: a note less specific than them is no damage
+            obj.remarks.append(f"e_flags say {want}, a metadata note says {note_tid} (the loader reads e_flags)")

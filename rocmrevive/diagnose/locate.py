@@ -69,7 +69,8 @@ def rocblas_host_library(library: Path) -> Path | None:
         try:
             with os.scandir(d) as it:
                 for e in it:
-                    if e.name.startswith("librocblas.so") and e.is_file():
+                    # a link whose file is gone counts: the loader finds the name and fails
+                    if e.name.startswith("librocblas.so") and (e.is_file() or e.is_symlink()):
                         cands.append(e.name)
         except OSError:
             cands = []

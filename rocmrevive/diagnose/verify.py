@@ -15,6 +15,8 @@ caller computes it, because the journal lives in a higher layer). Per device:
 """
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
@@ -33,6 +35,21 @@ class CheckStatus(StrEnum):
     PASS = "pass"
     FAIL = "fail"
     SKIP = "skip"    # not checked (the reason is the summary)
+
+
+class Verdict(StrEnum):
+    """What a copy does for one GPU, in a user's words (a device's JSON ``verdict``)."""
+
+    SERVES = "serves"
+    GENERIC_ONLY = "generic-only"        # only Tensile's generic fallback kernels: GEMMs run, slowly
+    DOES_NOT_SERVE = "does-not-serve"    # a check fails: rocBLAS (or the program) fails on this GPU
+
+
+VERDICT_WORDS = {
+    Verdict.SERVES: "serves",
+    Verdict.GENERIC_ONLY: "serves only through Tensile's generic fallback kernels (GEMMs run, slowly)",
+    Verdict.DOES_NOT_SERVE: "does not serve",
+}
 
 
 @dataclass
@@ -58,8 +75,16 @@ class DeviceResult:
     def ok(self) -> bool:
         return all(c.status != CheckStatus.FAIL for c in self.checks)
 
+    @property
+    def verdict(self) -> Verdict:
+        if not self.ok:
+            return Verdict.DOES_NOT_SERVE
+        if self.xref is not None and self.xref.generic_only:
+            return Verdict.GENERIC_ONLY
+        return Verdict.SERVES
+
     def to_json(self) -> dict:
-        out = {"target": str(self.target), "ok": self.ok,
+        out = {"target": str(self.target), "ok": self.ok, "verdict": self.verdict,
                "checks": [c.to_json() for c in self.checks]}
         if self.xref is not None:
             x = self.xref.to_json()
@@ -204,16 +229,50 @@ def _tensile_check(xr: XrefReport) -> Check:
     notes = [f"{f.file}: {f.detail}" for f in xr.warnings]
     facts = (f"{xr.placeholders} placeholders, {xr.kernels_found}/{xr.solutions} solutions' kernels "
              f"found, {xr.referenced}/{len(xr.on_disk)} code objects referenced")
+    if not xr.lazy:
+        facts = f"{xr.lazy_index} (built without lazy loading): " + facts
     if errors:
         return Check("tensile", CheckStatus.FAIL, f"{len(errors)} problem(s): {facts}",
                      [_offender(f) for f in errors], notes)
+    if xr.generic_only:
+        notes.insert(0, f"no Tensile solution is tuned for {xr.device.processor}: only the generic "
+                        "fallback kernels serve it (GEMMs run, slowly)")
     return Check("tensile", CheckStatus.PASS, facts, notes=notes)
+
+
+def dangling_links(host_library: Path) -> list[tuple[Path, str]]:
+    """The ``librocblas.so*`` links of the host library's major beside it whose file is gone
+    (``librocblas.so.4`` → ``librocblas.so.4.4`` deleted): the dynamic loader finds the name
+    and cannot open it. (path, what it points to) each."""
+    major = re.match(r"^librocblas\.so\.([0-9]+)", host_library.name)
+    out = []
+    try:
+        entries = sorted(os.scandir(host_library.parent), key=lambda e: e.name)
+    except OSError:
+        return []
+    for e in entries:
+        if not e.name.startswith("librocblas.so") or not e.is_symlink() or os.path.exists(e.path):
+            continue
+        other = re.match(r"^librocblas\.so\.([0-9]+)", e.name)
+        if major and other and other.group(1) != major.group(1):
+            continue  # another major installed side by side
+        try:
+            out.append((Path(e.path), os.readlink(e.path)))
+        except OSError:
+            continue
+    return out
 
 
 def _host_check(host_library: Path | None, rep, dev: TargetId, show) -> Check:
     if host_library is None or rep is None:
         return Check("host", CheckStatus.SKIP, "no librocblas.so found next to this library folder")
     name = show(host_library)
+    dangling = dangling_links(host_library)
+    if dangling:
+        return Check("host", CheckStatus.FAIL, f"{len(dangling)} link(s) of the librocblas chain lead nowhere",
+                     [{"kind": "host-link-dangling", "file": show(p), "kernels": [],
+                       "problem": f"links to {target}, which is gone: programs linked against it fail to start "
+                                  "('cannot open shared object file')"} for p, target in dangling])
     if rep.problems and not rep.entries:
         return Check("host", CheckStatus.FAIL, f"{name} cannot be read",
                      [{"kind": "host-unreadable", "file": name, "kernels": [],

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from rocmrevive.codeobj.targetid import ANY, OFF, ON, TargetId
-from rocmrevive.tensile.dat import (HELPER_PREFIX, LazyIndex, Solution, TensileFormatError,
-                                    code_object_name, lazy_index_name, read_solutions)
+from rocmrevive.tensile.dat import (HELPER_PREFIX, Solution, TensileFormatError, code_object_name,
+                                    is_fallback_placeholder, lazy_index_name)
+from rocmrevive.tensile.logic import MAX_MASTER, TensileDat, predicate_processors, read_dat, select_rows, walk_tree
 
 # Finding kinds. Each says what is wrong in rocBLAS's own terms; ``detail`` says it in words.
 LAZY_INDEX_MISSING = "lazy-index-missing"
@@ -30,6 +31,8 @@ LAZY_INDEX_OTHER_PROCESSOR = "lazy-index-other-processor"
 LAZY_INDEX_EMPTY = "lazy-index-empty"
 PLACEHOLDER_MISSING = "placeholder-missing"
 PLACEHOLDER_UNREADABLE = "placeholder-unreadable"
+PLACEHOLDER_INVALID = "placeholder-invalid"  # parses, but Tensile's deserialisers refuse it
+LIBRARY_INVALID = "library-invalid"  # the same for a non-lazy TensileLibrary.dat
 CODE_OBJECT_MISSING = "code-object-missing"
 CODE_OBJECT_UNREADABLE = "code-object-unreadable"
 CODE_OBJECT_DAMAGED = "code-object-damaged"
@@ -105,6 +108,8 @@ class XrefReport:
     seconds: float = 0.0
     staged: dict[str, Path] = field(default_factory=dict, repr=False)  # name → a file in its place
     names: frozenset[str] = field(default_factory=frozenset, repr=False)  # the folder's names as read
+    lazy: bool = True  # False: a library built without lazy loading (one TensileLibrary.dat)
+    generic_only: bool = False  # the device reaches only Tensile's generic fallback solutions
 
     def path(self, name: str) -> Path:
         """Where the file ``name`` of the folder is read from: a staged file in its place, or the folder's own."""
@@ -132,6 +137,7 @@ class XrefReport:
                 "solutions": self.solutions, "asm_solutions": self.asm_solutions,
                 "source_solutions": self.source_solutions, "kernels_found": self.kernels_found,
                 "code_objects_referenced": self.referenced, "code_objects_on_disk": len(self.on_disk),
+                "lazy": self.lazy, "generic_only": self.generic_only,
                 "ok": self.ok, "seconds": round(self.seconds, 3),
                 "findings": [f.to_json() for f in self.findings]}
 
@@ -139,10 +145,11 @@ class XrefReport:
 # ------------------------------------------------------------------------------------------
 
 def cross_reference(library: Path, device: TargetId, staged: Mapping[str, Path] | None = None) -> XrefReport:
-    """Check that every kernel the lazy index can lead rocBLAS to is there and loads on
-    ``device``; see the module docstring. Never raises for damaged files: they are findings.
-    ``staged`` (file name → path) are files that take the place of the folder's own: the folder
-    as it will read after an install, checked before a byte of it is written."""
+    """Check that every kernel the lazy index (or, in a library built without lazy loading, the
+    one ``TensileLibrary.dat``) can lead rocBLAS to is there and loads on ``device``; see the
+    module docstring. Never raises for damaged files: they are findings. ``staged`` (file name →
+    path) are files that take the place of the folder's own: the folder as it will read after an
+    install, checked before a byte of it is written."""
     t0 = time.perf_counter()
     rep = XrefReport(library=library, device=device, lazy_index=lazy_index_name(device.processor),
                      staged=dict(staged or {}))
@@ -156,8 +163,16 @@ def cross_reference(library: Path, device: TargetId, staged: Mapping[str, Path] 
     rep.on_disk = sorted(n for n in names if _is_arch_code_object(n, device))
     reader = _CodeObjectReader(rep.path)
     rep.code_objects = reader.cache
-    index = _read_lazy_index(rep, names)
-    dat_seen = _follow_index(rep, index, names, reader) if index is not None else None
+    dat_seen: set[str] | None = None
+    master = master_library_name(names, device.processor)
+    if master is not None and master != rep.lazy_index:
+        rep.lazy, rep.lazy_index = False, master
+        _follow_master(rep, names, reader)
+        dat_seen = set()
+    else:
+        placeholders = _read_lazy_index(rep, names)
+        if placeholders is not None:
+            dat_seen = _follow_index(rep, placeholders, names, reader)
     _check_helper(rep, names, reader)
     if dat_seen is not None:
         _reverse(rep, names, dat_seen)
@@ -165,8 +180,57 @@ def cross_reference(library: Path, device: TargetId, staged: Mapping[str, Path] 
     return rep
 
 
-def _read_lazy_index(rep: XrefReport, names: set[str]) -> LazyIndex | None:
-    """The device's lazy index, or None with a finding saying why rocBLAS cannot use it."""
+def master_library_name(names: set[str] | frozenset[str], processor: str) -> str | None:
+    """The master library rocBLAS reads for ``processor``, in its order (tensile_host.cpp):
+    ``TensileLibrary_lazy_<proc>.dat``, else ``TensileLibrary_<proc>.dat``, else the
+    ``TensileLibrary.dat`` of a library built for all architectures at once."""
+    for name in (lazy_index_name(processor), f"TensileLibrary_{processor}.dat", "TensileLibrary.dat"):
+        if name in names:
+            return name
+    return None
+
+
+def _read_master(rep: XrefReport, name: str) -> TensileDat | None:
+    """A master library as Tensile deserialises it (the whole tree, every node, every solution
+    index), or None with a finding saying why rocBLAS cannot use it."""
+    try:
+        doc = read_dat(rep.path(name), max_size=None if rep.lazy else MAX_MASTER)
+    except (TensileFormatError, OSError) as exc:
+        rep.findings.append(Finding(LAZY_INDEX_UNREADABLE, name, str(exc)))
+        return None
+    if doc.library.get("type") != "Hardware":
+        problems: tuple[str, ...] = (f"its library node is {doc.library.get('type')!r}, not 'Hardware'",)
+    elif not isinstance(doc.library.get("rows"), list) or not doc.library["rows"]:
+        problems = ("its Hardware node has no rows",)
+    else:
+        problems = walk_tree(doc.library, doc.indices).problems
+    if problems:
+        rep.findings.append(Finding(LAZY_INDEX_UNREADABLE, name,
+                                    "not a master library rocBLAS can read: " + "; ".join(problems[:3])))
+        return None
+    return doc
+
+
+def _rows_for_device(rep: XrefReport, doc: TensileDat) -> list[dict] | None:
+    """The Hardware rows the device reaches; None (after a finding) when it reaches none."""
+    proc = rep.device.processor
+    rows, generic = select_rows(doc.library, proc)
+    if not rows:
+        named = sorted({p for r in doc.library.get("rows") or [] if isinstance(r, dict)
+                        for p in predicate_processors(r.get("predicate"))})
+        rep.findings.append(Finding(
+            LAZY_INDEX_OTHER_PROCESSOR, rep.lazy_index,
+            f"the library selects processor {', '.join(named) or 'none'}, not {proc}: "
+            "rocBLAS finds no solution for this GPU"))
+        return None
+    if not rep.lazy:  # a lazy index's rows lead to placeholders, which say it themselves
+        rep.generic_only = generic
+    return rows
+
+
+def _read_lazy_index(rep: XrefReport, names: set[str]) -> list[str] | None:
+    """The placeholders the device's lazy index leads to, or None with a finding saying why
+    rocBLAS cannot use it."""
     proc, lazy_name = rep.device.processor, rep.lazy_index
     if lazy_name not in names:
         detail = (f"no lazy index for {proc}: rocBLAS finds no Tensile library for this GPU "
@@ -176,50 +240,54 @@ def _read_lazy_index(rep: XrefReport, names: set[str]) -> LazyIndex | None:
             detail += "; this folder uses the per-arch/.kpack layout, which rocmrevive does not read yet"
         rep.findings.append(Finding(LAZY_INDEX_MISSING, lazy_name, detail))
         return None
-    try:
-        index = LazyIndex.read(rep.path(lazy_name))
-    except (TensileFormatError, OSError) as exc:
-        rep.findings.append(Finding(LAZY_INDEX_UNREADABLE, lazy_name, str(exc)))
+    doc = _read_master(rep, lazy_name)
+    rows = _rows_for_device(rep, doc) if doc is not None else None
+    if rows is None:
         return None
-    if index.structure_problem:
-        rep.findings.append(Finding(LAZY_INDEX_UNREADABLE, lazy_name,
-                                    f"not a master library rocBLAS can read: {index.structure_problem}"))
-        return None
-    return index
+    placeholders = list(dict.fromkeys(p for r in rows for p in walk_tree(r["library"]).placeholders))
+    if placeholders and all(is_fallback_placeholder(p) for p in placeholders):
+        rep.generic_only = True
+    return placeholders
 
 
-def _follow_index(rep: XrefReport, index: LazyIndex, names: set[str], reader: "_CodeObjectReader") -> set[str]:
+def _follow_index(rep: XrefReport, placeholders: list[str], names: set[str],
+                  reader: "_CodeObjectReader") -> set[str]:
     """Every solution the index leads to, checked in the code object it needs; returns the
     placeholder files reached (for the reverse check)."""
     proc, lazy_name = rep.device.processor, rep.lazy_index
-    if index.processors and proc not in index.processors:
-        rep.findings.append(Finding(
-            LAZY_INDEX_OTHER_PROCESSOR, lazy_name,
-            f"the index selects processor {', '.join(sorted(set(index.processors)))}, not {proc}: "
-            "rocBLAS finds no solution for this GPU"))
-    rep.placeholders = len(index.placeholders)
-    needs, dat_seen = _solutions_by_code_object(rep, index, names)
-    if not index.placeholders:
+    rep.placeholders = len(placeholders)
+    needs, dat_seen = _solutions_by_code_object(rep, placeholders, names)
+    if not placeholders:
         rep.findings.append(Finding(LAZY_INDEX_EMPTY, lazy_name,
                                     "the index names no placeholder library: rocBLAS finds no "
                                     f"Tensile kernel for {proc} (every GEMM fails)"))
-    elif not needs and not any(f.kind in (PLACEHOLDER_MISSING, PLACEHOLDER_UNREADABLE)
+    elif not needs and not any(f.kind in (PLACEHOLDER_MISSING, PLACEHOLDER_UNREADABLE, PLACEHOLDER_INVALID)
                                for f in rep.findings):
         rep.findings.append(Finding(LAZY_INDEX_EMPTY, lazy_name,
-                                    f"its {len(index.placeholders)} placeholder(s) hold no solution, so "
+                                    f"its {len(placeholders)} placeholder(s) hold no solution, so "
                                     f"no code object is reached: rocBLAS finds no Tensile kernel for {proc}"))
     for co_name, sols in needs.items():
         _check_kernels(rep, reader, names, co_name, sols)
     return dat_seen
 
 
-def _solutions_by_code_object(rep: XrefReport, index: LazyIndex,
+def _count(rep: XrefReport, s: Solution) -> None:
+    rep.solutions += 1
+    if s.source_kernel:
+        rep.source_solutions += 1
+    else:
+        rep.asm_solutions += 1
+
+
+def _solutions_by_code_object(rep: XrefReport, placeholders: list[str],
                               names: set[str]) -> tuple[dict[str, list[Solution]], set[str]]:
-    """Lazy index -> placeholders -> the code object file each solution needs."""
+    """Lazy index -> placeholders -> the code object file each solution needs. A placeholder
+    Tensile's deserialisers refuse (an unknown node, a solution index not in its list) is a
+    finding: ``PlaceholderLibrary`` goes on with the failed load and every problem of its type fails."""
     proc = rep.device.processor
     needs: dict[str, list[Solution]] = {}
     dat_seen: set[str] = set()
-    for ph in index.placeholders:
+    for ph in placeholders:
         dat = ph + ".dat"
         dat_seen.add(dat)
         if dat not in names:
@@ -228,18 +296,44 @@ def _solutions_by_code_object(rep: XrefReport, index: LazyIndex,
                 f"named by {rep.lazy_index} but not in the folder: every problem of this type fails"))
             continue
         try:
-            sols = read_solutions(rep.path(dat))
+            doc = read_dat(rep.path(dat))
         except (TensileFormatError, OSError) as exc:
             rep.findings.append(Finding(PLACEHOLDER_UNREADABLE, dat, str(exc)))
             continue
-        for s in sols:
-            rep.solutions += 1
-            if s.source_kernel:
-                rep.source_solutions += 1
-            else:
-                rep.asm_solutions += 1
+        problems = walk_tree(doc.library, doc.indices).problems
+        if problems:
+            rep.findings.append(Finding(PLACEHOLDER_INVALID, dat, "Tensile cannot load it: " + "; ".join(problems[:3])))
+            continue
+        for s in doc.solutions:
+            _count(rep, s)
             needs.setdefault(code_object_name(ph, s.source_kernel, proc), []).append(s)
     return needs, dat_seen
+
+
+def _follow_master(rep: XrefReport, names: set[str], reader: "_CodeObjectReader") -> None:
+    """A library built without lazy loading: one master library holds every solution, and
+    rocBLAS loads every code object whose name matches ``*<proc>*co`` (not those of the other
+    xnack mode, not ``Experimental`` ones) before the first GEMM; a kernel is found in any of them."""
+    doc = _read_master(rep, rep.lazy_index)
+    rows = _rows_for_device(rep, doc) if doc is not None else None
+    if doc is None or rows is None:
+        return
+    by_index = {s.index: s for s in doc.solutions}
+    reached = sorted({i for r in rows for i in walk_tree(r["library"]).indices})
+    sols = [by_index[i] for i in reached if i in by_index]
+    for s in sols:
+        _count(rep, s)
+    loaded = [n for n in sorted(names) if _loaded_eagerly(n, rep.device)]
+    if not sols:
+        rep.findings.append(Finding(LAZY_INDEX_EMPTY, rep.lazy_index,
+                                    f"no solution for {rep.device.processor}: every GEMM fails"))
+        return
+    if not loaded:
+        rep.findings.append(Finding(
+            CODE_OBJECT_MISSING, f"TensileLibrary_{rep.device.processor}.co",
+            f"no code object matching *{rep.device.processor}*co: the {len(sols)} solutions have no kernels"))
+        return
+    _check_pooled_kernels(rep, reader, loaded, sols)
 
 
 def _check_kernels(rep: XrefReport, reader: "_CodeObjectReader", names: set[str], co_name: str,
@@ -281,6 +375,48 @@ def _check_kernels(rep: XrefReport, reader: "_CodeObjectReader", names: set[str]
             KERNEL_INCOMPLETE, found_name,
             f"{len(incomplete)} kernel(s) have only half of what the loader needs", incomplete))
 
+
+def _loaded_eagerly(name: str, device: TargetId) -> bool:
+    """rocBLAS's glob ``*<proc>*co`` without lazy loading, less the other xnack mode's files and
+    ``Experimental`` ones (tensile_host.cpp)."""
+    if device.processor not in name or not name.endswith("co") or "Experimental" in name:
+        return False
+    other = {ON: "xnack-", OFF: "xnack+"}.get(device.xnack)
+    return other is None or other not in name
+
+
+def _check_pooled_kernels(rep: XrefReport, reader: "_CodeObjectReader", loaded: list[str],
+                          sols: list[Solution]) -> None:
+    """Each solution's kernel in any of the eagerly loaded code objects (a ``.kd`` descriptor and
+    a metadata entry); a missing one is charged to the file its kind of kernel lives in."""
+    meta: set[str] = set()
+    kds: set[str] = set()
+    for name in loaded:
+        co = reader.read(name)
+        for e in _usable_entries(rep, co, []) or []:
+            meta |= e.kernel_names
+            kds |= e.kd_symbols
+    proc = rep.device.processor
+    asm_file = next((n for n in loaded if n.startswith("TensileLibrary")), f"TensileLibrary_{proc}.co")
+    src_file = next((n for n in loaded if n.startswith(HELPER_PREFIX)), f"{HELPER_PREFIX}{proc}.hsaco")
+    missing: dict[str, list[str]] = {}
+    for s in sols:
+        home = src_file if s.source_kernel else asm_file
+        if home in reader.cache:
+            reader.cache[home].solutions += 1
+        if s.name in meta and s.name in kds:
+            rep.kernels_found += 1
+        else:
+            missing.setdefault(home, []).append(s.name)
+    for home, kernels in missing.items():
+        kernels = list(dict.fromkeys(kernels))
+        if home not in loaded:
+            rep.findings.append(Finding(CODE_OBJECT_MISSING, home, f"needed by {len(kernels)} kernel(s) but "
+                                        "not in the folder (rocBLAS: 'kernel not found in any loaded module')", kernels))
+            continue
+        rep.findings.append(Finding(
+            KERNEL_MISSING, home, f"{len(kernels)} kernel(s) {rep.lazy_index} names for {rep.device.processor} "
+            f"are in no loaded code object ({', '.join(loaded)})", kernels))
 
 def _reverse(rep: XrefReport, names: set[str], dat_seen: set[str]) -> None:
     """What is on disk for the processor that nothing references (warnings: never loaded)."""

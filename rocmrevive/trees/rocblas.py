@@ -17,7 +17,9 @@ the library's file name ``librocblas.so.4.4[.60403]`` → its ELF SONAME (``libr
 The ROCm version comes from the install's ``.info/version``, ``torch.version.hip`` or the dpkg
 version of Debian's package.
 
-Targets: the arch of each ``TensileLibrary_lazy_<arch>.dat`` (the per-arch index rocBLAS loads);
+Targets: the arch of each ``TensileLibrary_lazy_<arch>.dat`` (the per-arch index rocBLAS loads),
+or, in a library built without lazy loading (one ``TensileLibrary.dat``), of each
+``TensileLibrary_<arch>.co`` beside it;
 ``file_targets`` lists every ``gfx…`` token in file names as well. With ``deep=True`` each code
 object (``.co``/``.hsaco``) is read with ``rocmrevive.codeobj.inspect.inspect_file`` and its full
 target ids are reported.
@@ -38,6 +40,9 @@ from rocmrevive.trees.installs import RocmInstall
 from rocmrevive.trees.pythonenv import PythonEnv
 
 _LAZY = re.compile(r"^TensileLibrary_lazy_(gfx[0-9a-z]+)(?:-xnack[+-])?\.dat$")
+# A library built without lazy loading (Debian's rocBLAS 2.47): one master library,
+# TensileLibrary.dat (or TensileLibrary_<arch>.dat), and per-arch TensileLibrary_<arch>.co.
+_EAGER = re.compile(r"^TensileLibrary_(gfx[0-9a-z]+)\.(?:dat|co|hsaco)$")
 _TOKEN = re.compile(r"gfx[0-9]{2,4}[0-9a-z]?(?![0-9a-z])")
 _SONAME = re.compile(r"^librocblas\.so\.(\d+(?:\.\d+)*)$")
 _HDR = re.compile(r"#define\s+ROCBLAS_VERSION_(MAJOR|MINOR|PATCH)\s+(\d+)")
@@ -124,7 +129,7 @@ def _arch_key(a: str) -> tuple:
 def scan_library(real: str, copy: RocblasCopy) -> list[str]:
     """Fill files/targets/file_targets/arch_folders/kpack from names; return the real paths of
     code-object files (for a deep scan)."""
-    lazy, tokens, code = set(), set(), []
+    lazy, eager, tokens, code = set(), set(), set(), []
     dirs = [real]
     try:
         top = list(os.scandir(real))
@@ -149,11 +154,17 @@ def scan_library(real: str, copy: RocblasCopy) -> list[str]:
             m = _LAZY.match(name)
             if m:
                 lazy.add(m.group(1))
+            m = _EAGER.match(name)
+            if m and d == real:
+                eager.add(m.group(1))
             tokens.update(_TOKEN.findall(name))
             if name.endswith(".kpack"):
                 copy.kpack = True
             if name.endswith(CODE_SUFFIXES):
                 code.append(e.path)
+    names = {e.name for e in top}
+    if "TensileLibrary.dat" in names or any(f"TensileLibrary_{a}.dat" in names for a in eager):
+        lazy |= eager  # rocBLAS falls back to the master library when no lazy index is there
     copy.targets = sorted(lazy, key=_arch_key)
     copy.file_targets = sorted(tokens, key=_arch_key)
     return code
