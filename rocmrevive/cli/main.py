@@ -146,7 +146,8 @@ def _apply_config(ctx: click.Context, ui, kwargs: dict) -> None:
     except RevError as exc:
         ui._emit_error(path, exc.code, exc.message)  # exits: the documented code, JSON with --json
     ui.config = cfg
-    _user_state_dir(ctx, kwargs, cfg)
+    if path not in _READS_MACHINE_STATE:
+        _user_state_dir(ctx, kwargs, cfg)
     if not cfg.options or path.split()[0] == "hook":
         return
     for param in ctx.command.params:
@@ -154,6 +155,12 @@ def _apply_config(ctx: click.Context, ui, kwargs: dict) -> None:
         if flag and param.name in kwargs and ctx.get_parameter_source(param.name) in (
                 None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP):
             kwargs[param.name] = cfg.options[flag]
+
+
+# Read-only reports run by a user describe the machine: they read the machine's state folder
+# (root's installs, as `sudo rocmrevive install` left them), not the user's own, which only the
+# user's own writes use; `--state-dir ~/.local/state/rocmrevive` shows a user's own transactions.
+_READS_MACHINE_STATE = frozenset({"detect", "doctor", "verify", "audit", "status"})
 
 
 def _user_state_dir(ctx: click.Context, kwargs: dict, cfg) -> None:

@@ -11,7 +11,8 @@ import click
 # the journal folder; txn.state.DEFAULT_STATE_DIR is the same (tests/test_cli_options.py)
 STATE_DIR = "/var/lib/rocmrevive"
 STATE_DIR_HELP = ("Where journals, backups and the lock live (a machine path, under --root). As a user other "
-                  "than root: $XDG_STATE_HOME/rocmrevive, else ~/.local/state/rocmrevive.")
+                  "than root, the commands that write use $XDG_STATE_HOME/rocmrevive, else "
+                  "~/.local/state/rocmrevive; detect, doctor, verify, audit and status read the machine's.")
 
 
 state_dir_option = click.option("--state-dir", default=STATE_DIR, show_default=True, metavar="DIR",
