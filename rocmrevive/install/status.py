@@ -51,8 +51,9 @@ def tree_state(items: list[dict]) -> str:
         return TxState.INTERRUPTED
     if any(t["state"] == TxState.IN_PROGRESS for t in items):
         return TxState.IN_PROGRESS
+    current = [t for t in live if t["integrity"] != Integrity.SUPERSEDED]
     return next((s for s in INTEGRITY_ORDER if any(t["integrity"] == s for t in live)),
-                Integrity.INTACT if live else "clean")
+                Integrity.INTACT if current else Integrity.SUPERSEDED if live else "clean")
 
 
 def _tree_doc(tree: str, items: list[dict]) -> dict:
@@ -64,7 +65,8 @@ def _tree_doc(tree: str, items: list[dict]) -> dict:
 
 
 def _verdict(rep: StatusReport) -> None:
-    damaged = [t for t in rep.transactions if t["state"] == TxState.COMMITTED and t["integrity"] != Integrity.INTACT]
+    damaged = [t for t in rep.transactions if t["state"] == TxState.COMMITTED
+               and t["integrity"] not in (Integrity.INTACT, Integrity.SUPERSEDED)]
     if rep.pending:
         rep.code = "INTERRUPTED"
         t = rep.pending[-1]
