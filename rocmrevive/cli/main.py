@@ -145,6 +145,8 @@ def _apply_config(ctx: click.Context, ui, kwargs: dict) -> None:
         cfg = load(ui.root)
     except RevError as exc:
         ui._emit_error(path, exc.code, exc.message)  # exits: the documented code, JSON with --json
+    if cfg.unknown and _writes(path):  # a reader goes on with a warning (UI.run adds cfg.unknown)
+        ui._emit_error(path, "USAGE", f"{cfg.unknown[0]}; `{path}` changed nothing: fix the file")
     ui.config = cfg
     _user_state_dir(ctx, kwargs, cfg)
     if not cfg.options or path.split()[0] == "hook":
@@ -168,6 +170,12 @@ def _user_state_dir(ctx: click.Context, kwargs: dict, cfg) -> None:
     if (mine and "state_dir" in kwargs and kwargs["state_dir"] == STATE_DIR and not cfg.state_dir
             and ctx.get_parameter_source("state_dir") in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)):
         kwargs["state_dir"] = ctx.params["state_dir"] = mine
+
+
+def _writes(command: str) -> bool:
+    from rocmrevive.cli.ui import _WRITERS
+
+    return any(command == w or command.startswith(w + " ") for w in _WRITERS)
 
 
 def _ui_class():

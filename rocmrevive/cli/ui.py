@@ -348,6 +348,7 @@ class UI:
                              f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback and report it)")
         else:
             self.bars.close()
+            out.warnings[:0] = getattr(self.config, "unknown", [])  # config.toml's unknown keys
             if unreadable:
                 out.warnings.append(unreadable)
             if pending is not None:
@@ -496,18 +497,11 @@ def mirror_option(ctx, param, value):
     """click callback for ``--mirror``: an http(s):// or file:// URL with a host (or a path)."""
     if value is None:
         return value
-    from urllib.parse import urlsplit
+    from rocmrevive.config import mirror_problem
 
-    try:
-        u = urlsplit(value)
-        u.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError as exc:
-        raise click.BadParameter(f"{value!r} is not a URL ({exc}); e.g. http://deb.example.org/debian",
-                                 ctx=ctx, param=param) from None
-    if u.scheme not in ("http", "https", "file") or (u.scheme != "file" and not u.hostname) or \
-            (u.scheme == "file" and not u.path):
-        raise click.BadParameter(f"{value!r} is not an http://, https:// or file:// URL of a Debian mirror",
-                                 ctx=ctx, param=param)
+    problem = mirror_problem(value)
+    if problem:
+        raise click.BadParameter(f"{value!r} {problem}", ctx=ctx, param=param)
     return value
 
 
