@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rccl": ("rocmrevive.cli.rccl:rccl", "RCCL targets, peer-to-peer readiness and multi-GPU setups."),
     "patch": ("rocmrevive.cli.patch:patch", "Reversible patches for Python packages (vLLM...)."),
     "hook": ("rocmrevive.cli.hook:hook", "Opt-in apt hook: check (or re-apply) after package upgrades."),
+    "cache": ("rocmrevive.cli.cache:cache", "Clean the download cache (what no manifest needs)."),
 }
 
 
@@ -57,6 +58,17 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx):
         lazy = [n for n, (target, _) in COMMANDS.items() if _module_exists(target)]
         return sorted(set(lazy) | set(self.commands))
+
+    def resolve_command(self, ctx, args):
+        """click's, with a "did you mean" for a mistyped command (``instal``)."""
+        name = args[0] if args else None
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            import difflib
+
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=0.6)
+            if close:
+                ctx.fail(f"No such command {name!r}: did you mean {close[0]!r}?")
+        return super().resolve_command(ctx, args)
 
     def get_command(self, ctx, name):
         if name in self.commands:

@@ -414,7 +414,7 @@ class UI:
 
 # rocmrevive's subcommands that change the machine (a fix line for them needs root)
 _WRITERS = ("install", "rollback", "recover", "rccl install", "patch apply", "patch rollback", "hook install",
-            "hook remove", "fetch")
+            "hook remove", "fetch", "cache clean")
 
 
 def runnable(fix: str, root: Root) -> str:
