@@ -4,6 +4,7 @@ closing line that says how to check and undo it, as the user must type it."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tests.test_install import demo, rr, tree_hash  # noqa: F401  (demo is a fixture)
 
@@ -31,3 +32,42 @@ def test_a_mistyped_command_gets_did_you_mean(tmp_path):
     assert r.returncode == 2 and "did you mean 'rollback'?" in json.loads(r.stdout)["error"]["message"]
     r = rr(tmp_path, "frobnicate")
     assert r.returncode == 2 and "did you mean" not in r.stderr
+
+
+def test_an_install_waiting_on_anothers_extraction_says_who_holds_it(demo):
+    """A second install that must wait for the first one's extraction names the holder's PID and
+    the lock, then goes on when it is released (here: a process holding the very lock)."""
+    import hashlib
+    import os
+    import subprocess
+    import sys
+
+    root, deb, args = demo
+    cache = Path(args[args.index("--cache") + 1])
+    (cache / "partial").mkdir(parents=True)
+    key = f"{hashlib.sha256(deb.read_bytes()).hexdigest()[:32]}-rocblas-4.4-gfx906-test"
+    lock = cache / "partial" / f"extract-{key}.lock"
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, sys\nf = open(sys.argv[1], 'a')\n"
+                               "fcntl.flock(f, fcntl.LOCK_EX)\nprint('held', flush=True)\nsys.stdin.read()", str(lock)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    inst = subprocess.Popen([sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), "install", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "NO_COLOR": "1"})
+    import threading
+
+    # a guard, not a measure: a run that never says it waits (the old code) still ends
+    guard = threading.Timer(30, holder.stdin.close)
+    guard.start()
+    seen = []
+    for line in inst.stderr:
+        seen.append(line)
+        if "waiting for another rocmrevive" in line:
+            break
+    guard.cancel()
+    if not holder.stdin.closed:
+        holder.stdin.close()   # the holder lets go: the install goes on
+    holder.wait()
+    out, err = inst.communicate()
+    assert inst.returncode == 0, (seen, err)
+    assert f"waiting for another rocmrevive (PID {holder.pid})" in seen[-1] and str(lock) in seen[-1]

@@ -77,7 +77,11 @@ def extracted(fetched, manifest, source, cache_dir: Path, log: Log, area: Path,
                                                                            progress)}
     key = _extracted_key(fetched.sha256, manifest)
     # one extraction per (artifact, manifest) at a time: a concurrent install waits, then reuses it
-    with Cache(cache_dir).lock(f"extract-{key}"):
+    def waiting(who: str) -> None:
+        log(f"waiting for another rocmrevive{who}: it is extracting {fetched.basename} into the cache "
+            f"({Path(cache_dir) / 'partial' / f'extract-{key}.lock'}); this run goes on when it is done")
+
+    with Cache(cache_dir).lock(f"extract-{key}", waiting):
         return _extracted_locked(fetched, manifest, source, cache_dir, key, log, progress)
 
 

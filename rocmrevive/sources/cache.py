@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import json
 import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 from pathlib import Path
 
@@ -29,6 +31,7 @@ from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir, open_regular
 from rocmrevive.hashing import sha256_file  # noqa: F401  (re-exported: the one hash function)
 from rocmrevive.rootfs import Root
+from rocmrevive.txn.lock import holder
 
 _HEX = re.compile(r"^[0-9a-f]{64}$")
 
@@ -147,25 +150,36 @@ class Cache:
         return self._ensure("partial") / f"{sha256}.part"
 
     @contextlib.contextmanager
-    def lock(self, name: str):
+    def lock(self, name: str, waiting=None):
         """An exclusive lock per artifact, so two runs never write the same partial file. A shared
         cache downloads into this process's private folder: nothing to share, no lock file to trust.
         The lock file is removed by its holder before it lets go; a waiter that then holds a removed
-        file opens the name again, so two runs never hold two different files of one name."""
-        import fcntl
-
+        file opens the name again, so two runs never hold two different files of one name.
+        ``waiting(who)`` is told who holds it (" (PID n)") before this run waits."""
         if self.shared:
             yield
             return
         lock = f"{name}.lock"
         with self._sub("partial") as d:
+            told = False
             while True:
                 fd = d.open_rw(lock)
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    if waiting is not None and not told:
+                        waiting(holder(self.base / "partial" / lock, fd))
+                        told = True
+                    fcntl.flock(fd, fcntl.LOCK_EX)
                 now, mine = d.lstat(lock), os.fstat(fd)
                 if now is not None and (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
                     break
                 os.close(fd)  # the holder we waited for removed it: lock the name anew
+            try:  # who holds it, for the next run that has to wait (for humans only)
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()} {' '.join(sys.argv)[:200]}\n".encode(), 0)
+            except OSError:
+                pass
             try:
                 yield
             finally:
