@@ -95,3 +95,46 @@ def test_zsh_and_fish_scripts_and_their_protocol(bindir, shell, marker):
 def test_unknown_shell_is_a_usage_error(bindir):
     r = subprocess.run(["rocmrevive", "completion", "tcsh"], capture_output=True, text=True, env=_env(bindir))
     assert r.returncode == 2 and "tcsh" in r.stderr
+
+
+def test_help_lists_the_newcomers_path_first(bindir):
+    r = subprocess.run(["rocmrevive", "--help"], capture_output=True, text=True, env=_env(bindir), check=True)
+    names = [line.split()[0] for line in r.stdout.split("Commands:")[1].splitlines() if line.startswith("  ")
+             and not line.startswith("   ")]
+    assert names[:6] == ["detect", "doctor", "install", "verify", "status", "rollback"]
+    assert names[6:] == sorted(names[6:])
+
+
+def test_every_help_ends_with_an_example_that_fits_80_columns():
+    import click
+    from click.testing import CliRunner
+
+    from rocmrevive.cli.main import cli
+
+    def paths(group, ctx, prefix):
+        for name in group.list_commands(ctx):
+            sub = group.get_command(ctx, name)
+            yield prefix + [name]
+            if isinstance(sub, click.Group):
+                yield from paths(sub, click.Context(sub, info_name=name, parent=ctx), prefix + [name])
+
+    seen = list(paths(cli, click.Context(cli, info_name="rocmrevive"), []))
+    assert len(seen) > 30
+    for words in seen:
+        out = CliRunner().invoke(cli, [*words, "--help"], terminal_width=80).output
+        head, _, rest = out.partition("\n  Examples:\n")
+        assert rest, f"rocmrevive {' '.join(words)} --help has no example"
+        example = rest.split("\n\n")[0].splitlines()
+        assert any(line.strip().startswith(("rocmrevive", "sudo rocmrevive", "eval")) for line in example), words
+        assert all(len(line) <= 80 for line in example), example
+
+
+def test_man_page_has_examples_and_the_environment():
+    page = subprocess.run(["groff", "-man", "-Tutf8", "-P-cbou", str(REPO / "docs/rocmrevive.1")],
+                          capture_output=True, text=True).stdout.replace("\u2010", "-")
+    examples = page.split("EXAMPLES\n")[1].split("\nFILES\n")[0]
+    assert "sudo rocmrevive install --check --diff" in examples and "sudo rocmrevive rollback" in examples
+    order = [examples.index(f"rocmrevive {w}") for w in ("detect", "doctor", "install", "verify", "status", "rollback")]
+    assert order == sorted(order)
+    env = page.split("ENVIRONMENT\n")[1].split("\nEXIT STATUS\n")[0]
+    assert "ROCMREVIVE_TRUST_SHARED" in env and "ROCMREVIVE_ROOT" in env

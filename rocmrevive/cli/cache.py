@@ -9,12 +9,7 @@ from rocmrevive.cli.ui import Outcome
 
 @click.group()
 def cache():
-    """The download cache (/var/cache/rocmrevive as root, $XDG_CACHE_HOME/rocmrevive otherwise).
-
-    \b
-    Example:
-      sudo rocmrevive cache clean --dry-run    # what would go, and how many bytes
-    """
+    """The download cache (/var/cache/rocmrevive as root, $XDG_CACHE_HOME/rocmrevive otherwise)."""
 
 
 @cache.command("clean")
@@ -28,10 +23,6 @@ def clean(ui, dry_run, cache, manifests_dir):
 
     Every removal goes through descriptors opened from the cache folder; a cache other users
     may write is refused. Installed files and journals are never touched: `rollback` still works.
-
-    \b
-    Example:
-      sudo rocmrevive cache clean
     """
     from rocmrevive.cli.options import orphan_sources
     from rocmrevive.hardware.p2p import format_bytes

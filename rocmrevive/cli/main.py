@@ -56,8 +56,12 @@ class LazyGroup(click.Group):
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def list_commands(self, ctx):
+        """The newcomer's path first (detect, doctor, install, verify, status, rollback), then the rest."""
+        from rocmrevive.cli.examples import NEWCOMER_ORDER
+
         lazy = [n for n, (target, _) in COMMANDS.items() if _module_exists(target)]
-        return sorted(set(lazy) | set(self.commands))
+        names = set(lazy) | set(self.commands)
+        return [n for n in NEWCOMER_ORDER if n in names] + sorted(names - set(NEWCOMER_ORDER))
 
     def resolve_command(self, ctx, args):
         """click's, with a "did you mean" for a mistyped command (``instal``)."""
@@ -72,7 +76,7 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx, name):
         if name in self.commands:
-            return self.commands[name]
+            return _with_examples(self.commands[name], name)
         if name not in COMMANDS:
             return None
         target, _ = COMMANDS[name]
@@ -83,7 +87,7 @@ class LazyGroup(click.Group):
             if exc.name == modname:
                 return None  # a command not built yet
             raise
-        return _with_global_options(getattr(mod, attr))
+        return _with_examples(_with_global_options(getattr(mod, attr)), name)
 
     def format_commands(self, ctx, formatter):
         rows = [(n, COMMANDS[n][1] if n in COMMANDS else self.commands[n].get_short_help_str())
@@ -91,6 +95,17 @@ class LazyGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+def _with_examples(cmd: click.Command, path: str) -> click.Command:
+    """The command's (and its subcommands') examples at the end of its --help (cli/examples.py)."""
+    from rocmrevive.cli.examples import with_examples
+
+    cmd.help = with_examples(path, cmd.help)
+    if isinstance(cmd, click.Group):
+        for name, sub in cmd.commands.items():
+            _with_examples(sub, f"{path} {name}")
+    return cmd
 
 
 _GLOBAL_FLAGS = ("as_json", "quiet", "verbose", "no_progress", "root")
