@@ -138,3 +138,38 @@ def test_man_page_has_examples_and_the_environment():
     assert order == sorted(order)
     env = page.split("ENVIRONMENT\n")[1].split("\nEXIT STATUS\n")[0]
     assert "ROCMREVIVE_TRUST_SHARED" in env and "ROCMREVIVE_ROOT" in env
+
+
+def _protocol(bindir: Path, words: str, **env) -> list[str]:
+    """click's completion protocol as the shell scripts call it: 'type,value' lines."""
+    n = len(words.split()) - (0 if words.endswith(" ") else 1)
+    r = subprocess.run(["rocmrevive"], capture_output=True, text=True, cwd="/",
+                       env=_env(bindir, _ROCMREVIVE_COMPLETE="bash_complete", COMP_WORDS=words, COMP_CWORD=str(n), **env))
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    return [line for line in r.stdout.splitlines() if line]
+
+
+def test_values_complete_files_folders_targets_and_transaction_ids(bindir, tmp_path):
+    for opt, kind in (("install --from", "file"), ("fetch --from", "file"), ("install --tree", "dir"),
+                      ("verify --tree", "dir"), ("install --cache", "dir"), ("install --manifests", "dir"),
+                      ("status --cache", "dir"), ("audit --manifests", "dir")):
+        assert _protocol(bindir, f"rocmrevive {opt} /var/li") == [f"{kind},/var/li"], opt
+    targets = _protocol(bindir, "rocmrevive install --target gfx906")
+    assert targets[:2] == ["plain,gfx906", "plain,gfx906:sramecc+:xnack-"]
+    assert "plain,gfx90a" in _protocol(bindir, "rocmrevive verify --target gfx90")
+    tx = tmp_path / "var/lib/rocmrevive/tx"
+    tx.mkdir(parents=True)
+    for name in ("0001-20261203T100000Z.jsonl", "0002-20261203T110000Z.jsonl", ".0003-x.jsonl.tmp"):
+        (tx / name).write_text("")
+    ids = ["plain,0002-20261203T110000Z", "plain,0001-20261203T100000Z"]
+    assert _protocol(bindir, f"rocmrevive --root {tmp_path} rollback ") == ids
+    assert _protocol(bindir, "rocmrevive rollback ", ROCMREVIVE_ROOT=str(tmp_path)) == ids
+    assert _protocol(bindir, f"rocmrevive rollback --root {tmp_path} 0001") == ids[1:]
+    assert _protocol(bindir, f"rocmrevive --root {tmp_path / 'none'} rollback ") == []   # unreadable: nothing
+
+
+def test_bash_lists_the_files_for_from(bindir, tmp_path):
+    (tmp_path / "librocblas4_6.4.4-4_amd64.deb").write_text("")
+    (tmp_path / "libother.deb").write_text("")
+    got = _bash_complete(bindir, f"rocmrevive install --from {tmp_path}/librocb")
+    assert got == [f"{tmp_path}/librocblas4_6.4.4-4_amd64.deb"]

@@ -99,8 +99,10 @@ class LazyGroup(click.Group):
 
 def _with_examples(cmd: click.Command, path: str) -> click.Command:
     """The command's (and its subcommands') examples at the end of its --help (cli/examples.py)."""
+    from rocmrevive.cli.completion import complete_values
     from rocmrevive.cli.examples import with_examples
 
+    complete_values(cmd, path)  # file, folder, target and transaction-id completion
     cmd.help = with_examples(path, cmd.help)
     if isinstance(cmd, click.Group):
         for name, sub in cmd.commands.items():
