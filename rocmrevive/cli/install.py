@@ -106,9 +106,9 @@ def _plural(n: int, word: str) -> str:
 
 
 def _mb(n: int) -> str:
-    from rocmrevive.hardware.p2p import format_bytes
+    from rocmrevive.hardware.p2p import size_text
 
-    return format_bytes(n) if n >= 1024 else f"{n:,} bytes"
+    return size_text(n)
 
 
 def _artifact_name(artifact: dict | None) -> str:
@@ -164,13 +164,14 @@ def _render(con, rep, show_diff: bool) -> None:
 
     from rocmrevive.txn.plan import Op
 
-    con.print(f"devices: {', '.join(rep.devices)} ({rep.devices_from})" + ("   [check: nothing changed]" if rep.check else ""))
+    con.print(f"devices: {', '.join(rep.devices)} ({rep.devices_from})" + ("   [check: nothing changed]" if rep.check else ""),
+              markup=False)
     t = Table(show_edge=False)
     for col in ("rocBLAS copy", "version", "status", "files", "source", "detail"):
         t.add_column(col)
     for c in rep.copies:
         s = c.summary or {}
-        files = f"+{s.get(Op.CREATE, 0)} ~{s.get(Op.REPLACE, 0)} ({s.get('bytes', 0):,} B)" if s else "-"
+        files = f"+{s.get(Op.CREATE, 0)} ~{s.get(Op.REPLACE, 0)} ({_mb(s.get('bytes', 0))})" if s else "-"
         src = ((c.artifact or {}).get("filename") or "-").rsplit("/", 1)[-1]
         t.add_row(c.library, c.rocblas_version or "?", c.status, files, src, c.reason)
     con.print(t)
