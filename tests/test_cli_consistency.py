@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import time
+from pathlib import Path
 
 from rocmrevive.hardware.p2p import size_text
 from tests.test_contract_readonly import doc_of, rr, source  # noqa: F401  (source is a fixture)
@@ -69,3 +70,22 @@ def test_ctrl_c_at_the_prompt_starts_a_new_line_and_is_no_error(machine):
     line = next(x for x in out.splitlines() if "interrupted by the user" in x)
     assert line.strip().startswith("rocmrevive install: interrupted by the user"), repr(line)
     assert "error:" not in line
+
+
+def test_a_local_from_is_read_not_fetched_and_extraction_counts_against_the_manifest(machine, tmp_path):
+    from types import SimpleNamespace
+
+    from rocmrevive.install.extract import _members
+    from rocmrevive.sources.manifest_load import load_manifests
+    from tests.test_install import write_manifest
+
+    root, args = machine
+    deb = args[args.index("--from") + 1]
+    r = rr(root, "install", "--check", *args)
+    assert f"reading {deb} as librocblas4" in r.stderr and "fetching" not in r.stderr, r.stderr
+    # the extraction's progress has the manifest's count from the first member on, not N/?
+    (manifest,) = load_manifests(write_manifest(tmp_path / "mf", Path(deb), files=9))
+    seen = []
+    _members(SimpleNamespace(path=deb, basename="x.deb"), manifest.sources[0], manifest, tmp_path / "out",
+             progress=lambda stage, done, total, unit: seen.append((stage, done, total)))
+    assert seen and all(total == 9 for _, _, total in seen), seen

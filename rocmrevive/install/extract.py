@@ -54,7 +54,8 @@ def fetch_first(root, sources, cache_dir: Path, *, mirror, from_path, log: Log, 
     from rocmrevive.sources.fetch import fetch_source, first_reachable
 
     def attempt(src):
-        log(f"fetching {src.describe()}")
+        # a --from is read where it is, not fetched: say so (and which of the manifest's sources it stands for)
+        log(f"reading {from_path} as {src.describe()}" if from_path else f"fetching {src.describe()}")
         return src, fetch_source(src, cache_dir, mirror=mirror, local=from_path, root=root,
                                  progress=feed(progress, "downloading", "bytes"), downloader=run_downloader(),
                                  others=[s for m in manifests for s in m.sources])
@@ -185,13 +186,14 @@ def staging_parent(cache_dir: Path) -> Path:
 
 def _members(fetched, source, manifest, dest: Path, progress=None):
     """Every component's members (the Tensile and library paths share one extraction); the
-    "extracting" stage counts them (the total, known only at the end of the one pass over the
-    archive, is reported then)."""
+    "extracting" stage counts them against the number the manifest's source states (``files``;
+    without one the total is known only at the end of the one pass over the archive)."""
     from rocmrevive.sources.unpack import extract_selected
 
     step = feed(progress, "extracting", "members")
+    total = source.expected_files
     staged = extract_selected(Path(fetched.path), manifest.select, dest, member_prefix=source.member_prefix,
-                              progress=step and (lambda n: step(n, None)))
+                              progress=step and (lambda n: step(n, total if total and n <= total else None)))
     if step:
         step(len(staged), len(staged))
     if not staged:
