@@ -71,3 +71,19 @@ def test_an_install_waiting_on_anothers_extraction_says_who_holds_it(demo):
     out, err = inst.communicate()
     assert inst.returncode == 0, (seen, err)
     assert f"waiting for another rocmrevive (PID {holder.pid})" in seen[-1] and str(lock) in seen[-1]
+
+
+def test_install_check_changes_nothing_not_even_the_cache(demo):
+    """The README says --check changes nothing: no cache folder made on a first run, and a filled
+    cache (after a real install) byte for byte as it was, with no lock or partial file added."""
+    root, _deb, args = demo
+    cache = Path(args[args.index("--cache") + 1])
+    doc = json.loads(rr(root, "--json", "install", "--check", *args, check_rc=20).stdout)
+    assert doc["copies"][0]["status"] == "planned" and doc["copies"][0]["summary"]["create"] == 9
+    assert not cache.exists()
+    rr(root, "install", *args, check_rc=0)
+    rr(root, "rollback", check_rc=0)
+    before = tree_hash(cache)
+    r = rr(root, "install", "--check", *args, check_rc=20)
+    assert tree_hash(cache) == before, r.stderr
+    rr(root, "install", *args, check_rc=0)        # the real install still fills and uses it

@@ -70,7 +70,7 @@ def extracted(fetched, manifest, source, cache_dir: Path, log: Log, area: Path,
     or a fleet node with a shared cache skips the decompression (most of an install's time)."""
     from rocmrevive.sources.cache import Cache
 
-    if not fetched.sha256 or Cache(cache_dir).shared:
+    if not fetched.sha256 or Cache(cache_dir).private_writes:
         # an unpacked folder given with --from has no artifact hash to key a cache entry on, and
         # nothing another user can write is reused (docs/security.md): extract privately
         log(f"extracting {manifest.id} files from {fetched.basename}")
@@ -142,8 +142,10 @@ def _real_dir(p: Path) -> bool:
 
 def forget_extracted(fetched, manifest, cache_dir: Path) -> None:
     """Drop an extraction whose files were refused, so a refusal leaves nothing in the cache."""
-    if not fetched.sha256:
-        return
+    from rocmrevive.sources.cache import Cache
+
+    if not fetched.sha256 or Cache(cache_dir).read_only:
+        return  # check mode extracted privately and leaves the cache as it was
     try:
         with Dir.open(Path(cache_dir) / "extracted", what="cache") as pd:
             if not pd.shared:
@@ -177,7 +179,7 @@ def staging_parent(cache_dir: Path) -> Path:
     from rocmrevive.sources.cache import Cache
 
     cache = Cache(cache_dir)
-    if cache.shared:
+    if cache.private_writes:
         return cache.private_dir()
     with cache.dir().sub("staging", create=True) as d:
         sweep_dead(d)
