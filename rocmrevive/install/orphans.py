@@ -19,6 +19,7 @@ from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir
 from rocmrevive.hashing import sha256_file
 from rocmrevive.rootfs import Root
+from rocmrevive.sources.manifest import Manifest
 from rocmrevive.trees.installs import find_installs
 from rocmrevive.trees.rocblas import find_copies
 from rocmrevive.txn.plan import FileChange, Op, Plan
@@ -57,7 +58,7 @@ class Orphans:
                                            "source": f"recognised {self.manifest} files"})
 
 
-def cached_extractions(cache_dir: Path, manifests) -> list[tuple[object, str, dict[str, tuple[str, int]]]]:
+def cached_extractions(cache_dir: Path, manifests) -> list[tuple[Manifest, str, dict[str, tuple[str, int]]]]:
     """(manifest, artifact sha256 prefix, {member name: (sha256, size)}) of every extraction an
     install left in a trusted cache; nothing (never an error) when there is none or it is unreadable."""
     by_id = {m.id: m for m in manifests}
