@@ -20,6 +20,7 @@ rocmrevive downloads from and writes to).
 """
 from __future__ import annotations
 
+import difflib
 import os
 import stat
 import sys
@@ -53,6 +54,7 @@ class Config:
     file: str | None = None                            # the machine path read, None if there is none
     values: dict[str, str] = field(default_factory=dict)  # key -> value as written
     options: dict[str, str] = field(default_factory=dict)  # option -> value to use (host paths)
+    unknown: list[str] = field(default_factory=list)  # one line per key this version does not know
 
     @property
     def state_dir(self) -> str | None:
@@ -68,13 +70,18 @@ def load(root, path: str = CONFIG_FILE) -> Config:
     cfg = Config(file=path)
     for key, value in data.items():
         if key not in KEYS:
-            raise RevError("USAGE", f"{path}: unknown setting {key!r}; the settings are {', '.join(KEYS)}")
+            # a reader goes on with a warning, a writer refuses (cli/main.py decides)
+            cfg.unknown.append(f"{path}: unknown setting {key!r}{did_you_mean(key)}; the settings are {', '.join(KEYS)}")
+            continue
         if not isinstance(value, str) or not value:
             raise RevError("USAGE", f"{path}: {key} must be a non-empty string, not {value!r}")
         _check_value(path, key, value)
         option, is_path = KEYS[key]
         if is_path and not value.startswith("/"):
             raise RevError("USAGE", f"{path}: {key} = {value!r} must be an absolute path on this machine")
+        problem = mirror_problem(value) if key == "mirror" else None
+        if problem:
+            raise RevError("USAGE", f"{path}: mirror = {value!r} {problem}; fix mirror in {path}")
         cfg.values[key] = value
         cfg.options[option] = str(root.path(value)) if is_path else value
     return cfg
@@ -138,3 +145,25 @@ def _check_value(path: str, key: str, value: str) -> None:
         if long is not None:
             raise RevError("USAGE", f"{path}: {key} has a path component of {len(long):,} characters, more "
                                     f"than a file name may have ({NAME_MAX}); fix the file")
+
+
+def did_you_mean(key: str) -> str:
+    """' (did you mean 'mirror'?)' for a key close to a known one, else ''."""
+    close = difflib.get_close_matches(key, list(KEYS), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def mirror_problem(url: str) -> str | None:
+    """What is wrong with a Debian mirror URL (http(s):// with a host, or file:// with a path), or
+    None; the one rule for ``--mirror`` and the config file's ``mirror``."""
+    from urllib.parse import urlsplit
+
+    try:
+        u = urlsplit(url)
+        u.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        return f"is not a URL ({exc}); e.g. http://deb.example.org/debian"
+    if u.scheme not in ("http", "https", "file") or (u.scheme != "file" and not u.hostname) or \
+            (u.scheme == "file" and not u.path):
+        return "is not an http://, https:// or file:// URL of a Debian mirror"
+    return None

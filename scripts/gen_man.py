@@ -20,6 +20,7 @@ sys.path.insert(0, str(REPO))
 import click  # noqa: E402
 
 from rocmrevive import __version__  # noqa: E402
+from rocmrevive.cli.examples import EXAMPLES, NEWCOMER_ORDER  # noqa: E402
 from rocmrevive.cli.main import _GLOBAL_FLAGS, cli  # noqa: E402
 from rocmrevive.errors import EXIT_CODES  # noqa: E402
 
@@ -73,6 +74,15 @@ def command(parent: click.Context, name: str, cmd: click.Command) -> list[str]:
     return out
 
 
+def examples() -> list[str]:
+    """The newcomer's path (cli/examples.py: the same examples each command's --help ends with)."""
+    out = []
+    for name in NEWCOMER_ORDER:
+        for cmd, why in EXAMPLES[name]:
+            out.append(f".TP\n.B {esc(cmd)}\n{esc(why[0].upper() + why[1:])}.")
+    return out
+
+
 def render() -> str:
     ctx = click.Context(cli, info_name="rocmrevive")
     lines = [
@@ -90,6 +100,7 @@ def render() -> str:
     ]
     for name in cli.list_commands(ctx):
         lines += command(ctx, name, cli.get_command(ctx, name))
+    lines += [".SH EXAMPLES", esc("A first day with a gfx906 card, in order:"), *examples()]
     lines += [
         ".SH FILES",
         ".TP\n.B /etc/rocmrevive/config.toml",
@@ -104,6 +115,13 @@ def render() -> str:
         ".SH ENVIRONMENT",
         ".TP\n.B ROCMREVIVE_ROOT",
         "Default of \\-\\-root.",
+        ".TP\n.B ROCMREVIVE_TRUST_SHARED",
+        esc("1: use a cache or folder other users may write (refused otherwise); nothing in it is trusted: "
+            "every artifact is copied privately and hashed again against its pin (docs/security.md)."),
+        ".TP\n.B ROCMREVIVE_MANIFESTS",
+        esc("Default manifest folder (else the shipped ones); --manifests and config.toml's manifests win."),
+        ".TP\n.B ROCMREVIVE_PATCHES",
+        esc("Default patch folder of `patch` (else the shipped ones)."),
         ".TP\n.B NO_COLOR",
         "Plain output.",
         ".SH EXIT STATUS",

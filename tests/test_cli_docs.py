@@ -95,3 +95,83 @@ def test_zsh_and_fish_scripts_and_their_protocol(bindir, shell, marker):
 def test_unknown_shell_is_a_usage_error(bindir):
     r = subprocess.run(["rocmrevive", "completion", "tcsh"], capture_output=True, text=True, env=_env(bindir))
     assert r.returncode == 2 and "tcsh" in r.stderr
+
+
+def test_help_lists_the_newcomers_path_first(bindir):
+    r = subprocess.run(["rocmrevive", "--help"], capture_output=True, text=True, env=_env(bindir), check=True)
+    names = [line.split()[0] for line in r.stdout.split("Commands:")[1].splitlines() if line.startswith("  ")
+             and not line.startswith("   ")]
+    assert names[:6] == ["detect", "doctor", "install", "verify", "status", "rollback"]
+    assert names[6:] == sorted(names[6:])
+
+
+def test_every_help_ends_with_an_example_that_fits_80_columns():
+    import click
+    from click.testing import CliRunner
+
+    from rocmrevive.cli.main import cli
+
+    def paths(group, ctx, prefix):
+        for name in group.list_commands(ctx):
+            sub = group.get_command(ctx, name)
+            yield prefix + [name]
+            if isinstance(sub, click.Group):
+                yield from paths(sub, click.Context(sub, info_name=name, parent=ctx), prefix + [name])
+
+    seen = list(paths(cli, click.Context(cli, info_name="rocmrevive"), []))
+    assert len(seen) > 30
+    for words in seen:
+        out = CliRunner().invoke(cli, [*words, "--help"], terminal_width=80).output
+        head, _, rest = out.partition("\n  Examples:\n")
+        assert rest, f"rocmrevive {' '.join(words)} --help has no example"
+        example = rest.split("\n\n")[0].splitlines()
+        assert any(line.strip().startswith(("rocmrevive", "sudo rocmrevive", "eval")) for line in example), words
+        assert all(len(line) <= 80 for line in example), example
+
+
+def test_man_page_has_examples_and_the_environment():
+    page = subprocess.run(["groff", "-man", "-Tutf8", "-P-cbou", str(REPO / "docs/rocmrevive.1")],
+                          capture_output=True, text=True).stdout.replace("\u2010", "-")
+    examples = page.split("EXAMPLES\n")[1].split("\nFILES\n")[0]
+    assert "sudo rocmrevive install --check --diff" in examples and "sudo rocmrevive rollback" in examples
+    order = [examples.index(f"rocmrevive {w}") for w in ("detect", "doctor", "install", "verify", "status", "rollback")]
+    assert order == sorted(order)
+    env = page.split("ENVIRONMENT\n")[1].split("\nEXIT STATUS\n")[0]
+    assert "ROCMREVIVE_TRUST_SHARED" in env and "ROCMREVIVE_ROOT" in env
+
+
+def _protocol(bindir: Path, words: str, **env) -> list[str]:
+    """click's completion protocol as the shell scripts call it: 'type,value' lines."""
+    n = len(words.split()) - (0 if words.endswith(" ") else 1)
+    r = subprocess.run(["rocmrevive"], capture_output=True, text=True, cwd="/",
+                       env=_env(bindir, _ROCMREVIVE_COMPLETE="bash_complete", COMP_WORDS=words, COMP_CWORD=str(n), **env))
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    return [line for line in r.stdout.splitlines() if line]
+
+
+def test_values_complete_files_folders_targets_and_transaction_ids(bindir, tmp_path):
+    for opt, kind in (("install --from", "file"), ("fetch --from", "file"), ("install --tree", "dir"),
+                      ("verify --tree", "dir"), ("install --cache", "dir"), ("install --manifests", "dir"),
+                      ("status --cache", "dir"), ("audit --manifests", "dir")):
+        assert _protocol(bindir, f"rocmrevive {opt} /var/li") == [f"{kind},/var/li"], opt
+    targets = _protocol(bindir, "rocmrevive install --target gfx906")
+    assert targets[:2] == ["plain,gfx906", "plain,gfx906:sramecc+:xnack-"]
+    assert "plain,gfx90a" in _protocol(bindir, "rocmrevive verify --target gfx90")
+    tx = tmp_path / "var/lib/rocmrevive/tx"
+    tx.mkdir(parents=True)
+    for name in ("0001-20261203T100000Z.jsonl", "0002-20261203T110000Z.jsonl", ".0003-x.jsonl.tmp"):
+        (tx / name).write_text("")
+    ids = ["plain,0002-20261203T110000Z", "plain,0001-20261203T100000Z"]
+    assert _protocol(bindir, f"rocmrevive --root {tmp_path} rollback ") == ids
+    assert _protocol(bindir, "rocmrevive rollback ", ROCMREVIVE_ROOT=str(tmp_path)) == ids
+    assert _protocol(bindir, f"rocmrevive rollback --root {tmp_path} 0001") == ids[1:]
+    assert _protocol(bindir, f"rocmrevive --root {tmp_path / 'none'} rollback ") == []   # unreadable: nothing
+
+
+
+def test_the_bash_script_hands_file_and_folder_values_to_bash(bindir):
+    """A 'file'/'dir' answer becomes bash's own file-name completion (compopt), which the shell
+    does after the function returns: what the protocol test above asks rocmrevive for."""
+    script = subprocess.run(["rocmrevive", "completion", "bash"], capture_output=True, text=True,
+                            env=_env(bindir), check=True).stdout
+    assert "compopt -o default" in script and "compopt -o dirnames" in script

@@ -82,7 +82,7 @@ def test_state_dir_from_the_config_is_where_status_looks(ubuntu):
 
 
 @pytest.mark.parametrize("text, words", [
-    ('mirorr = "http://x"\n', ["unknown setting 'mirorr'", "mirror, cache, state_dir, manifests"]),
+    ('mirror = "ftp://x"\n', ["mirror = 'ftp://x' is not an http://", "fix mirror in /etc/rocmrevive/config.toml"]),
     ('mirror = 3\n', ["mirror must be a non-empty string"]),
     ('cache = "relative/dir"\n', ["must be an absolute path"]),
     ('mirror = "http://x\n', ["not valid TOML", "line 1"]),
@@ -126,3 +126,31 @@ def test_a_link_out_of_the_root_is_read_inside_it(ubuntu, tmp_path):
 def test_no_config_file_changes_nothing(tmp_path):
     cfg = load(Root(tmp_path))
     assert cfg.file is None and cfg.options == {}
+
+
+def test_a_bad_mirror_in_the_file_is_named_as_the_files_setting_not_as_an_option(ubuntu):
+    _config(ubuntu, 'mirror = "deb.example.org/debian"\n')
+    for cmd in (["fetch", "--source", "debian-librocblas4"], ["detect"]):
+        code, doc = _run(ubuntu, *cmd)
+        msg = doc["error"]["message"]
+        assert code == 2 and "--mirror" not in msg, doc
+        assert "mirror = 'deb.example.org/debian'" in msg and "mirror in /etc/rocmrevive/config.toml" in msg
+
+
+def test_an_unknown_key_warns_readers_and_stops_writers_both_with_did_you_mean(ubuntu, tmp_path):
+    _config(ubuntu, 'mirorr = "http://127.0.0.1:9/debian"\n')
+    for cmd in (["status"], ["detect"], ["explain", "hipErrorNoBinaryForGpu"]):
+        code, doc = _run(ubuntu, *cmd)
+        assert doc["error"] is None or doc["error"]["code"] != "USAGE", (cmd, doc)
+        (w,) = [w for w in doc["warnings"] if "config.toml" in w]
+        assert "unknown setting 'mirorr'" in w and "did you mean 'mirror'?" in w
+    r = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--root", str(ubuntu), "status"],
+                       capture_output=True, text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert r.returncode == 0 and "warning: /etc/rocmrevive/config.toml: unknown setting 'mirorr'" in r.stderr
+    before = sorted(p for p in ubuntu.rglob("*"))
+    for cmd in (["fetch", "--source", "debian-librocblas4"], ["install", "--target", "gfx906", "--yes"],
+                ["rollback"]):
+        code, doc = _run(ubuntu, *cmd)
+        assert code == 2 and doc["error"]["code"] == "USAGE", (cmd, doc)
+        assert "did you mean 'mirror'?" in doc["error"]["message"] and "changed nothing" in doc["error"]["message"]
+    assert sorted(p for p in ubuntu.rglob("*")) == before

@@ -79,7 +79,7 @@ def test_install_leaving_a_rocm71_copy_without_gfx906_exits_3(rocm71, tmp_path, 
     assert r.returncode == 3, (r.stdout[-1500:], r.stderr[-1500:])
     err = " ".join(r.stderr.split())
     assert f"rocmrevive install: 1 rocBLAS copy still without gfx906 files: {F.LIB}:" in err
-    assert f"rocmrevive recipe --tree {F.LIB}" in err
+    assert f"rocmrevive --root {rocm71} recipe --tree {F.LIB}" in err   # as typed for this machine (ui.as_typed)
     r = _rr(rocm71, "--json", "install", mode, "--cache", str(tmp_path / "c"))
     doc = json.loads(r.stdout)
     assert r.returncode == 3 and doc["error"]["code"] == "NOTHING_SUPPORTED" and doc["changed"] is False

@@ -110,7 +110,7 @@ def test_a_later_transaction_supersedes_an_earlier_ones_files(m):
     rc, doc, _ = run(m, "status")
     assert rc == 0
     first, second = doc["transactions"]
-    assert first["integrity"] == "intact" and first["superseded"] == [f"{LIB}/x_gfx906.co"]
+    assert first["integrity"] == "superseded" and first["superseded"] == [f"{LIB}/x_gfx906.co"]
     assert second["integrity"] == "intact" and doc["trees"][0]["transactions"] == [first["txid"], second["txid"]]
 
 
@@ -161,3 +161,40 @@ def test_status_shows_when_the_stack_was_last_proven(tmp_path):
     r = _sp.run([_sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), "status"],
                 capture_output=True, text=True)
     assert "last smoke test: passed" in r.stdout
+
+
+def test_a_transaction_whose_files_an_upgrade_replaced_is_superseded_after_the_reinstall_is_rolled_back(m, tmp_path):
+    """install, an apt upgrade removes its files, install again, roll that back: the first
+    transaction's files were replaced before the second began (it found none): superseded, exit 0."""
+    plan = m.plan(replace=False, delete=False)
+    first = apply_plan(m.root, plan)
+    _upgrade_replaces_tree(m, tmp_path / "pkg")
+    before = m.hash()
+    assert run(m, "status")[0] == 8
+    second = apply_plan(m.root, m.plan(replace=False, delete=False))
+    assert run(m, "rollback")[0] == 0
+    assert m.hash() == before
+    rc, doc, _ = run(m, "status")
+    assert rc == 0 and doc["error"] is None
+    t1, t2 = doc["transactions"]
+    assert (t1["txid"], t1["integrity"], len(t1["superseded"])) == (first.txid, "superseded", 6)
+    assert (t2["txid"], t2["state"]) == (second.txid, "rolled_back")
+    assert doc["trees"][0]["state"] == "superseded"
+    rc, out, _ = run(m, "status", as_json=False)
+    assert rc == 0 and f"{TREE}: superseded" in out
+
+
+def test_a_rolled_back_replace_gives_the_file_back_to_the_earlier_transaction(m):
+    """A later transaction that replaced the first one's bytes and was rolled back restored them:
+    the first transaction owns the file again, and its drift still counts."""
+    a, b = m.staged("a.co", 100), m.staged("b.co", 200)
+    x = "/opt/rocm/lib/rocblas/library/x_gfx906.co"
+    apply_plan(m.root, Plan("/opt/rocm", [FileChange(x, a, sha256_file(a)[0], 100, "create")]))
+    apply_plan(m.root, Plan("/opt/rocm", [FileChange(x, b, sha256_file(b)[0], 200, "replace",
+                                                     before_sha256=sha256_file(a)[0])]))
+    assert run(m, "rollback")[0] == 0
+    rc, doc, _ = run(m, "status")
+    assert rc == 0 and doc["transactions"][0]["integrity"] == "intact"
+    m.p(x).write_bytes(b"rebuilt by someone")
+    rc, doc, _ = run(m, "status")
+    assert rc == 8 and doc["transactions"][0]["integrity"] == "drifted"

@@ -200,3 +200,18 @@ def test_covers_uses_exact_targets_only_after_a_deep_scan():
     assert c.covers(mi50, "gfx906") and not c.covers(mi50, "gfx908")
     c.deep = DeepScan(["gfx906:xnack+"], 1, [], [])
     assert not c.covers(mi50, "gfx906")
+
+
+def test_a_wheels_rocblas_version_reads_as_amds_tree_does(fresh_machine):
+    """A wheel that ships librocblas.so.4.4.60403 (AMD's name: rocBLAS major.minor, then ROCm's
+    release) is rocBLAS 4.4, as AMD's tree with the same file is, not '4.4.60403'."""
+    root = fresh_machine("rocm643-torch-venv")
+    lib = root / "home/alice/venvs/torch/lib/python3.12/site-packages/torch/lib"
+    for p in lib.glob("librocblas.so*"):
+        p.unlink()
+    (lib / "librocblas.so.4.4.60403").write_bytes(b"")
+    (root / "opt/rocm-6.4.3/include/rocblas/internal/rocblas-version.h").unlink()
+    s = survey(Root(root), pythons=["/home/alice/venvs/torch/bin/python"])
+    c = _by_layout(s.copies)
+    assert c["python-torch"].rocblas_version.startswith("4.4") and c["amd"].rocblas_version == "4.4"
+    assert c["python-torch"].rocblas_version == c["amd"].rocblas_version, (c["python-torch"].version_source)

@@ -15,9 +15,11 @@ from rocmrevive.cli.ui import Outcome, mirror_option, targets_option
               help="Only this ROCm install or rocBLAS library folder (repeatable). Default: every copy found.")
 @click.option("--target", "targets", multiple=True, metavar="TARGET", callback=targets_option,
               help="Install for this target (e.g. gfx906:sramecc+:xnack-) instead of the detected cards.")
-@click.option("--check", is_flag=True, help="Plan, fetch and verify, change nothing; exit 20 if changes would be made.")
+@click.option("--check", "--dry-run", "-s", "check", is_flag=True,
+              help="Plan, fetch and verify, change nothing; exit 20 if changes would be made (-s and --dry-run as "
+                   "apt-get's).")
 @click.option("--diff", "show_diff", is_flag=True, help="List the file-level changes.")
-@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("-y", "--yes", "--assume-yes", "yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--from", "from_path", metavar="PATH",
               help="Use this local .deb, tarball or folder (air-gapped hosts, fleets). For a rocBLAS no manifest "
                    "source matches (a `rocmrevive recipe` build), it is accepted only when it proves itself by "
@@ -83,7 +85,8 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache,
         if rep.left_without and code != "NOTHING_SUPPORTED":
             warnings.append(left_without_line(rep.left_without))   # --check with other changes: 20, and this
         return Outcome(data=rep.to_json(), changed=rep.changed and not check, code=code, message=message,
-                       render=lambda con: _render(con, rep, show_diff), warnings=warnings)
+                       render=lambda con: (_render(con, rep, show_diff), _closing(con, rep, ui.root)),
+                       warnings=warnings)
 
     ui.run("install", work)
 
@@ -103,9 +106,9 @@ def _plural(n: int, word: str) -> str:
 
 
 def _mb(n: int) -> str:
-    from rocmrevive.hardware.p2p import format_bytes
+    from rocmrevive.hardware.p2p import size_text
 
-    return format_bytes(n) if n >= 1024 else f"{n:,} bytes"
+    return size_text(n)
 
 
 def _artifact_name(artifact: dict | None) -> str:
@@ -161,13 +164,14 @@ def _render(con, rep, show_diff: bool) -> None:
 
     from rocmrevive.txn.plan import Op
 
-    con.print(f"devices: {', '.join(rep.devices)} ({rep.devices_from})" + ("   [check: nothing changed]" if rep.check else ""))
+    con.print(f"devices: {', '.join(rep.devices)} ({rep.devices_from})" + ("   [check: nothing changed]" if rep.check else ""),
+              markup=False)
     t = Table(show_edge=False)
     for col in ("rocBLAS copy", "version", "status", "files", "source", "detail"):
         t.add_column(col)
     for c in rep.copies:
         s = c.summary or {}
-        files = f"+{s.get(Op.CREATE, 0)} ~{s.get(Op.REPLACE, 0)} ({s.get('bytes', 0):,} B)" if s else "-"
+        files = f"+{s.get(Op.CREATE, 0)} ~{s.get(Op.REPLACE, 0)} ({_mb(s.get('bytes', 0))})" if s else "-"
         src = ((c.artifact or {}).get("filename") or "-").rsplit("/", 1)[-1]
         t.add_row(c.library, c.rocblas_version or "?", c.status, files, src, c.reason)
     con.print(t)
@@ -176,6 +180,18 @@ def _render(con, rep, show_diff: bool) -> None:
         if show_diff and c.diff:
             _render_diff(con, c.diff, c.library)
     _render_libraries(con, rep, show_diff)
+
+
+def _closing(con, rep, root) -> None:
+    """The last line of an install that wrote something: what now, as the user must type it."""
+    from rocmrevive.cli.ui import runnable
+    from rocmrevive.install.core import Status
+
+    done = [c for c in (*rep.copies, *rep.libraries) if c.status is Status.INSTALLED]
+    if rep.check or not done:
+        return
+    con.print(f"done: {len(done)} {_plural(len(done), 'transaction')} applied; check with "
+              + runnable("`rocmrevive verify`, undo with `rocmrevive rollback`", root), markup=False)
 
 
 def _render_verify(con, c) -> None:

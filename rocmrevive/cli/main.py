@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rccl": ("rocmrevive.cli.rccl:rccl", "RCCL targets, peer-to-peer readiness and multi-GPU setups."),
     "patch": ("rocmrevive.cli.patch:patch", "Reversible patches for Python packages (vLLM...)."),
     "hook": ("rocmrevive.cli.hook:hook", "Opt-in apt hook: check (or re-apply) after package upgrades."),
+    "cache": ("rocmrevive.cli.cache:cache", "Clean the download cache (what no manifest needs)."),
 }
 
 
@@ -55,12 +56,27 @@ class LazyGroup(click.Group):
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def list_commands(self, ctx):
+        """The newcomer's path first (detect, doctor, install, verify, status, rollback), then the rest."""
+        from rocmrevive.cli.examples import NEWCOMER_ORDER
+
         lazy = [n for n, (target, _) in COMMANDS.items() if _module_exists(target)]
-        return sorted(set(lazy) | set(self.commands))
+        names = set(lazy) | set(self.commands)
+        return [n for n in NEWCOMER_ORDER if n in names] + sorted(names - set(NEWCOMER_ORDER))
+
+    def resolve_command(self, ctx, args):
+        """click's, with a "did you mean" for a mistyped command (``instal``)."""
+        name = args[0] if args else None
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            import difflib
+
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1, cutoff=0.6)
+            if close:
+                ctx.fail(f"No such command {name!r}: did you mean {close[0]!r}?")
+        return super().resolve_command(ctx, args)
 
     def get_command(self, ctx, name):
         if name in self.commands:
-            return self.commands[name]
+            return _with_examples(self.commands[name], name)
         if name not in COMMANDS:
             return None
         target, _ = COMMANDS[name]
@@ -71,7 +87,7 @@ class LazyGroup(click.Group):
             if exc.name == modname:
                 return None  # a command not built yet
             raise
-        return _with_global_options(getattr(mod, attr))
+        return _with_examples(_with_global_options(getattr(mod, attr)), name)
 
     def format_commands(self, ctx, formatter):
         rows = [(n, COMMANDS[n][1] if n in COMMANDS else self.commands[n].get_short_help_str())
@@ -79,6 +95,19 @@ class LazyGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+def _with_examples(cmd: click.Command, path: str) -> click.Command:
+    """The command's (and its subcommands') examples at the end of its --help (cli/examples.py)."""
+    from rocmrevive.cli.completion import complete_values
+    from rocmrevive.cli.examples import with_examples
+
+    complete_values(cmd, path)  # file, folder, target and transaction-id completion
+    cmd.help = with_examples(path, cmd.help)
+    if isinstance(cmd, click.Group):
+        for name, sub in cmd.commands.items():
+            _with_examples(sub, f"{path} {name}")
+    return cmd
 
 
 _GLOBAL_FLAGS = ("as_json", "quiet", "verbose", "no_progress", "root")
@@ -145,6 +174,8 @@ def _apply_config(ctx: click.Context, ui, kwargs: dict) -> None:
         cfg = load(ui.root)
     except RevError as exc:
         ui._emit_error(path, exc.code, exc.message)  # exits: the documented code, JSON with --json
+    if cfg.unknown and _writes(path):  # a reader goes on with a warning (UI.run adds cfg.unknown)
+        ui._emit_error(path, "USAGE", f"{cfg.unknown[0]}; `{path}` changed nothing: fix the file")
     ui.config = cfg
     if path not in _READS_MACHINE_STATE:
         _user_state_dir(ctx, kwargs, cfg)
@@ -175,6 +206,12 @@ def _user_state_dir(ctx: click.Context, kwargs: dict, cfg) -> None:
     if (mine and "state_dir" in kwargs and kwargs["state_dir"] == STATE_DIR and not cfg.state_dir
             and ctx.get_parameter_source("state_dir") in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)):
         kwargs["state_dir"] = ctx.params["state_dir"] = mine
+
+
+def _writes(command: str) -> bool:
+    from rocmrevive.cli.ui import _WRITERS
+
+    return any(command == w or command.startswith(w + " ") for w in _WRITERS)
 
 
 def _ui_class():

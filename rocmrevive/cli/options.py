@@ -22,3 +22,22 @@ state_dir_option = click.option("--state-dir", default=STATE_DIR, show_default=T
 def hook_state_dir_option(help: str):
     """``--state-dir`` of the apt hook's commands: unset means the hook's own setting."""
     return click.option("--state-dir", default=None, metavar="DIR", help=help)
+
+
+# where an install's downloads and extractions are, and which manifests: status and rollback read
+# them to recognise installed files no journal records (install.orphans)
+cache_option = click.option("--cache", metavar="DIR", type=click.Path(file_okay=False),
+                            help="Download cache (default /var/cache/rocmrevive under --root).")
+manifests_option = click.option("--manifests", "manifests_dir", metavar="DIR", type=click.Path(file_okay=False),
+                                help="Manifest folder (default: the shipped ones).")
+
+
+def orphan_sources(root, cache, manifests_dir):
+    """(cache folder, manifests) for install.orphans, as install itself resolves them."""
+    from pathlib import Path
+
+    from rocmrevive.sources.cache import default_cache_dir
+    from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
+
+    return (Path(cache) if cache else default_cache_dir(root),
+            load_manifests(manifests_dir or default_manifest_dir()))

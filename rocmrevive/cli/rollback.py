@@ -6,7 +6,7 @@ from collections import Counter
 
 import click
 
-from rocmrevive.cli.options import state_dir_option
+from rocmrevive.cli.options import cache_option, manifests_option, orphan_sources, state_dir_option
 from rocmrevive.cli.ui import Outcome
 
 
@@ -53,16 +53,30 @@ def _render_actions(con, actions: list[dict], verbose: int) -> None:
 @click.option("--force", is_flag=True, help="Restore files that changed since the install too "
                                            "(their current bytes are kept in the backups folder).")
 @click.option("--dry-run", is_flag=True, help="Check every file's hash and say what would happen; change nothing.")
+@click.option("--orphans", is_flag=True, help="Remove the files `status` recognises as a manifest's but no journal "
+                                              "records (the state folder was lost).")
 @state_dir_option
+@cache_option
+@manifests_option
 @click.pass_obj
-def rollback(ui, txid, force, dry_run, state_dir):
+def rollback(ui, txid, force, dry_run, orphans, state_dir, cache, manifests_dir):
     """Undo the last install transaction (or TXID), byte for byte.
 
     Every file's sha256 is checked first: if one changed since the install (drift) nothing is
     touched and the files are named (exit 8) unless --force. `rocmrevive status` lists TXIDs.
+
+    With --orphans: the files that are byte for byte a manifest's files as an install extracted
+    them into the cache, but that no journal records (the state folder was removed), are
+    deleted as one journaled transaction per folder; nothing else is restored.
     """
     from rocmrevive.txn.state import require_no_pending
     from rocmrevive.txn.undo import rollback as do_rollback
+
+    if orphans:
+        if txid or force:
+            raise click.UsageError("--orphans takes no TXID and no --force")
+        ui.run("rollback", lambda: _remove_orphans(ui, dry_run, state_dir, orphan_sources(ui.root, cache, manifests_dir)))
+        return
 
     def work() -> Outcome:
         # An interrupted transaction is not rolled back behind the user's back here: undoing
@@ -92,6 +106,32 @@ def rollback(ui, txid, force, dry_run, state_dir):
                        warnings=[w for w in res.warnings if res.actions])
 
     ui.run("rollback", work)
+
+
+def _remove_orphans(ui, dry_run: bool, state_dir: str, sources) -> Outcome:
+    """``rollback --orphans``: one transaction per folder, each delete pinned to the recognised
+    bytes (a file changed since is refused by the apply, and nothing of that folder is touched)."""
+    from rocmrevive.install.orphans import find_orphans
+    from rocmrevive.txn.apply import apply_plan
+    from rocmrevive.txn.history import list_transactions
+    from rocmrevive.txn.journal import TxState
+    from rocmrevive.txn.state import require_no_pending
+
+    require_no_pending(ui.root, state_dir=state_dir)
+    known = {c["path"] for t in list_transactions(ui.root, state_dir=state_dir, verify=False)
+             if t["state"] == TxState.COMMITTED for c in t["changes"]}
+    found = find_orphans(ui.root, cache_dir=sources[0], manifests=sources[1], known=known)
+    results = [(o, apply_plan(ui.root, o.removal_plan(), state_dir=state_dir, dry_run=dry_run)) for o in found]
+
+    def render(con):
+        if not found:
+            con.print("no orphaned files: every file rocmrevive recognises is recorded by a transaction")
+        for o, res in results:
+            head = "would remove" if dry_run else f"removed (transaction {res.txid})"
+            con.print(f"{o.folder}: {head} {len(o.files)} files of manifest {o.manifest}", markup=False)
+
+    return Outcome(data={"dry_run": dry_run, "orphans": [dict(o.to_json(), txid=res.txid) for o, res in results]},
+                   render=render, changed=any(res.changed for _, res in results) and not dry_run)
 
 
 @click.command()

@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import click
 
-from rocmrevive.cli.options import state_dir_option
+from rocmrevive.cli.options import cache_option, manifests_option, orphan_sources, state_dir_option
 from rocmrevive.cli.ui import Outcome
 
 
 @click.command()
 @click.option("--tree", "trees", multiple=True, metavar="PATH", help="Only this tree (repeatable).")
 @state_dir_option
+@cache_option
+@manifests_option
 @click.pass_obj
-def status(ui, trees, state_dir):
+def status(ui, trees, state_dir, cache, manifests_dir):
     """Per tree: the transactions rocmrevive applied, when, and whether their files are intact.
 
     Every file of each committed transaction is hashed again. Exit 8 (drift) when a file was
     changed or removed since (e.g. an apt upgrade replaced the tree: install again), 9 when a
-    transaction was interrupted (run `rocmrevive recover`), else 0.
+    transaction was interrupted (run `rocmrevive recover`), else 0. Files that are byte for
+    byte a manifest's files as an install extracted them into the cache, but that no journal
+    records (the state folder was removed), are named: `rollback --orphans` removes them.
     """
     from rocmrevive.install.status import machine_status
 
@@ -25,7 +29,8 @@ def status(ui, trees, state_dir):
         from rocmrevive.cli.detect import check_trees
 
         check_trees(ui.root, trees)
-        rep = machine_status(ui.root, state_dir=state_dir, trees=trees)
+        rep = machine_status(ui.root, state_dir=state_dir, trees=trees,
+                             orphans_from=orphan_sources(ui.root, cache, manifests_dir))
         return Outcome(data=rep.to_json(), render=lambda con: _render(con, rep, ui.verbose), changed=False,
                        code=rep.code, message=rep.message, warnings=rep.warnings)
 
@@ -42,9 +47,13 @@ def _render(con, rep, verbose: bool) -> None:
             what = f"a --cpu-test-mode run ({what}; no GPU was used, it proves nothing about the GPUs)"
         con.print(f"last smoke test: {what} at {smoke.get('finished_at')}; "
                   f"last passed: {smoke.get('last_passed_at') or 'never'}", markup=False)
+    for o in rep.orphans:
+        con.print(f"{o.folder}: {len(o.files)} files are manifest {o.manifest}'s ({o.source or 'artifact ' + o.artifact})"
+                  f" but no transaction records them; `rocmrevive rollback --orphans` removes them", markup=False)
     if not rep.transactions:
-        con.print("rocmrevive has changed nothing here (no transactions in "
-                  f"{rep.state_dir.rstrip('/')}/tx)")
+        if not rep.orphans:
+            con.print("rocmrevive has changed nothing here (no transactions in "
+                      f"{rep.state_dir.rstrip('/')}/tx)")
         return
     for tdoc in rep.trees:
         gone = "" if tdoc["exists"] else " (folder gone)"

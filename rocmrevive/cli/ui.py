@@ -99,8 +99,21 @@ class _Console:
                 if len(objects) == 1 and isinstance(objects[0], Table):
                     if not self._fits(objects[0]):
                         return self._print_as_list(objects[0], **kwargs)
+                    if not self.is_terminal:
+                        return self._print_plain(objects[0], **kwargs)
                     self._widths_for_words(objects[0])
                 return super().print(*objects, **kwargs)
+
+            def _print_plain(self, table, **kwargs):
+                """Piped: every table in one plain style (no box lines, columns two spaces apart)
+                and no line ending in spaces, so files and `grep`/`cut` see the same layout."""
+                from rich.text import Text
+
+                table.box, table.show_edge, table.pad_edge = None, False, False
+                with self.capture() as cap:
+                    super().print(table, **kwargs)
+                for line in cap.get().splitlines():
+                    super().print(Text(line.rstrip()), soft_wrap=True)
 
             def _widths_for_words(self, table) -> None:
                 """Fixed column widths for a table narrower at its minimum than the terminal but
@@ -348,6 +361,7 @@ class UI:
                              f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback and report it)")
         else:
             self.bars.close()
+            out.warnings[:0] = getattr(self.config, "unknown", [])  # config.toml's unknown keys
             if unreadable:
                 out.warnings.append(unreadable)
             if pending is not None:
@@ -373,7 +387,9 @@ class UI:
         undone = getattr(exc, "rocmrevive_undone", None)
         what = (f"transaction {undone} was undone, the tree is unchanged" if undone else
                 "no transaction was open; nothing is left to recover")
-        self._emit_error(command, "CANCELLED", f"interrupted by the user; {what}")
+        # a Ctrl-C at a prompt leaves the cursor on the prompt's line: the message starts a new one
+        self._emit_error(command, "CANCELLED", f"interrupted by the user; {what}", label=None,
+                         newline=self.err.is_terminal)
 
     def document(self, command: str, out: Outcome) -> dict:
         doc = {"schema_version": SCHEMA_VERSION, "command": command, "root": str(self.root.base),
@@ -392,28 +408,37 @@ class UI:
                 if out.render is not None and self.quiet < 2:
                     out.render(self.console)
                 for w in out.warnings:
-                    self.log(f"warning: {w}")
+                    self.log(f"warning: {self.as_typed(w)}")
                 if out.code != "OK" and out.message:
                     sys.stdout.flush()
-                    self.err.print(f"rocmrevive {command}: {out.message}", markup=False)
+                    self.err.print(f"rocmrevive {command}: {self.as_typed(out.message)}", markup=False)
             sys.stdout.flush()
         sys.exit(exit_code(out.code))
 
-    def _emit_error(self, command: str, code: str, message: str, details: dict | None = None) -> None:
+    def as_typed(self, message: str) -> str:
+        """A message's `rocmrevive ...` hints as this user must type them here (``runnable``:
+        sudo for a command that writes, --root when this run looked at a folder)."""
+        import re
+
+        return re.sub(r"`((?:sudo )?rocmrevive [^`]*)`", lambda m: f"`{runnable(m.group(1), self.root)}`", message)
+
+    def _emit_error(self, command: str, code: str, message: str, details: dict | None = None, *,
+                    label: str | None = "error", newline: bool = False) -> None:
         with pipe_closed_quietly():
             if self.as_json:
                 click.echo(json.dumps(error_document(command, str(self.root.base), code, message, details),
                                       indent=2, default=str))
             else:
                 sys.stdout.flush()
-                self.err.print(f"rocmrevive {command}: error: {message}", markup=False)
+                head = f"{chr(10) if newline else ''}rocmrevive {command}: {label + ': ' if label else ''}"
+                self.err.print(head + self.as_typed(message), markup=False)
             sys.stdout.flush()
         sys.exit(exit_code(code))
 
 
 # rocmrevive's subcommands that change the machine (a fix line for them needs root)
 _WRITERS = ("install", "rollback", "recover", "rccl install", "patch apply", "patch rollback", "hook install",
-            "hook remove", "fetch")
+            "hook remove", "fetch", "cache clean")
 
 
 def runnable(fix: str, root: Root) -> str:
@@ -496,18 +521,11 @@ def mirror_option(ctx, param, value):
     """click callback for ``--mirror``: an http(s):// or file:// URL with a host (or a path)."""
     if value is None:
         return value
-    from urllib.parse import urlsplit
+    from rocmrevive.config import mirror_problem
 
-    try:
-        u = urlsplit(value)
-        u.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError as exc:
-        raise click.BadParameter(f"{value!r} is not a URL ({exc}); e.g. http://deb.example.org/debian",
-                                 ctx=ctx, param=param) from None
-    if u.scheme not in ("http", "https", "file") or (u.scheme != "file" and not u.hostname) or \
-            (u.scheme == "file" and not u.path):
-        raise click.BadParameter(f"{value!r} is not an http://, https:// or file:// URL of a Debian mirror",
-                                 ctx=ctx, param=param)
+    problem = mirror_problem(value)
+    if problem:
+        raise click.BadParameter(f"{value!r} {problem}", ctx=ctx, param=param)
     return value
 
 

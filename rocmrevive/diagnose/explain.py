@@ -16,6 +16,7 @@ from typing import Iterable
 
 from rocmrevive.diagnose.diagnosis import (HIP_ERRORS, Context, Diagnosis, Rule, Said, Severity, arch_of, dir_of,
                                            norm_arch, processor, tree_opt)
+from rocmrevive.diagnose.families import check_command, explain_family, features, hipblaslt_files
 from rocmrevive.diagnose.libraries import library_for_text
 
 
@@ -168,6 +169,11 @@ def _r_no_binary(m, ctx):
         "the missing code is in a compiled program or library, not in rocBLAS's Tensile files")
     if isas:
         d.details["isas"] = isas
+    named = check_command(features(m.string)["path"])
+    if named and named.startswith("rocmrevive inspect"):
+        # the line names the program or library: check that one first
+        d.fix = f"{named} (which GPU targets it carries); then " + d.fix
+        d.details["path"] = named.split(" ", 2)[2]
     return d
 
 
@@ -381,6 +387,17 @@ def _r_memory_access_fault(m, ctx):
         "right code objects are installed", {"node": int(node), "address": m.group("addr"), "reason": reason})
 
 
+_r_aperture = Said(
+    Severity.ERROR, "ROCr (HSA runtime)",
+    cause="a GPU kernel accessed memory beyond the largest legal address (HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION, "
+          "code 0x29; MEMORY_FAULT 0x2b is its sibling): an out-of-bounds access in a kernel (a bug in the program "
+          "or a library, e.g. a gfx906 fork of llama.cpp), code built for another GPU forced onto this one "
+          "(HSA_OVERRIDE_GFX_VERSION), or a faulty card when it happens with every program",
+    fix="unset HSA_OVERRIDE_GFX_VERSION if set; rerun with AMD_SERIALIZE_KERNEL=3 to name the kernel; try the "
+        "upstream build of the program; rocmrevive verify checks the installed gfx906 code",
+    why_not="the faulting access is in the program or a library; rocmrevive can only check the installed code")
+
+
 _r_illegal_address = Said(
     Severity.ERROR, "HIP runtime",
     cause="a GPU kernel read or wrote an address outside its buffers (hipErrorIllegalAddress); the "
@@ -409,10 +426,11 @@ def _r_ollama_unsupported(m, ctx):
         "ollama-gpu-not-supported", Severity.ERROR, "Ollama (bundled ROCm)", arch,
         f"Ollama's bundled ROCm libraries list no {proc or 'code for this GPU'} (supported: "
         f"{m.group('types').strip()}), so it runs on the CPU",
-        ("build Ollama against the system ROCm that rocmrevive patched (sudo rocmrevive install, then "
-         "OLLAMA_LLM_LIBRARY / a source build), or use its Vulkan backend") if fixable else
-        "use a build or backend (Vulkan) that supports this GPU", False,
-        "rocmrevive patches the system ROCm, not the copy Ollama ships", {"supported": m.group("types").split()})
+        ("sudo rocmrevive install (it patches the rocBLAS inside Ollama's bundle too, so Ollama's own check "
+         "passes), then rocmrevive audit: Ollama's libggml-hip itself may have no gfx906 code, and audit names "
+         "a build that has it; or use Ollama's Vulkan backend") if fixable else
+        "use a build or backend (Vulkan) that supports this GPU", fixable,
+        None if fixable else "rocmrevive has files for gfx906 only", {"supported": m.group("types").split()})
 
 
 _r_gpu_reset = Said(
@@ -480,6 +498,12 @@ RULES: tuple[Rule, ...] = tuple(Rule(i, re.compile(p), f.builder(i) if isinstanc
      r"Attempting to use hipBLASLt on an? unsupported architecture!?"
      r"(?P<override>\s*Overriding blas backend to hipblas)?", _r_hipblaslt),
     ("hsa-out-of-resources", r"\bHSA_STATUS_ERROR_OUT_OF_RESOURCES\b", _r_out_of_resources),
+    ("hsa-memory-aperture-violation",
+     r"\bHSA_STATUS_ERROR_MEMORY_(?:APERTURE_VIOLATION|FAULT)\b|aborting with (?:error|status)\b.*\b0x(?:29|2b)\b",
+     _r_aperture),
+    ("hipblaslt-no-files",
+     r"\brocblaslt (?:warning|error): (?:No paths matched (?P<path>\S+?)\.?(?:\s|$)|Cannot read|Could not load)",
+     lambda m, ctx: hipblaslt_files(m.string, arch_of(m, ctx), m.groupdict().get("path"))),
     ("hip-no-device", r"no ROCm-capable device is detected|\bhipErrorNoDevice\b", _r_no_device),
     ("rccl-iommu-warning", r"NCCL WARN Missing \"iommu=pt\"", _r_iommu),
     ("rccl-fine-grain-warning", r"NCCL WARN Missing \"HSA_FORCE_FINE_GRAIN_PCIE=1\"", _r_fine_grain),
@@ -534,7 +558,7 @@ def explain_line(line: str, ctx: Context | None = None) -> Diagnosis | None:
         m = rule.pattern.search(line)
         if m:
             return rule.build(m, ctx)
-    return None
+    return explain_family(line, ctx)  # words no rule knows: the component, error and path still tell
 
 
 def explain_text(text: str, *, fixable_processors: Iterable[str] = ("gfx906",)) -> list[Diagnosis]:

@@ -22,6 +22,11 @@ INTEL_P2PDMA_WHITELIST = {0x3C00: True, 0x3C01: True, 0x2F00: True, 0x2F01: True
                           0x2020: False, 0x09A2: False}
 
 
+def size_text(n: int) -> str:
+    """A size as every report shows it: '70.5 KiB', '9 B' (0 and small sizes too, unlike format_bytes)."""
+    return format_bytes(n) if n >= 1024 else f"{n} B"
+
+
 def format_bytes(n: int | None) -> str:
     if not n:
         return "?"

@@ -54,7 +54,8 @@ def fetch_first(root, sources, cache_dir: Path, *, mirror, from_path, log: Log, 
     from rocmrevive.sources.fetch import fetch_source, first_reachable
 
     def attempt(src):
-        log(f"fetching {src.describe()}")
+        # a --from is read where it is, not fetched: say so (and which of the manifest's sources it stands for)
+        log(f"reading {from_path} as {src.describe()}" if from_path else f"fetching {src.describe()}")
         return src, fetch_source(src, cache_dir, mirror=mirror, local=from_path, root=root,
                                  progress=feed(progress, "downloading", "bytes"), downloader=run_downloader(),
                                  others=[s for m in manifests for s in m.sources])
@@ -69,7 +70,7 @@ def extracted(fetched, manifest, source, cache_dir: Path, log: Log, area: Path,
     or a fleet node with a shared cache skips the decompression (most of an install's time)."""
     from rocmrevive.sources.cache import Cache
 
-    if not fetched.sha256 or Cache(cache_dir).shared:
+    if not fetched.sha256 or Cache(cache_dir).private_writes:
         # an unpacked folder given with --from has no artifact hash to key a cache entry on, and
         # nothing another user can write is reused (docs/security.md): extract privately
         log(f"extracting {manifest.id} files from {fetched.basename}")
@@ -77,7 +78,11 @@ def extracted(fetched, manifest, source, cache_dir: Path, log: Log, area: Path,
                                                                            progress)}
     key = _extracted_key(fetched.sha256, manifest)
     # one extraction per (artifact, manifest) at a time: a concurrent install waits, then reuses it
-    with Cache(cache_dir).lock(f"extract-{key}"):
+    def waiting(who: str) -> None:
+        log(f"waiting for another rocmrevive{who}: it is extracting {fetched.basename} into the cache "
+            f"({Path(cache_dir) / 'partial' / f'extract-{key}.lock'}); this run goes on when it is done")
+
+    with Cache(cache_dir).lock(f"extract-{key}", waiting):
         return _extracted_locked(fetched, manifest, source, cache_dir, key, log, progress)
 
 
@@ -137,8 +142,10 @@ def _real_dir(p: Path) -> bool:
 
 def forget_extracted(fetched, manifest, cache_dir: Path) -> None:
     """Drop an extraction whose files were refused, so a refusal leaves nothing in the cache."""
-    if not fetched.sha256:
-        return
+    from rocmrevive.sources.cache import Cache
+
+    if not fetched.sha256 or Cache(cache_dir).read_only:
+        return  # check mode extracted privately and leaves the cache as it was
     try:
         with Dir.open(Path(cache_dir) / "extracted", what="cache") as pd:
             if not pd.shared:
@@ -172,7 +179,7 @@ def staging_parent(cache_dir: Path) -> Path:
     from rocmrevive.sources.cache import Cache
 
     cache = Cache(cache_dir)
-    if cache.shared:
+    if cache.private_writes:
         return cache.private_dir()
     with cache.dir().sub("staging", create=True) as d:
         sweep_dead(d)
@@ -181,13 +188,14 @@ def staging_parent(cache_dir: Path) -> Path:
 
 def _members(fetched, source, manifest, dest: Path, progress=None):
     """Every component's members (the Tensile and library paths share one extraction); the
-    "extracting" stage counts them (the total, known only at the end of the one pass over the
-    archive, is reported then)."""
+    "extracting" stage counts them against the number the manifest's source states (``files``;
+    without one the total is known only at the end of the one pass over the archive)."""
     from rocmrevive.sources.unpack import extract_selected
 
     step = feed(progress, "extracting", "members")
+    total = source.expected_files
     staged = extract_selected(Path(fetched.path), manifest.select, dest, member_prefix=source.member_prefix,
-                              progress=step and (lambda n: step(n, None)))
+                              progress=step and (lambda n: step(n, total if total and n <= total else None)))
     if step:
         step(len(staged), len(staged))
     if not staged:

@@ -19,12 +19,13 @@ from typing import Callable, Optional
 
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.errors import RevError
+from rocmrevive.install.as_owner import install_as_owner
 from rocmrevive.install.core import Status, feed  # noqa: F401 - feed: the progress protocol
 from rocmrevive.install.graft import library_components, library_trees, plan_library
 from rocmrevive.install.report import CopyPlan, InstallReport, LibraryPlan, Record
 from rocmrevive.install.tensile import TARGET, plan_copy
 from rocmrevive.rootfs import Root
-from rocmrevive.install.as_owner import install_as_owner
+from rocmrevive.sources.cache import read_only_caches
 from rocmrevive.trees.trust import TreeTrust, Trust, decide, not_writable
 
 # Errors about the machine rather than one copy: they stop the whole install.
@@ -163,10 +164,12 @@ def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None,
     if not copies and (found or not lib_trees):  # every rocBLAS copy left alone: the request is not met
         raise RevError("PERMISSION", f"no tree this run may write: {report.left_alone[0]['message']}",
                        details={"left_alone": report.left_alone})
-    for copy, chosen in copies:
-        _plan_one_copy(ctx, report, copy, chosen, confirm)
-    if lib_trees:
-        _plan_libraries(ctx, report, [t for t, _ in lib_trees], confirm)
+    # check mode changes nothing, the cache included: what it downloads or unpacks stays private
+    with read_only_caches() if check else contextlib.nullcontext():
+        for copy, chosen in copies:
+            _plan_one_copy(ctx, report, copy, chosen, confirm)
+        if lib_trees:
+            _plan_libraries(ctx, report, [t for t, _ in lib_trees], confirm)
     return report
 
 

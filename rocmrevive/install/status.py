@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from rocmrevive.install.orphans import find_orphans
 from rocmrevive.rootfs import Root
 from rocmrevive.txn.history import Integrity
 from rocmrevive.txn.journal import PENDING, TxState
@@ -26,6 +27,7 @@ class StatusReport:
     pending: list[dict] = field(default_factory=list)
     smoke: Optional[dict] = None
     diversions: list[dict] = field(default_factory=list)
+    orphans: list = field(default_factory=list)   # install.orphans.Orphans: files no journal records
     code: str = "OK"
     message: Optional[str] = None
 
@@ -38,7 +40,8 @@ class StatusReport:
 
     def to_json(self) -> dict:
         return {"state_dir": self.state_dir, "trees": self.trees, "transactions": self.transactions,
-                "pending": [t["txid"] for t in self.pending], "smoke": self.smoke, "diversions": self.diversions}
+                "pending": [t["txid"] for t in self.pending], "smoke": self.smoke, "diversions": self.diversions,
+                "orphans": [o.to_json() for o in self.orphans]}
 
 
 def tree_state(items: list[dict]) -> str:
@@ -48,8 +51,9 @@ def tree_state(items: list[dict]) -> str:
         return TxState.INTERRUPTED
     if any(t["state"] == TxState.IN_PROGRESS for t in items):
         return TxState.IN_PROGRESS
+    current = [t for t in live if t["integrity"] != Integrity.SUPERSEDED]
     return next((s for s in INTEGRITY_ORDER if any(t["integrity"] == s for t in live)),
-                Integrity.INTACT if live else "clean")
+                Integrity.INTACT if current else Integrity.SUPERSEDED if live else "clean")
 
 
 def _tree_doc(tree: str, items: list[dict]) -> dict:
@@ -61,7 +65,8 @@ def _tree_doc(tree: str, items: list[dict]) -> dict:
 
 
 def _verdict(rep: StatusReport) -> None:
-    damaged = [t for t in rep.transactions if t["state"] == TxState.COMMITTED and t["integrity"] != Integrity.INTACT]
+    damaged = [t for t in rep.transactions if t["state"] == TxState.COMMITTED
+               and t["integrity"] not in (Integrity.INTACT, Integrity.SUPERSEDED)]
     if rep.pending:
         rep.code = "INTERRUPTED"
         t = rep.pending[-1]
@@ -78,15 +83,17 @@ def _verdict(rep: StatusReport) -> None:
         rep.message = f"transaction {t['txid']} on {t['tree'] or '(tree unknown)'}: {what}"
 
 
-def machine_status(root: Root, *, state_dir: str, trees=()) -> StatusReport:
+def machine_status(root: Root, *, state_dir: str, trees=(), orphans_from=None) -> StatusReport:
     """Every transaction (or those of ``trees``), each file hashed again, rolled up per tree;
-    ``code`` is INTERRUPTED, DRIFT or OK with one line."""
+    ``code`` is INTERRUPTED, DRIFT or OK with one line. ``orphans_from`` (cache folder,
+    manifests): also the installed files no journal records (install.orphans)."""
     from rocmrevive.smoke.record import read_last
     from rocmrevive.txn.divert import findings as divert_findings
     from rocmrevive.txn.history import list_transactions
     from rocmrevive.txn.state import resolve_inside
 
     txs = list_transactions(root, state_dir=state_dir)
+    wanted: list[str] = []
     if trees:
         # a tree names itself and every folder inside it: /opt/rocm-6.4.3 holds the
         # transactions on /opt/rocm-6.4.3/lib/rocblas/library
@@ -101,4 +108,13 @@ def machine_status(root: Root, *, state_dir: str, trees=()) -> StatusReport:
     _verdict(rep)
     rep.smoke = read_last(root)
     rep.diversions = divert_findings(root, state_dir)
+    if orphans_from is not None:
+        known = {c["path"] for t in list_transactions(root, state_dir=state_dir, verify=False)
+                 if t["state"] == TxState.COMMITTED for c in t["changes"]}
+        found = find_orphans(root, cache_dir=orphans_from[0], manifests=orphans_from[1], known=known)
+        rep.orphans = [o for o in found if not trees or any(_inside(o.folder, w) for w in wanted)]
     return rep
+
+
+def _inside(path: str, tree: str) -> bool:
+    return path == tree or path.startswith(tree.rstrip("/") + "/")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.errors import RevError
+from rocmrevive.hardware.p2p import size_text
 from rocmrevive.install.core import Hooks, Staged, Status, Verdict, feed, install_component, staging_area
 from rocmrevive.install.extract import extracted, fetch_first, forget_extracted
 from rocmrevive.install.report import CopyPlan, record_applied
@@ -300,7 +301,7 @@ def plan_copy(ctx, copy, rec: CopyPlan) -> None:
     s = rec.summary or {}
     rec.reason = {
         Status.DECLINED: "declined at the prompt; nothing was changed",
-        Status.PLANNED: f"would add {s.get(Op.CREATE)} and replace {s.get(Op.REPLACE)} {_files(s)} ({s.get('bytes', 0):,} bytes)",
+        Status.PLANNED: f"would add {s.get(Op.CREATE)} and replace {s.get(Op.REPLACE)} {_files(s)} ({size_text(s.get('bytes', 0))})",
         Status.INSTALLED: f"added {s.get(Op.CREATE)}, replaced {s.get(Op.REPLACE)} {_files(s)} (transaction {rec.txid})",
     }.get(applied.status, "files already in place")
     if isinstance(component, UnpinnedTensile) and rec.status is not Status.DECLINED:

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import contextvars
+import fcntl
 import json
 import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 from pathlib import Path
 
@@ -29,6 +32,7 @@ from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir, open_regular
 from rocmrevive.hashing import sha256_file  # noqa: F401  (re-exported: the one hash function)
 from rocmrevive.rootfs import Root
+from rocmrevive.txn.lock import holder
 
 _HEX = re.compile(r"^[0-9a-f]{64}$")
 
@@ -58,12 +62,31 @@ def default_cache_dir(root: Root | None = None, *, euid: int | None = None, env:
 
 MAX_RECORD = 1 << 20  # a resolution record or an index file kept in the cache
 
+# check mode (install --check): every Cache made meanwhile reads what is there and writes nothing
+_READ_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("rocmrevive_cache_read_only", default=False)
+
+
+@contextlib.contextmanager
+def read_only_caches():
+    """Within it, a Cache uses the verified artifacts already there and writes nothing into the
+    cache: downloads, --from copies, resolutions and extractions go to a private folder removed at
+    exit (what ``install --check`` promises: it changes nothing).
+
+        with read_only_caches(): plan = install(root, check=True)
+    """
+    token = _READ_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _READ_ONLY.reset(token)
+
 
 class Cache:
     def __init__(self, base: Path | os.PathLike | str):
         self.base = Path(base)
         self._dir: Dir | None = None
         self._private: Path | None = None
+        self.read_only = _READ_ONLY.get()
 
     def __repr__(self) -> str:
         return f"Cache({str(self.base)!r})"
@@ -73,13 +96,20 @@ class Cache:
         """The cache folder, opened (and created) once; RevError("PERMISSION") when another user
         could write it and the user did not opt in."""
         if self._dir is None:
-            self._dir = Dir.open(self.base, create=True, what="cache")
+            self._dir = Dir.open(self.base, create=not self.read_only, what="cache")
         return self._dir
 
     @property
     def shared(self) -> bool:
         """A cache other users can write, used because the user opted in: trust nothing in it."""
+        if self.read_only and not os.path.lexists(self.base):
+            return False  # nothing there to trust or distrust, and nothing will be made
         return self.dir().shared
+
+    @property
+    def private_writes(self) -> bool:
+        """Whether what this run makes goes to its private folder, not into the cache."""
+        return self.read_only or self.shared
 
     def _sub(self, sub: str, *, create: bool = True) -> Dir | None:
         try:
@@ -108,6 +138,8 @@ class Cache:
 
     def has(self, sha256: str, size: int | None = None) -> bool:
         self.path_for(sha256)  # checks the name
+        if self.read_only and not os.path.lexists(self.base):
+            return False
         d = self._sub("sha256", create=False)
         if d is None:
             return False
@@ -142,30 +174,41 @@ class Cache:
     def partial_path(self, sha256: str) -> Path:
         """Where a download in progress is kept: ``partial/`` of a trusted cache (resumed by the
         next run), the private folder for a shared one."""
-        if self.shared:
+        if self.private_writes:
             return self.private_dir() / f"{sha256}.part"
         return self._ensure("partial") / f"{sha256}.part"
 
     @contextlib.contextmanager
-    def lock(self, name: str):
+    def lock(self, name: str, waiting=None):
         """An exclusive lock per artifact, so two runs never write the same partial file. A shared
         cache downloads into this process's private folder: nothing to share, no lock file to trust.
         The lock file is removed by its holder before it lets go; a waiter that then holds a removed
-        file opens the name again, so two runs never hold two different files of one name."""
-        import fcntl
-
-        if self.shared:
+        file opens the name again, so two runs never hold two different files of one name.
+        ``waiting(who)`` is told who holds it (" (PID n)") before this run waits."""
+        if self.private_writes:
             yield
             return
         lock = f"{name}.lock"
         with self._sub("partial") as d:
+            told = False
             while True:
                 fd = d.open_rw(lock)
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    if waiting is not None and not told:
+                        waiting(holder(self.base / "partial" / lock, fd))
+                        told = True
+                    fcntl.flock(fd, fcntl.LOCK_EX)
                 now, mine = d.lstat(lock), os.fstat(fd)
                 if now is not None and (now.st_dev, now.st_ino) == (mine.st_dev, mine.st_ino):
                     break
                 os.close(fd)  # the holder we waited for removed it: lock the name anew
+            try:  # who holds it, for the next run that has to wait (for humans only)
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()} {' '.join(sys.argv)[:200]}\n".encode(), 0)
+            except OSError:
+                pass
             try:
                 yield
             finally:
@@ -176,6 +219,8 @@ class Cache:
         """Move a verified partial file into place (atomically, durably). In a shared cache the
         private file is copied in for others and the private one is what this run uses."""
         part = Path(part)
+        if self.read_only:
+            return part  # verified in the private folder; the cache is left as it was
         if self.shared:
             fd = open_regular(part)
             try:
@@ -204,14 +249,14 @@ class Cache:
         except OSError as exc:
             raise RevError("USAGE", f"cannot read {src}: {exc.strerror}") from None
         try:
-            target = Dir.open(self.private_dir(), allow_shared=False) if self.shared else self._sub("sha256")
+            target = Dir.open(self.private_dir(), allow_shared=False) if self.private_writes else self._sub("sha256")
         except BaseException:
             os.close(fd)
             raise
         with target as d:
             d.copy_in_closing(sha256, fd, mode=0o444, expect_sha256=sha256, changed=RevError(
                 "VERIFY_FAILED", f"{src} changed while it was copied into the cache"))
-        if self.shared:
+        if self.private_writes:
             return self.private_dir() / sha256
         return self.path_for(sha256)
 
@@ -241,7 +286,7 @@ class Cache:
         """Keep a resolution and its index files; {name: path} of the kept files. A shared cache
         keeps them in the private folder for this run only (nobody may rely on them later)."""
         _check_key(key)
-        if self.shared:
+        if self.private_writes:
             with Dir.open(self.private_dir(), allow_shared=False) as priv, priv.sub(key, create=True) as d:
                 for name, data in files.items():
                     d.write_atomic(name, data)
@@ -279,7 +324,7 @@ class Cache:
 
     def save_key(self, fpr: str, data: bytes) -> None:
         _check_key(fpr)
-        if self.shared:
+        if self.private_writes:
             return
         with self._sub("keys") as d:
             d.write_atomic(f"{fpr}.gpg", data)

@@ -201,7 +201,7 @@ def _soname_version(root: Root, libdir: str) -> tuple[str | None, str | None]:
         if m and (best is None or len(m.group(1).split(".")) > len(best[0].split("."))):
             best = (m.group(1), n)
     if best:
-        return best
+        return _without_rocm_number(best[0]), best[1]
     if "librocblas.so" in names:
         return _elf_soname(root, f"{libdir}/librocblas.so")
     return None, None
@@ -213,7 +213,15 @@ def _elf_soname(root: Root, mpath: str) -> tuple[str | None, str | None]:
 
     name = soname_of(root.path(mpath))
     m = _SONAME.match(name) if name else None
-    return (m.group(1), f"SONAME {name}") if m else (None, None)
+    return (_without_rocm_number(m.group(1)), f"SONAME {name}") if m else (None, None)
+
+
+def _without_rocm_number(v: str) -> str:
+    """AMD names the file librocblas.so.<major>.<minor>.<ROCm number> (4.4.60403): the third part is
+    ROCm's release, not rocBLAS's patch, so a copy's version reads major.minor, as every other
+    source of it does (one format: 4.4 for AMD's tree and for a PyTorch wheel alike)."""
+    parts = v.split(".")
+    return ".".join(parts[:2]) if len(parts) == 3 and len(parts[2]) >= 5 else v
 
 
 def version_in_header(text: str) -> str | None:
@@ -299,10 +307,7 @@ def _amd_copy(root: Root, inst: RocmInstall, dpkg: dict[str, str]) -> RocblasCop
     if c.rocblas_version is None:
         v, src = _soname_version(root, f"{inst.path}/lib")
         if v:
-            # AMD names the file librocblas.so.<major>.<minor>.<rocm number>: keep major.minor
-            parts = v.split(".")
-            c.rocblas_version = ".".join(parts[:2]) if len(parts) == 3 and len(parts[2]) >= 5 else v
-            c.version_source = src
+            c.rocblas_version, c.version_source = v, src
     return c
 
 

@@ -23,6 +23,8 @@ class Integrity(StrEnum):
     DRIFTED = "drifted"    # some file has other bytes
     MISSING = "missing"    # every file gone (an apt upgrade replaced the tree?)
     PARTIAL = "partial"    # some files gone
+    SUPERSEDED = "superseded"  # every file since written by a later transaction, or by something
+                               # else a later (rolled back) transaction found in its place
 
 
 def is_written(cur: dict, ident: list[int] | None) -> bool:
@@ -50,11 +52,7 @@ def list_transactions(root, *, state_dir: str = DEFAULT_STATE_DIR, verify: bool 
 def _list_transactions(root, st: StateDir, verify: bool) -> list[dict]:
     txs = st.load_all()
     busy = any(tx.pending for tx in txs) and is_held(st.lock_path) is not None
-    owner: dict[str, str] = {}
-    for tx in txs:
-        if tx.state is TxState.COMMITTED:
-            for f in tx.planned:
-                owner[f["path"]] = tx.txid
+    owner = _owners(txs)
     out = []
     for tx in txs:
         b = tx.begin or {}
@@ -82,6 +80,26 @@ def _list_transactions(root, st: StateDir, verify: bool) -> list[dict]:
                     drifted.append(f["path"])
             rec.update(intact=intact, drifted=drifted, missing=missing, superseded=superseded)
             rec["integrity"] = (Integrity.DRIFTED if drifted else Integrity.MISSING if missing and not intact
-                                else Integrity.PARTIAL if missing else Integrity.INTACT)
+                                else Integrity.PARTIAL if missing else Integrity.INTACT if mine or not files
+                                else Integrity.SUPERSEDED)
         out.append(rec)
     return out
+
+
+def _owners(txs) -> dict[str, str | None]:
+    """path -> the committed transaction whose bytes the path should hold now (None: no one's).
+    A later committed transaction takes a path over. A later one rolled back put the path back as
+    it found it: when that was not the owner's bytes (an apt upgrade had removed or replaced the
+    file in between), the owner's record of it is superseded too."""
+    owner: dict[str, str | None] = {}
+    sha: dict[str, str | None] = {}
+    for tx in txs:
+        if tx.state is TxState.COMMITTED:
+            for f in tx.planned:
+                owner[f["path"]], sha[f["path"]] = tx.txid, (None if f["op"] == Op.DELETE else f.get("sha256"))
+        elif tx.state is TxState.ROLLED_BACK:
+            for it in tx.file_intents:
+                p, before = it["path"], it.get("before") or {}
+                if owner.get(p) and (before.get("sha256") if before.get("exists") else None) != sha.get(p):
+                    owner[p] = None
+    return owner

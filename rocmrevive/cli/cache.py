@@ -1,0 +1,44 @@
+"""``rocmrevive cache clean``: free what the artifact cache holds that no manifest needs."""
+from __future__ import annotations
+
+import click
+
+from rocmrevive.cli.options import cache_option, manifests_option
+from rocmrevive.cli.ui import Outcome
+
+
+@click.group()
+def cache():
+    """The download cache (/var/cache/rocmrevive as root, $XDG_CACHE_HOME/rocmrevive otherwise)."""
+
+
+@cache.command("clean")
+@click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
+@cache_option
+@manifests_option
+@click.pass_obj
+def clean(ui, dry_run, cache, manifests_dir):
+    """Remove the artifacts no manifest pins, their extractions, downloads no run holds and
+    staging folders of runs that are gone; say how many bytes that freed.
+
+    Every removal goes through descriptors opened from the cache folder; a cache other users
+    may write is refused. Installed files and journals are never touched: `rollback` still works.
+    """
+    from rocmrevive.cli.options import orphan_sources
+    from rocmrevive.hardware.p2p import format_bytes
+    from rocmrevive.sources.cache_clean import clean_cache
+
+    def work() -> Outcome:
+        cache_dir, manifests = orphan_sources(ui.root, cache, manifests_dir)
+        res = clean_cache(cache_dir, manifests, dry_run=dry_run)
+
+        def render(con):
+            for e in res.entries if ui.verbose else ():
+                con.print(f"  {e.why:<9} {format_bytes(e.bytes) if e.bytes else '0 B':>10}  {e.name}", markup=False)
+            verb = "would free" if dry_run else "freed"
+            con.print(f"{verb} {format_bytes(res.bytes) if res.bytes else '0 B'} in {res.cache} ({len(res.entries)} entries; "
+                      f"{res.kept} kept)", markup=False)
+
+        return Outcome(data=res.to_json(), render=render, changed=bool(res.entries) and not dry_run)
+
+    ui.run("cache clean", work)
