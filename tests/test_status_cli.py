@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -195,6 +196,12 @@ def test_a_rolled_back_replace_gives_the_file_back_to_the_earlier_transaction(m)
     assert run(m, "rollback")[0] == 0
     rc, doc, _ = run(m, "status")
     assert rc == 0 and doc["transactions"][0]["integrity"] == "intact"
+    # the undo wrote the bytes back as a new file (its inode the kernel's choice: the old one may or
+    # may not come back), and recorded that file's identity: status judges the owner by it
+    st = os.lstat(m.p(x))
+    undone = [json.loads(line) for line in m.p(doc["transactions"][1]["journal"]).read_text().splitlines()]
+    (end,) = [r for r in undone if r["type"] == "rolled_back"]
+    assert end["restored_ident"][end["restored"][0]] == [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns], end
     m.p(x).write_bytes(b"rebuilt by someone")
     rc, doc, _ = run(m, "status")
     assert rc == 8 and doc["transactions"][0]["integrity"] == "drifted"

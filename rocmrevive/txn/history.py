@@ -52,7 +52,7 @@ def list_transactions(root, *, state_dir: str = DEFAULT_STATE_DIR, verify: bool 
 def _list_transactions(root, st: StateDir, verify: bool) -> list[dict]:
     txs = st.load_all()
     busy = any(tx.pending for tx in txs) and is_held(st.lock_path) is not None
-    owner = _owners(txs)
+    owner, put_back = _owners(txs)
     out = []
     for tx in txs:
         b = tx.begin or {}
@@ -72,7 +72,8 @@ def _list_transactions(root, st: StateDir, verify: bool) -> list[dict]:
             mine = [f for f in files if owner.get(f["path"]) == tx.txid]
             for f, cur in zip(mine, observe_all([root.path(f["path"]) for f in mine])):
                 want = {"exists": False} if f["op"] == Op.DELETE else {"exists": True, "sha256": f.get("sha256")}
-                if matches(cur, want) and is_written(cur, tx.written.get(f["path"])):
+                ident = put_back.get(f["path"]) or tx.written.get(f["path"])
+                if matches(cur, want) and is_written(cur, ident):
                     intact.append(f["path"])
                 elif want["exists"] and not cur.get("exists"):
                     missing.append(f["path"])
@@ -86,20 +87,26 @@ def _list_transactions(root, st: StateDir, verify: bool) -> list[dict]:
     return out
 
 
-def _owners(txs) -> dict[str, str | None]:
-    """path -> the committed transaction whose bytes the path should hold now (None: no one's).
+def _owners(txs) -> tuple[dict[str, str | None], dict[str, list[int]]]:
+    """path -> the committed transaction whose bytes the path should hold now (None: no one's),
+    and path -> the identity of the file a later rolled-back transaction put back there.
     A later committed transaction takes a path over. A later one rolled back put the path back as
     it found it: when that was not the owner's bytes (an apt upgrade had removed or replaced the
-    file in between), the owner's record of it is superseded too."""
+    file in between), the owner's record of it is superseded too; when it was, the owner's bytes
+    now live in the file the undo wrote (a new inode), and that is the file to judge."""
     owner: dict[str, str | None] = {}
     sha: dict[str, str | None] = {}
+    put_back: dict[str, list[int]] = {}
     for tx in txs:
         if tx.state is TxState.COMMITTED:
             for f in tx.planned:
                 owner[f["path"]], sha[f["path"]] = tx.txid, (None if f["op"] == Op.DELETE else f.get("sha256"))
+                put_back.pop(f["path"], None)
         elif tx.state is TxState.ROLLED_BACK:
             for it in tx.file_intents:
                 p, before = it["path"], it.get("before") or {}
                 if owner.get(p) and (before.get("sha256") if before.get("exists") else None) != sha.get(p):
                     owner[p] = None
-    return owner
+                elif owner.get(p) and p in tx.restored:
+                    put_back[p] = tx.restored[p]
+    return owner, put_back

@@ -14,7 +14,9 @@ the file always says at least as much as the tree shows (docs/transactions.md, "
                  [dev, ino]
     commit       the transaction is in place
     undo_begin   a rollback (or the undo of a failed/interrupted apply) starts: reason, force
-    rolled_back  the tree is back to its state before the transaction
+    rolled_back  the tree is back to its state before the transaction; ``restored_ident``: path ->
+                 [dev, ino, size, mtime_ns] of each file put back (a new inode: the transaction
+                 whose bytes it holds again is judged by it)
 
     torn         the line before was cut short (a kill or a full disk) and terminated on reopening
 
@@ -241,6 +243,7 @@ class TxRecord:
     foreign: set[str] = field(default_factory=set)  # temporary names found taken: not ours to remove
     done: dict[str, str | None] = field(default_factory=dict)
     written: dict[str, list[int]] = field(default_factory=dict)  # path -> [dev, ino, size, mtime_ns] put there
+    restored: dict[str, list[int]] = field(default_factory=dict)  # the same, of each file its undo put back
     dir_ids: dict[str, tuple[int, int]] = field(default_factory=dict)  # folder -> (dev, ino) surveyed or made
     undo: dict | None = None
     commit: dict | None = None
@@ -293,6 +296,9 @@ class TxRecord:
             elif t == RecordType.ROLLED_BACK:
                 tx.rolled_back = r
                 tx.state = TxState.ROLLED_BACK
+                ri = r.get("restored_ident")
+                if isinstance(ri, dict):
+                    tx.restored.update((p, v) for p, v in ri.items() if isinstance(p, str) and _ident(v, 4))
         if tx.begin is None:
             tx.problems.append("no readable begin record (empty or damaged): what it changed is unknown")
         else:

@@ -46,6 +46,9 @@ class Undo:
         self.progress = progress or (lambda n: None)
         self.warnings: list[str] = []
         self.items: list[dict] = []
+        # path -> [dev, ino, size, mtime_ns] of each file put back: a new inode, which the
+        # transaction that owns those bytes again is judged by from now on (history._owners)
+        self.restored: dict[str, list[int]] = {}
 
     def _write(self, *records: dict) -> None:
         if self.journal is None:
@@ -186,6 +189,7 @@ class Undo:
                                        self.tx.txid, TxState.ROLLED_BACK, strict=False)
         self._write({"type": RecordType.ROLLED_BACK, "time": now(), "reason": self.reason,
                      "restored": [i["path"] for i in self.items if i["op"] == Op.RESTORE],
+                     "restored_ident": self.restored,
                      "removed": [i["path"] for i in self.items if i["op"] == Op.REMOVE],
                      "rmdirs": removed_dirs})
         checkpoint("rolled_back")
@@ -217,6 +221,8 @@ class Undo:
                     with contextlib.suppress(OSError):
                         self.folders.unlink(tmp)
                     raise
+                st = self.folders.lstat(real)
+                self.restored[i["path"]] = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
                 self.progress(b.get("size") or 0)
             elif i["op"] == Op.REMOVE:
                 self.folders.unlink(real)
