@@ -60,6 +60,9 @@ def test_a_typed_line_finds_its_command_through_groups():
     assert not policy_of(command_at(["rccl"])).writes          # the group alone
     assert command_at(["nosuch", "install"]) is None
     assert policy_of(command_at(["history"])) == policy_of(command_at(["status"]))  # an alias is the command
+    # the hook's own runs read config.toml when they start; hook's options never take its values
+    assert not policy_of(command_at(["hook", "install"])).config_options
+    assert policy_of(command_at(["install"])).config_options
 
 
 @pytest.mark.parametrize("fix, typed", [
@@ -75,3 +78,33 @@ def test_a_typed_line_finds_its_command_through_groups():
 ])
 def test_fix_lines_get_sudo_from_the_commands_policy(fix, typed):
     assert runnable(fix, Root("/")) == typed
+
+
+def test_config_options_follow_the_policy_not_the_name(tmp_path, monkeypatch):
+    """config.toml's mirror fills a command's unset --mirror only where the policy says so: `hook
+    install` declares config_options=False (the runs the hook starts read the file themselves), so
+    its --reapply configuration keeps no mirror; with the declaration flipped it would take it."""
+    import dataclasses
+    import json
+    import os
+
+    from click.testing import CliRunner
+
+    root = tmp_path / "machine"
+    (root / "etc/rocmrevive").mkdir(parents=True)
+    (root / "etc/apt/apt.conf.d").mkdir(parents=True)  # an apt-based machine: the hook has a place
+    (root / "etc/rocmrevive/config.toml").write_text('mirror = "http://127.0.0.1:9/debian"\n')
+    os.chmod(root / "etc/rocmrevive/config.toml", 0o644)
+
+    def hook_config_args():
+        res = CliRunner().invoke(cli, ["--json", "--root", str(root), "hook", "install", "--reapply", "--dry-run"],
+                                 catch_exceptions=False)
+        doc = json.loads(res.output)
+        assert res.exit_code == 0, doc
+        return doc["config"]["install_args"]
+
+    assert "--mirror" not in hook_config_args()
+    hook_install = command_at(["hook", "install"])
+    flipped = dataclasses.replace(policy_of(hook_install), config_options=True)
+    monkeypatch.setattr(hook_install, "rocmrevive_policy", flipped)
+    assert hook_config_args()[-2:] == ["--mirror", "http://127.0.0.1:9/debian"]

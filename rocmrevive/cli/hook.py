@@ -10,7 +10,7 @@ from rocmrevive.cli.options import hook_state_dir_option
 from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import Outcome, mirror_option
 
-@policy(writes=False, on_pending=OnPending.IGNORE)
+@policy(writes=False, on_pending=OnPending.IGNORE, config_options=False)
 @click.group()
 def hook():
     """An apt hook (opt-in) that checks rocmrevive's files after every dpkg run.
@@ -22,7 +22,7 @@ def hook():
     """
 
 
-@policy(writes=True, on_pending=OnPending.REFUSE)
+@policy(writes=True, on_pending=OnPending.REFUSE, config_options=False)
 @hook.command("install")
 @click.option("--reapply", is_flag=True, help="Re-install lost files (rocmrevive install --yes) instead of only warning.")
 @click.option("--bin", "bin_path", metavar="PATH",
@@ -63,7 +63,7 @@ def install(ui, reapply, bin_path, state_dir, from_path, mirror, cache, manifest
     ui.run("hook install", work)
 
 
-@policy(writes=True, on_pending=OnPending.REFUSE)
+@policy(writes=True, on_pending=OnPending.REFUSE, config_options=False)
 @hook.command("remove")
 @click.option("--force", is_flag=True, help="Remove it even if it was edited since (the edited bytes are kept in the backups).")
 @click.option("--dry-run", is_flag=True, help="Say what would be done; change nothing.")
@@ -94,7 +94,7 @@ def remove(ui, force, dry_run):
     ui.run("hook remove", work)
 
 
-@policy(writes=False, on_pending=OnPending.REPORT)
+@policy(writes=False, on_pending=OnPending.REPORT, config_options=False)
 @hook.command("status")
 @hook_state_dir_option("The install journal to check (default: the hook's, else /var/lib/rocmrevive).")
 @click.pass_obj
@@ -128,7 +128,7 @@ def status(ui, state_dir):
 
 
 # runs inside apt's hook while apt holds the dpkg lock: an open transaction is install's to recover
-@policy(writes=False, on_pending=OnPending.IGNORE)
+@policy(writes=False, on_pending=OnPending.IGNORE, config_options=False)
 @hook.command("run", context_settings={"ignore_unknown_options": True})
 @click.option("--mode", type=click.Choice(["warn", "reapply"]), default="warn", show_default=True)
 @hook_state_dir_option("The install journal to check (default /var/lib/rocmrevive).")

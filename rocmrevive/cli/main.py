@@ -167,7 +167,7 @@ def _with_global_options(cmd: click.Command) -> click.Command:
 def _apply_config(ctx: click.Context, ui, kwargs: dict) -> None:
     """The one place the machine's /etc/rocmrevive/config.toml (rocmrevive/config.py) meets the
     options: an option the command line (or its environment variable) did not set takes the
-    file's value. `hook` commands are left alone: the hook's own runs read the file then."""
+    file's value, unless the command's policy says no (`hook`: the hook's own runs read the file then)."""
     from click.core import ParameterSource
 
     from rocmrevive.cli.policy import policy_of
@@ -185,7 +185,7 @@ def _apply_config(ctx: click.Context, ui, kwargs: dict) -> None:
     ui.config = cfg
     if not declared.reads_machine_state:
         _user_state_dir(ctx, kwargs, cfg)
-    if not cfg.options or path.split()[0] == "hook":
+    if not cfg.options or not declared.config_options:
         return
     for param in ctx.command.params:
         flag = next((o for o in getattr(param, "opts", ()) if o in cfg.options), None)

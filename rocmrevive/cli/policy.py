@@ -37,19 +37,24 @@ class Policy:
     """``writes``: the command changes the machine (a fix line naming it gets ``sudo``; an unknown
     key in config.toml stops it instead of a warning). ``on_pending``: see ``OnPending``.
     ``reads_machine_state``: run as a user, it reads the machine's state folder (root's installs)
-    instead of the user's own."""
+    instead of the user's own. ``config_options``: an option the command line did not set takes
+    /etc/rocmrevive/config.toml's value (not for ``hook``: the runs the hook starts read the file
+    then)."""
 
     writes: bool
     on_pending: OnPending
     reads_machine_state: bool = False
+    config_options: bool = True
 
 
 C = TypeVar("C", bound=click.Command)
 
 
-def policy(*, writes: bool, on_pending: OnPending, reads_machine_state: bool = False) -> Callable[[C], C]:
+def policy(*, writes: bool, on_pending: OnPending, reads_machine_state: bool = False,
+           config_options: bool = True) -> Callable[[C], C]:
     """Declare a command's policy: put it above ``@click.command()`` (or ``@group.command()``)."""
-    declared = Policy(writes=writes, on_pending=OnPending(on_pending), reads_machine_state=reads_machine_state)
+    declared = Policy(writes=writes, on_pending=OnPending(on_pending), reads_machine_state=reads_machine_state,
+                      config_options=config_options)
 
     def attach(cmd: C) -> C:
         if not isinstance(cmd, click.Command):
