@@ -25,6 +25,7 @@ import os
 import secrets
 import stat
 from pathlib import Path
+from typing import Mapping
 
 from rocmrevive.errors import RevError
 from rocmrevive.hashing import Reader, hash_fd
@@ -35,10 +36,9 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_LINKS = 40
 
 
-def shared_allowed(env: dict | None = None) -> bool:
+def shared_allowed(env: Mapping[str, str] | None = None) -> bool:
     """Whether the user opted in to folders other users can write (``ROCMREVIVE_TRUST_SHARED=1``)."""
-    env = os.environ if env is None else env
-    return env.get(SHARED_ENV, "").strip().lower() in ("1", "yes", "true", "on")
+    return (os.environ if env is None else env).get(SHARED_ENV, "").strip().lower() in ("1", "yes", "true", "on")
 
 
 def _ours(uid: int) -> bool:
@@ -151,7 +151,7 @@ class Dir:
     def __del__(self):
         try:
             self.close()
-        except Exception:
+        except OSError:  # os.close's only error; a collected object has nobody to tell
             pass
 
     # looking -------------------------------------------------------------------------------

@@ -114,7 +114,7 @@ class Arena:
                 os.setgid(self.gid)
                 os.setuid(self.uid)
                 fn()
-            except BaseException:
+            except BaseException:  # noqa: BLE001 - the forked child must never return into pytest
                 traceback.print_exc()
                 os._exit(1)
             os._exit(0)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import click
 
+from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import Outcome, targets_option
 from rocmrevive.errors import RevError
 
 
+@policy(writes=False, on_pending=OnPending.REPORT, reads_machine_state=True)
 @click.command()
 @click.option("--tree", "trees", multiple=True, metavar="PATH",
               help="A ROCm install (/opt/rocm-6.4.3), a library folder (/usr/lib/x86_64-linux-gnu, "

@@ -4,14 +4,17 @@ from __future__ import annotations
 import click
 
 from rocmrevive.cli.options import cache_option, manifests_option
+from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import Outcome
 
 
+@policy(writes=False, on_pending=OnPending.IGNORE)
 @click.group()
 def cache():
     """The download cache (/var/cache/rocmrevive as root, $XDG_CACHE_HOME/rocmrevive otherwise)."""
 
 
+@policy(writes=True, on_pending=OnPending.IGNORE)
 @cache.command("clean")
 @click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
 @cache_option

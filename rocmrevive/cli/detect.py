@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import UI, Outcome, text_file_option
 from rocmrevive.hardware.rocminfo import parse_rocminfo
 
@@ -243,6 +244,7 @@ def render_detect(doc: dict):
     return render
 
 
+@policy(writes=False, on_pending=OnPending.REPORT, reads_machine_state=True)
 @click.command("detect")
 @shared_options
 @click.pass_obj

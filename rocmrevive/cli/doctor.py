@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from rocmrevive.cli.detect import run_survey, shared_options
+from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import UI, Outcome, text_file_option
 from rocmrevive.hardware.findings import FixKind, Severity
 from rocmrevive.hardware.vulkan import parse_vulkan_devices
@@ -81,6 +82,7 @@ def render_doctor(doc: dict, root=None):
     return render
 
 
+@policy(writes=False, on_pending=OnPending.REPORT, reads_machine_state=True)
 @click.command("doctor")
 @shared_options
 @click.option("--user", metavar="NAME", help="Check device-node access for this user "

@@ -5,12 +5,14 @@ import sys
 
 import click
 
+from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import Outcome
 from rocmrevive.errors import RevError
 
 MAX_INPUT = 64 << 20  # a log larger than this is read only up to here
 
 
+@policy(writes=False, on_pending=OnPending.IGNORE)
 @click.command()
 @click.argument("text", nargs=-1)
 @click.option("--file", "files", multiple=True, type=click.Path(dir_okay=False, allow_dash=True),

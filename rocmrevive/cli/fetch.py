@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import Outcome
 
 
@@ -29,6 +30,7 @@ class _Bar:
             self.cm = None
 
 
+@policy(writes=True, on_pending=OnPending.REFUSE)
 @click.command()
 @click.option("--manifest", "manifest_ids", multiple=True, metavar="ID", help="Only this manifest (repeatable).")
 @click.option("--source", "source_names", multiple=True, metavar="NAME",

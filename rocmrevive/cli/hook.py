@@ -2,11 +2,15 @@
 dpkg run, when an upgrade took away the gfx906 files rocmrevive installed (and can put them back)."""
 from __future__ import annotations
 
+import sys
+
 import click
 
 from rocmrevive.cli.options import hook_state_dir_option
+from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import Outcome, mirror_option
 
+@policy(writes=False, on_pending=OnPending.IGNORE, config_options=False)
 @click.group()
 def hook():
     """An apt hook (opt-in) that checks rocmrevive's files after every dpkg run.
@@ -18,6 +22,7 @@ def hook():
     """
 
 
+@policy(writes=True, on_pending=OnPending.REFUSE, config_options=False)
 @hook.command("install")
 @click.option("--reapply", is_flag=True, help="Re-install lost files (rocmrevive install --yes) instead of only warning.")
 @click.option("--bin", "bin_path", metavar="PATH",
@@ -36,7 +41,7 @@ def install(ui, reapply, bin_path, state_dir, from_path, mirror, cache, manifest
     from rocmrevive.txn.result import TxOutcome
 
     def work() -> Outcome:
-        cfg = hook_config(reapply=reapply, bin_path=bin_path, state_dir=state_dir, from_path=from_path,
+        cfg = hook_config(reapply=reapply, bin_path=bin_path, argv0=sys.argv[0], state_dir=state_dir, from_path=from_path,
                           mirror=mirror, cache=cache, manifests_dir=manifests_dir, trees=trees)
         res = install_hook(ui.root, cfg, dry_run=dry_run)
         data = {"path": HOOK_FILE, "mode": cfg.mode, "config": cfg.to_json(), "command": cfg.shell_command(),
@@ -58,6 +63,7 @@ def install(ui, reapply, bin_path, state_dir, from_path, mirror, cache, manifest
     ui.run("hook install", work)
 
 
+@policy(writes=True, on_pending=OnPending.REFUSE, config_options=False)
 @hook.command("remove")
 @click.option("--force", is_flag=True, help="Remove it even if it was edited since (the edited bytes are kept in the backups).")
 @click.option("--dry-run", is_flag=True, help="Say what would be done; change nothing.")
@@ -88,6 +94,7 @@ def remove(ui, force, dry_run):
     ui.run("hook remove", work)
 
 
+@policy(writes=False, on_pending=OnPending.REPORT, config_options=False)
 @hook.command("status")
 @hook_state_dir_option("The install journal to check (default: the hook's, else /var/lib/rocmrevive).")
 @click.pass_obj
@@ -120,6 +127,8 @@ def status(ui, state_dir):
     ui.run("hook status", work)
 
 
+# runs inside apt's hook while apt holds the dpkg lock: an open transaction is install's to recover
+@policy(writes=False, on_pending=OnPending.IGNORE, config_options=False)
 @hook.command("run", context_settings={"ignore_unknown_options": True})
 @click.option("--mode", type=click.Choice(["warn", "reapply"]), default="warn", show_default=True)
 @hook_state_dir_option("The install journal to check (default /var/lib/rocmrevive).")
@@ -147,7 +156,7 @@ def run(ui, mode, state_dir, now, wait_s, log_path, install_args):
             try:
                 return _reapplied(reapply_now(ui.root, state_dir=state_dir, install_args=install_args,
                                               wait_s=wait_s, log_machine=log_machine))
-            except Exception as exc:  # the hook must never break apt; say what went wrong instead
+            except Exception as exc:  # noqa: BLE001 - the hook must never break apt; say what went wrong instead
                 done = HookRun.failed(mode, exc)
         else:
             done = after_dpkg(ui.root, mode=mode, state_dir=state_dir, wait_s=wait_s, log_machine=log_machine,

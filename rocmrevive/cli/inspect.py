@@ -9,11 +9,13 @@ from collections import Counter
 
 import click
 
+from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import Outcome
 
 DETAILED_MAX = 12  # up to this many files: one line per code object; more: one line per file
 
 
+@policy(writes=False, on_pending=OnPending.IGNORE)
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--deep", is_flag=True,

@@ -7,9 +7,11 @@ import sys
 import click
 
 from rocmrevive.cli.options import state_dir_option
+from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import Outcome, mirror_option, targets_option
 
 
+@policy(writes=True, on_pending=OnPending.RECOVER)
 @click.command()
 @click.option("--tree", "trees", multiple=True, metavar="PATH",
               help="Only this ROCm install or rocBLAS library folder (repeatable). Default: every copy found.")

@@ -8,6 +8,8 @@ import sys
 
 import click
 
+from rocmrevive.cli.policy import OnPending, policy
+
 _ARGV: list[str] = []  # this run's arguments (``--json`` anywhere in them asks for JSON)
 
 # name -> "module:function". A command module is imported only when that command runs.
@@ -39,11 +41,13 @@ class LazyGroup(click.Group):
         """click's main, with its own errors (usage, Ctrl-C, a closed pipe) turned into the
         documented exits, and under --json into one JSON document (also for click's test runner)."""
         from rocmrevive.cli.ui import pipe_closed_quietly
+        from rocmrevive.invocation import recorded
 
         global _ARGV
         _ARGV = list(sys.argv[1:] if args is None else args)
         try:
-            with pipe_closed_quietly():
+            # the command line journals and lock files record (nothing below cli reads sys.argv)
+            with pipe_closed_quietly(), recorded([*sys.argv[:1], *_ARGV]):
                 rv = super().main(args=_ARGV, prog_name=prog_name, complete_var=complete_var,
                                   standalone_mode=False, **extra)
         except click.ClickException as exc:
@@ -163,23 +167,25 @@ def _with_global_options(cmd: click.Command) -> click.Command:
 def _apply_config(ctx: click.Context, ui, kwargs: dict) -> None:
     """The one place the machine's /etc/rocmrevive/config.toml (rocmrevive/config.py) meets the
     options: an option the command line (or its environment variable) did not set takes the
-    file's value. `hook` commands are left alone: the hook's own runs read the file then."""
+    file's value, unless the command's policy says no (`hook`: the hook's own runs read the file then)."""
     from click.core import ParameterSource
 
+    from rocmrevive.cli.policy import policy_of
     from rocmrevive.config import load
     from rocmrevive.errors import RevError
 
+    declared = policy_of(ctx.command)  # first: a command without @policy fails before anything runs
     path = ctx.command_path.split(" ", 1)[-1]
     try:
         cfg = load(ui.root)
     except RevError as exc:
         ui._emit_error(path, exc.code, exc.message)  # exits: the documented code, JSON with --json
-    if cfg.unknown and _writes(path):  # a reader goes on with a warning (UI.run adds cfg.unknown)
+    if cfg.unknown and declared.writes:  # a reader goes on with a warning (UI.run adds cfg.unknown)
         ui._emit_error(path, "USAGE", f"{cfg.unknown[0]}; `{path}` changed nothing: fix the file")
     ui.config = cfg
-    if path not in _READS_MACHINE_STATE:
+    if not declared.reads_machine_state:
         _user_state_dir(ctx, kwargs, cfg)
-    if not cfg.options or path.split()[0] == "hook":
+    if not cfg.options or not declared.config_options:
         return
     for param in ctx.command.params:
         flag = next((o for o in getattr(param, "opts", ()) if o in cfg.options), None)
@@ -188,15 +194,12 @@ def _apply_config(ctx: click.Context, ui, kwargs: dict) -> None:
             kwargs[param.name] = cfg.options[flag]
 
 
-# Read-only reports run by a user describe the machine: they read the machine's state folder
-# (root's installs, as `sudo rocmrevive install` left them), not the user's own, which only the
-# user's own writes use; `--state-dir ~/.local/state/rocmrevive` shows a user's own transactions.
-_READS_MACHINE_STATE = frozenset({"detect", "doctor", "verify", "audit", "status"})
-
-
 def _user_state_dir(ctx: click.Context, kwargs: dict, cfg) -> None:
     """A user other than root keeps journals and backups in a state folder of their own
-    (cli.options.user_state_dir) unless --state-dir or the config file names one."""
+    (cli.options.user_state_dir) unless --state-dir or the config file names one. Not for a
+    command whose policy ``reads_machine_state`` (a read-only report describes the machine: root's
+    installs, as `sudo rocmrevive install` left them; `--state-dir ~/.local/state/rocmrevive`
+    shows a user's own transactions)."""
     from click.core import ParameterSource
 
     from rocmrevive.cli.options import STATE_DIR
@@ -206,12 +209,6 @@ def _user_state_dir(ctx: click.Context, kwargs: dict, cfg) -> None:
     if (mine and "state_dir" in kwargs and kwargs["state_dir"] == STATE_DIR and not cfg.state_dir
             and ctx.get_parameter_source("state_dir") in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)):
         kwargs["state_dir"] = ctx.params["state_dir"] = mine
-
-
-def _writes(command: str) -> bool:
-    from rocmrevive.cli.ui import _WRITERS
-
-    return any(command == w or command.startswith(w + " ") for w in _WRITERS)
 
 
 def _ui_class():
@@ -279,6 +276,7 @@ def cli(ctx, as_json, root, quiet, verbose, no_progress):
     ctx.obj = UI(as_json=as_json, root=root, quiet=quiet, verbose=verbose, no_progress=no_progress)
 
 
+@policy(writes=False, on_pending=OnPending.IGNORE)
 @cli.command("exit-codes")
 @click.option("--json", "as_json", is_flag=True, default=None, help="Print one JSON document on stdout.")
 @click.pass_obj
@@ -323,6 +321,7 @@ def _usage_error(exc: click.ClickException, argv) -> None:
     sys.exit(2)
 
 
+@policy(writes=False, on_pending=OnPending.IGNORE)
 @cli.command("completion", short_help="Print the shell completion script (bash, zsh or fish).")
 @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
 def completion(shell):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import Outcome
 
 _DIR_HELP = "Folder of manifests (default: the ones shipped with rocmrevive, or $ROCMREVIVE_MANIFESTS)."
@@ -14,6 +15,7 @@ def _dir(d):
     return d or str(default_manifest_dir())
 
 
+@policy(writes=False, on_pending=OnPending.IGNORE)
 @click.group(invoke_without_command=True)
 @click.option("--dir", "mdir", metavar="DIR", type=click.Path(), help=_DIR_HELP)
 @click.pass_context
@@ -27,6 +29,7 @@ def manifests(ctx, mdir):
         ctx.invoke(list_cmd)
 
 
+@policy(writes=False, on_pending=OnPending.IGNORE)
 @manifests.command("list")
 @click.pass_context
 def list_cmd(ctx):
@@ -44,6 +47,7 @@ def list_cmd(ctx):
     ui.run("manifests list", work)
 
 
+@policy(writes=False, on_pending=OnPending.IGNORE)
 @manifests.command("check")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.pass_context
@@ -77,6 +81,7 @@ def check(ctx, paths):
     ui.run("manifests check", work)
 
 
+@policy(writes=False, on_pending=OnPending.IGNORE)
 @manifests.command("show")
 @click.argument("manifest_id")
 @click.pass_context

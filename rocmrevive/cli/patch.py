@@ -4,12 +4,14 @@ from __future__ import annotations
 import click
 
 from rocmrevive.cli.options import state_dir_option
+from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import Outcome
 from rocmrevive.errors import RevError
 
 PYTHON_HELP = "The Python interpreter, venv or site-packages to work on (repeatable; default: every one found)."
 
 
+@policy(writes=False, on_pending=OnPending.IGNORE)
 @click.group()
 def patch():
     """Reversible patches for Python packages (vLLM's RCCL loading...)."""
@@ -55,6 +57,7 @@ def _one_patch_options(f):
     return click.argument("patch_id")(f)
 
 
+@policy(writes=False, on_pending=OnPending.REPORT)
 @patch.command("list")
 @click.option("--python", "pythons", multiple=True, metavar="PATH", help=PYTHON_HELP)
 @click.option("--patches", "patches_dir", metavar="DIR", help="Patch folder (default: the shipped patches/).")
@@ -80,6 +83,7 @@ def list_(ui, pythons, patches_dir, state_dir):
 
 
 
+@policy(writes=False, on_pending=OnPending.REPORT)
 @patch.command("verify")
 @_one_patch_options
 @state_dir_option
@@ -104,6 +108,7 @@ def verify(ui, patch_id, pythons, patches_dir, state_dir):
     ui.run("patch verify", work)
 
 
+@policy(writes=True, on_pending=OnPending.REFUSE)
 @patch.command("apply")
 @_one_patch_options
 @click.option("--dry-run", is_flag=True, help="Check everything, change nothing.")
@@ -135,6 +140,7 @@ def apply(ui, patch_id, pythons, patches_dir, dry_run, state_dir):
     ui.run("patch apply", work)
 
 
+@policy(writes=True, on_pending=OnPending.REFUSE)
 @patch.command("rollback")
 @_one_patch_options
 @click.option("--force", is_flag=True, help="Restore the original even if the file changed since.")

@@ -6,12 +6,14 @@ from __future__ import annotations
 import click
 
 from rocmrevive.cli.options import state_dir_option
+from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import Outcome, mirror_option, targets_option, text_or_file
 from rocmrevive.errors import RevError
 
 TARGET_HELP = "Work for this GPU target instead of the detected GPUs (repeatable)."
 
 
+@policy(writes=False, on_pending=OnPending.IGNORE)
 @click.group()
 def rccl():
     """RCCL targets, mixed-generation pairs, peer-to-peer and the vLLM loader."""
@@ -19,6 +21,7 @@ def rccl():
 
 # ---- audit --------------------------------------------------------------------------------
 
+@policy(writes=False, on_pending=OnPending.REPORT)
 @rccl.command("audit")
 @click.option("--target", "targets", multiple=True, metavar="TARGET", callback=targets_option, help=TARGET_HELP)
 @click.option("--python", "pythons", multiple=True, metavar="PATH",
@@ -99,6 +102,7 @@ def _render_audit(con, rep) -> None:
 
 # ---- install ------------------------------------------------------------------------------
 
+@policy(writes=True, on_pending=OnPending.REFUSE)
 @rccl.command("install")
 @click.option("--target", "targets", multiple=True, metavar="TARGET", callback=targets_option, help=TARGET_HELP)
 @click.option("--source", metavar="NAME", help="Use this RCCL source (see --json 'source'); default: the "
@@ -160,6 +164,7 @@ def _render_install(con, rep) -> None:
 
 # ---- recipe -------------------------------------------------------------------------------
 
+@policy(writes=False, on_pending=OnPending.REPORT)
 @rccl.command("recipe")
 @click.option("--target", "targets", multiple=True, metavar="TARGET", callback=targets_option, help=TARGET_HELP)
 @click.option("--rocm-path", metavar="DIR", help="The ROCm install to build against (default: /opt/rocm's).")
@@ -186,6 +191,7 @@ def recipe(ui, targets, rocm_path, rocm_version, prefix, output):
 
 # ---- env ----------------------------------------------------------------------------------
 
+@policy(writes=False, on_pending=OnPending.REPORT)
 @rccl.command("env")
 @click.option("--gpus", metavar="LIST", help="Only these GPU indexes, e.g. 0,1 (default: all).")
 @click.option("--lib", metavar="FILE", help="The RCCL programs should load (default: a rocmrevive side-by-side "

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import click
 
+from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import Outcome, text_or_file
 
 
+@policy(writes=False, on_pending=OnPending.IGNORE)
 @click.command("recipe")
 @click.option("--tree", metavar="PATH", help="The ROCm tree or rocBLAS folder to build for (default: the first "
                                              "copy that lacks gfx906).")

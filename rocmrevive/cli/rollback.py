@@ -7,6 +7,7 @@ from collections import Counter
 import click
 
 from rocmrevive.cli.options import cache_option, manifests_option, orphan_sources, state_dir_option
+from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import Outcome
 
 
@@ -48,6 +49,7 @@ def _render_actions(con, actions: list[dict], verbose: int) -> None:
         con.print(f"… and {len(actions) - len(shown)} more (-v or --json lists them all)")
 
 
+@policy(writes=True, on_pending=OnPending.OWN)
 @click.command()
 @click.argument("txid", required=False)
 @click.option("--force", is_flag=True, help="Restore files that changed since the install too "
@@ -134,6 +136,7 @@ def _remove_orphans(ui, dry_run: bool, state_dir: str, sources) -> Outcome:
                    render=render, changed=any(res.changed for _, res in results) and not dry_run)
 
 
+@policy(writes=True, on_pending=OnPending.OWN)
 @click.command()
 @click.option("--force", is_flag=True, help="Undo files that changed since the interrupted transaction too.")
 @click.option("--dry-run", is_flag=True, help="Say what recovery would do; change nothing.")

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import click
 
+from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import Outcome
 from rocmrevive.errors import RevError
 
 
+# writes nothing of the machine's, but its results would measure a half-changed tree: refuses
+@policy(writes=False, on_pending=OnPending.REFUSE)
 @click.command()
 @click.option("--torch", "want_torch", is_flag=True, help="Run the PyTorch probe (default: both parts).")
 @click.option("--llama", "want_llama", is_flag=True, help="Run llama.cpp (default: both parts).")

@@ -5,9 +5,11 @@ from __future__ import annotations
 import click
 
 from rocmrevive.cli.options import cache_option, manifests_option, orphan_sources, state_dir_option
+from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import Outcome
 
 
+@policy(writes=False, on_pending=OnPending.REPORT, reads_machine_state=True)
 @click.command()
 @click.option("--tree", "trees", multiple=True, metavar="PATH", help="Only this tree (repeatable).")
 @state_dir_option

@@ -22,15 +22,6 @@ from rocmrevive.rootfs import Root
 
 SCHEMA_VERSION = 1
 
-# A transaction a killed run left behind is finished or undone only by `install`, `rollback`
-# (which refuses) and `recover`. Every other command that looks at the machine leaves it alone:
-# the read-only ones run, report it (output, JSON ``pending``) and exit 9 (INTERRUPTED); the
-# ones that would change something refuse before doing anything, also with exit 9.
-# `hook run` is excluded: it runs inside apt's hook while apt holds the dpkg lock.
-READ_ONLY_REPORT = {"detect", "doctor", "verify", "audit", "status", "rccl audit", "rccl env", "rccl recipe",
-                    "hook status", "patch list", "patch verify"}
-REFUSE_PENDING = {"smoke", "fetch", "rccl install", "patch apply", "patch rollback", "hook install",
-                  "hook remove"}
 
 @dataclass
 class Outcome:
@@ -85,88 +76,14 @@ def text_or_file(data: dict[str, Any], text: str, output: str | None, wrote: Cal
 
 
 class _Console:
-    """Factory for rich's Console whose tables never cut a cell: a table wider than the
-    terminal is printed as a list (one block per row, ``column: value`` lines) instead of
-    being squeezed with ellipses, so ids and paths stay whole and copyable."""
+    """Factory for rich's Console whose tables never cut a cell (cli/console.py): a table wider
+    than the terminal is printed as a list instead of being squeezed with ellipses."""
 
     @staticmethod
     def make(**kw):
-        from rich.console import Console
-        from rich.table import Table
+        from rocmrevive.cli.console import WholeCellConsole
 
-        class Console_(Console):
-            def print(self, *objects, **kwargs):  # noqa: A003 - rich's name
-                if len(objects) == 1 and isinstance(objects[0], Table):
-                    if not self._fits(objects[0]):
-                        return self._print_as_list(objects[0], **kwargs)
-                    if not self.is_terminal:
-                        return self._print_plain(objects[0], **kwargs)
-                    self._widths_for_words(objects[0])
-                return super().print(*objects, **kwargs)
-
-            def _print_plain(self, table, **kwargs):
-                """Piped: every table in one plain style (no box lines, columns two spaces apart)
-                and no line ending in spaces, so files and `grep`/`cut` see the same layout."""
-                from rich.text import Text
-
-                table.box, table.show_edge, table.pad_edge = None, False, False
-                with self.capture() as cap:
-                    super().print(table, **kwargs)
-                for line in cap.get().splitlines():
-                    super().print(Text(line.rstrip()), soft_wrap=True)
-
-            def _widths_for_words(self, table) -> None:
-                """Fixed column widths for a table narrower at its minimum than the terminal but
-                wider at its natural size: each column gets its longest word, the rest of the width
-                goes to the columns in proportion to what they lack (rich's own squeeze would cut
-                an id in a column it narrows first)."""
-                wide = self.options.update(width=1_000_000)
-                ranges = [table._measure_column(self, wide, c) for c in table.columns]
-                avail = self.width - table._extra_width
-                if sum(r.maximum for r in ranges) <= avail:
-                    return
-                lack = [r.maximum - r.minimum for r in ranges]
-                spare = avail - sum(r.minimum for r in ranges)
-                for i, (c, r, short) in enumerate(zip(table.columns, ranges, lack)):
-                    c.width = r.minimum + spare * short // max(1, sum(lack)) - table._get_padding_width(i)
-
-            def on_broken_pipe(self) -> None:  # rich's own handler exits 1, the internal-error code
-                self.quiet = True
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-                raise SystemExit(exit_code("PIPE_CLOSED"))
-
-            def _fits(self, table) -> bool:
-                """Whether the table fits with every cell wrapped only between words (its minimum
-                width: the longest word of each column): a path or id is one word, never cut."""
-                from rich.measure import Measurement
-
-                wide = self.options.update(width=1_000_000)  # the table's natural width, unclamped
-                return Measurement.get(self, wide, table).minimum <= self.width
-
-            def _print_as_list(self, table, **kwargs):
-                from rich.text import Text
-
-                def plain(cell) -> str:
-                    if isinstance(cell, Text):
-                        return cell.plain
-                    if isinstance(cell, str):
-                        return Text.from_markup(cell).plain if kwargs.get("markup", True) else cell
-                    return str(cell)
-
-                if table.title:
-                    super().print(plain(table.title), markup=False, soft_wrap=True)
-                heads = [plain(c.header) or f"#{i}" for i, c in enumerate(table.columns)]
-                cells = [list(c._cells) for c in table.columns]
-                for r in range(table.row_count):
-                    row = [plain(col[r]) if r < len(col) else "" for col in cells]
-                    super().print(f"{heads[0]}: {row[0]}", markup=False, soft_wrap=True)
-                    for h, v in zip(heads[1:], row[1:]):
-                        if v:
-                            super().print(f"  {h}: {v}", markup=False, soft_wrap=True)
-                return None
-
-        return Console_(**kw)
+        return WholeCellConsole(**kw)
 
 
 class _Bars:
@@ -281,9 +198,14 @@ class UI:
 
     # interrupted transactions ---------------------------------------------------------
     def recover_first(self, state_dir: str | None = None, *, dry_run: bool = False) -> None:
-        """For install: finish or undo a transaction a killed run left behind. A dry run must
-        not write, so there it stops with INTERRUPTED instead."""
+        """For a command whose policy is OnPending.RECOVER (install): finish or undo a transaction
+        a killed run left behind. A dry run must not write, so there it stops with INTERRUPTED
+        instead."""
+        from rocmrevive.cli.policy import OnPending, running
         from rocmrevive.errors import RevError
+
+        if running().on_pending is not OnPending.RECOVER:
+            raise RuntimeError("recover_first is for a command whose @policy declares on_pending=OnPending.RECOVER")
         from rocmrevive.txn.state import DEFAULT_STATE_DIR, find_pending
         from rocmrevive.txn.undo import recover_pending
 
@@ -332,14 +254,19 @@ class UI:
 
     # running a command ---------------------------------------------------------------
     def run(self, command: str, work: Callable[[], Outcome]) -> None:
+        """Run ``work`` for ``command`` and exit with its outcome. A transaction a killed run left
+        open is handled as the running command's policy declares (cli/policy.py, OnPending)."""
+        from rocmrevive.cli.policy import OnPending, running
+
+        on_pending = running().on_pending
         pending, unreadable = None, None
         try:
-            if command in REFUSE_PENDING:
+            if on_pending is OnPending.REFUSE:
                 pending, unreadable = self.pending()
                 if pending is not None:
                     raise RevError("INTERRUPTED", pending.message.replace(" first", "") +
                                    f"; `{command}` changed nothing", details=pending.details)
-            elif command in READ_ONLY_REPORT:
+            elif on_pending is OnPending.REPORT:
                 pending, unreadable = self.pending()
             out = work()
         except RevError as exc:
@@ -353,7 +280,7 @@ class UI:
             self._interrupted(command, exc)
         except click.exceptions.Exit:
             raise
-        except Exception as exc:  # a bug: one line, and the traceback with -v
+        except Exception as exc:  # noqa: BLE001 - a bug: exit 1 (INTERNAL) with one line, the traceback with -v
             self.bars.close()
             if self.verbose:
                 traceback.print_exc()
@@ -436,20 +363,18 @@ class UI:
         sys.exit(exit_code(code))
 
 
-# rocmrevive's subcommands that change the machine (a fix line for them needs root)
-_WRITERS = ("install", "rollback", "recover", "rccl install", "patch apply", "patch rollback", "hook install",
-            "hook remove", "fetch", "cache clean")
-
-
 def runnable(fix: str, root: Root) -> str:
     """A ``rocmrevive ...`` fix line as the user must type it: with ``sudo`` for a command that
-    writes (as the README writes them) and with ``--root DIR`` when this run looked at a folder."""
+    writes (its @policy, as the README writes them) and with ``--root DIR`` when this run looked
+    at a folder."""
     import re
     import shlex
 
+    from rocmrevive.cli.policy import writes
+
     def one(m: re.Match) -> str:
         sudo, rest = m.group(1) or "", m.group(2)
-        if not sudo and any(rest == w or rest.startswith(w + " ") for w in _WRITERS):
+        if not sudo and writes(rest.split()):
             sudo = "sudo "
         where = "" if root.is_host or "--root" in rest else f"--root {shlex.quote(str(root.base))} "
         return f"{sudo}rocmrevive {where}{rest}"

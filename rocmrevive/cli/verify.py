@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import click
 
+from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import Outcome, targets_option
 
 SHOW = 3  # offenders shown per failing check (``--json`` lists all)
 
 
+@policy(writes=False, on_pending=OnPending.REPORT, reads_machine_state=True)
 @click.command()
 @click.option("--tree", "trees", multiple=True, metavar="PATH",
               help="A ROCm install, a library folder (/usr/lib/x86_64-linux-gnu, torch/lib) or a "

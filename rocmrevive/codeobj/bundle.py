@@ -238,7 +238,7 @@ class CcobStream:
                 yield piece
         except BundleError:
             raise
-        except Exception as exc:  # zlib.error, zstd.ZstdError
+        except Exception as exc:  # noqa: BLE001 - zlib.error, zstandard.ZstdError, ValueError: hostile bytes are a BundleError
             raise BundleError(f"CCOB payload does not decompress ({hdr.method_name}): {exc}") from None
         if self.produced != hdr.uncompressed_size:
             raise BundleError(f"CCOB decompresses to {self.produced:,} bytes, header says "

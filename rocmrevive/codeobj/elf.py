@@ -338,7 +338,7 @@ def _read_notes(obj: AmdgpuElf, data: bytes) -> None:
             try:
                 meta = msgpack.unpackb(data[desc_off:desc_off + descsz], raw=False,
                                        strict_map_key=False)
-            except Exception as exc:  # msgpack raises several types on bad input
+            except Exception as exc:  # noqa: BLE001 - msgpack raises ValueError, TypeError and its own types on bad input
                 obj.problems.append(f"metadata note {obj.notes} is not valid msgpack: {exc}")
             else:
                 if isinstance(meta, dict):

@@ -207,7 +207,7 @@ def _inspect_bytes(path: str, data, deep: bool) -> FileReport:
                 rep.problems.append(why)
     except B.BundleError as exc:
         rep.problems.append(str(exc))
-    except Exception as exc:  # hostile bytes must never become a traceback
+    except Exception as exc:  # noqa: BLE001 - hostile bytes must never become a traceback, only a problem line
         rep.problems.append(f"cannot read {kind} structure: {type(exc).__name__}: {exc}")
     return rep
 
@@ -223,7 +223,7 @@ def msgpack_problem(data) -> str | None:
         u.skip()
     except msgpack.OutOfData:
         return f"truncated: the msgpack data ends early ({len(data):,} bytes are there)"
-    except Exception as exc:  # msgpack raises several types on bad input
+    except Exception as exc:  # noqa: BLE001 - msgpack raises ValueError, TypeError and its own types on bad input
         return f"damaged msgpack data: {type(exc).__name__}: {exc}"
     end = u.tell()
     if end != len(data):

@@ -86,17 +86,31 @@ def _host_bridge_ok(gpu, other, host: Host) -> tuple[bool | None, str | None]:
 
 
 def assess(a, b, host: Host) -> Pair:
+    """Whether GPUs ``a`` and ``b`` can do PCIe peer-to-peer: what blocks it, what is not known,
+    what makes it risky; the KFD's own answer decides where it gives one."""
     rel, common = ("NODE", None)
     if a.location and b.location:
         rel, common = relation(a.location, b.location, a.numa_node, b.numa_node)
     pair = Pair(a.index, b.index, rel, common, None, _kfd_peer(a, b))
+    _check_bars(pair, (a, b))
+    _check_kernel(pair, host)
+    if rel in ("PHB", "NODE", "SYS"):
+        _check_host_bridges(pair, a, b, host)
+    _note_risks(pair, (a, b), host)
+    _decide(pair, a, b)
+    return pair
 
-    for g in (a, b):
+
+def _check_bars(pair: Pair, gpus) -> None:
+    for g in gpus:
         if g.large_bar is False:
             pair.blockers.append(f"GPU{g.index}: BAR {format_bytes(g.bar_bytes)} is smaller than its "
                                  f"{format_bytes(g.vram_bytes)} VRAM (no large BAR)")
         elif g.large_bar is None:
             pair.unverified.append(f"GPU{g.index}: BAR size or VRAM unknown")
+
+
+def _check_kernel(pair: Pair, host: Host) -> None:
     if host.kernel_config:
         for opt in P2P_CONFIG:
             if host.kernel_config.get(opt, "n") not in ("y", "m"):
@@ -105,22 +119,31 @@ def assess(a, b, host: Host) -> Pair:
         pair.unverified.append("kernel build options unknown (no /boot/config-<release> or /proc/config.gz)")
     if host.amdgpu_params.get("pcie_p2p", "Y").upper() in ("N", "0"):
         pair.blockers.append("amdgpu.pcie_p2p=0: peer-to-peer switched off in the driver")
-    if rel in ("PHB", "NODE", "SYS"):
-        seen = set()
-        for g, o in ((a, b), (b, a)):
-            ok, why = _host_bridge_ok(g, o, host)
-            if why and why not in seen:
-                seen.add(why)
-                (pair.blockers if ok is False else pair.unverified).append(why)
-    for g in (a, b):
+
+
+def _check_host_bridges(pair: Pair, a, b, host: Host) -> None:
+    """A pair that meets at or above a host bridge: the kernel's P2PDMA rule for each side."""
+    seen = set()
+    for g, o in ((a, b), (b, a)):
+        ok, why = _host_bridge_ok(g, o, host)
+        if why and why not in seen:
+            seen.add(why)
+            (pair.blockers if ok is False else pair.unverified).append(why)
+
+
+def _note_risks(pair: Pair, gpus, host: Host) -> None:
+    for g in gpus:
         if g.location and g.location.behind_chipset:
             pair.risks.append(f"GPU{g.index} sits behind the chipset: its traffic shares the chipset "
                               f"uplink and RCCL peer transfers through it are slow or fail")
-    if rel == "SYS":
+    if pair.relation == "SYS":
         pair.risks.append("the path crosses the link between CPU sockets")
     if host.cpu.virtualized:
         pair.risks.append("virtual machine: the PCIe tree seen here may not be the real one")
 
+
+def _decide(pair: Pair, a, b) -> None:
+    """The KFD's peer link when it says; else no with a blocker, yes with nothing unverified."""
     if pair.kfd_peer_link is not None:
         pair.p2p_possible = pair.kfd_peer_link
         if pair.kfd_peer_link is False and not pair.blockers:
@@ -129,4 +152,3 @@ def assess(a, b, host: Host) -> Pair:
         pair.p2p_possible = False
     elif not pair.unverified:
         pair.p2p_possible = True
-    return pair

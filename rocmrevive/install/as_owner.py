@@ -91,7 +91,7 @@ def _child(w: int, uid: int, work, root=None) -> None:
         os.setresuid(uid, uid, uid)
         rec = work()
         out = {"copy": rec.to_json()}
-    except BaseException as exc:  # the parent says what went wrong; the child never returns
+    except BaseException as exc:  # noqa: BLE001 - the forked child never returns: the parent says what went wrong
         err = as_rev_error(exc, root)   # a folder the owner moved meanwhile: one line, as for root's runs
         out = ({"error": err.message, "code": err.code} if err is not None else
                {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()[-4000:]})

@@ -86,10 +86,11 @@ class HookConfig:
         return asdict(self)
 
 
-def hook_config(*, reapply: bool, bin_path: str | None, state_dir: str | None, from_path: str | None,
+def hook_config(*, reapply: bool, bin_path: str | None, argv0: str, state_dir: str | None, from_path: str | None,
                 mirror: str | None, cache: str | None, manifests_dir: str | None, trees=()) -> HookConfig:
     """The configuration ``hook install`` writes from its options: the install options are kept
-    for --reapply only (paths made absolute); the executable is ``bin_path`` or the running one."""
+    for --reapply only (paths made absolute); the executable is ``bin_path`` or the running one
+    (``running_bin(argv0)``: ``argv0`` is what the CLI was started as)."""
     extra = []
     for flag, value in zip(INSTALL_PASSTHROUGH, (from_path, mirror, cache, manifests_dir)):
         if value:
@@ -98,16 +99,15 @@ def hook_config(*, reapply: bool, bin_path: str | None, state_dir: str | None, f
         extra += ["--tree", t]
     if extra and not reapply:
         raise RevError("USAGE", "--from, --mirror, --cache, --manifests and --tree are for --reapply")
-    binv = [os.path.abspath(bin_path)] if bin_path else running_bin()
+    binv = [os.path.abspath(bin_path)] if bin_path else running_bin(argv0)
     return HookConfig(mode="reapply" if reapply else "warn", bin=binv, install_args=extra, state_dir=state_dir)
 
 
-def running_bin(argv0: str | None = None, executable: str | None = None) -> list[str]:
+def running_bin(argv0: str, executable: str | None = None) -> list[str]:
     """The rocmrevive that is running now, not the first one on PATH (that may be a shim of
-    another install): the `rocmrevive` script this process was started as (its real path, so a
-    link in ~/.local/bin that is later pointed elsewhere does not change what apt runs), else
-    this interpreter with the package (`python -m rocmrevive.cli.main`)."""
-    argv0 = sys.argv[0] if argv0 is None else argv0
+    another install): the `rocmrevive` script this process was started as (``argv0``, given by
+    the CLI; its real path, so a link in ~/.local/bin that is later pointed elsewhere does not
+    change what apt runs), else this interpreter with the package (`python -m rocmrevive.cli.main`)."""
     executable = executable or sys.executable
     if os.path.basename(argv0) == "rocmrevive":
         script = shutil.which(argv0) if os.sep not in argv0 else argv0
@@ -222,21 +222,29 @@ def hook_status(root) -> dict:
             "state_dir": HOOK_STATE_DIR}
 
 
+class FindingKind(StrEnum):
+    """What the package manager did to a tree rocmrevive installed into."""
+
+    LOST = "lost"        # files gone, the tree still there
+    GONE = "gone"        # the whole tree
+    CHANGED = "changed"  # files there, other bytes
+
+
 @dataclass
 class Finding:
     """One thing the package manager did to what rocmrevive installed."""
 
     tree: str
-    kind: str  # "lost" (files gone, tree still there), "gone" (the whole tree), "changed"
+    kind: FindingKind
     files: list[str]
     txid: str
 
     def message(self) -> str:
         n = len(self.files)
-        if self.kind == "gone":
+        if self.kind is FindingKind.GONE:
             return (f"{self.tree} is gone (an upgrade to another ROCm?): run `rocmrevive install` for the new "
                     f"tree, and `rocmrevive rollback {self.txid}` to forget the old one")
-        if self.kind == "lost":
+        if self.kind is FindingKind.LOST:
             return (f"{self.tree} lost {n} gfx906 file{'s' * (n != 1)} rocmrevive installed (transaction "
                     f"{self.txid}): run `rocmrevive install`")
         return (f"{n} file{'s' * (n != 1)} rocmrevive installed in {self.tree} (transaction {self.txid}) "
@@ -256,10 +264,10 @@ def findings(root, state_dir: str | None = None) -> list[Finding]:
         if t["state"] != TxState.COMMITTED or t["integrity"] in (None, Integrity.INTACT):
             continue
         if t.get("missing"):
-            kind = "lost" if t["tree_exists"] else "gone"
+            kind = FindingKind.LOST if t["tree_exists"] else FindingKind.GONE
             out.append(Finding(t["tree"], kind, list(t["missing"]), t["txid"]))
         if t.get("drifted"):
-            out.append(Finding(t["tree"], "changed", list(t["drifted"]), t["txid"]))
+            out.append(Finding(t["tree"], FindingKind.CHANGED, list(t["drifted"]), t["txid"]))
     return out
 
 
@@ -303,13 +311,13 @@ def after_dpkg(root, *, mode: str, state_dir: str | None, wait_s: float, log_mac
     tree lost its files, start the re-install in the background (``start_reapply``)."""
     try:
         found = findings(root, state_dir)
-    except Exception as exc:  # the hook must never break apt; say what went wrong instead
+    except Exception as exc:  # noqa: BLE001 - the hook must never break apt; say what went wrong instead
         return HookRun.failed(mode, exc)
-    if mode == "reapply" and any(f.kind in ("lost", "gone") for f in found):
+    if mode == "reapply" and any(f.kind in (FindingKind.LOST, FindingKind.GONE) for f in found):
         try:
             pid = start_reapply(root, found, state_dir=state_dir, wait_s=wait_s, log_machine=log_machine,
                                 install_args=install_args)
-        except Exception as exc:  # a refused log (a link, a folder another user owns): apt goes on
+        except Exception as exc:  # noqa: BLE001 - a refused log (a link, a folder another user owns), ...: apt goes on
             return HookRun(mode, found, HookAction.ERROR, problem=HookRun.failed(mode, exc).problem)
         return HookRun(mode, found, HookAction.REAPPLY_STARTED, pid, log_machine)
     return HookRun(mode, found, HookAction.WARNED if found else HookAction.NONE)
@@ -385,7 +393,7 @@ def reapply_now(root, *, state_dir: str | None, install_args, wait_s: float, log
     if not wait_for_package_managers(root, wait_s):
         log(f"gave up: apt/dpkg still held their locks after {wait_s:g} s; run `rocmrevive install` by hand")
         return {"action": HookAction.GAVE_UP}
-    if not [f for f in findings(root, state_dir) if f.kind in ("lost", "gone")]:
+    if not [f for f in findings(root, state_dir) if f.kind in (FindingKind.LOST, FindingKind.GONE)]:
         log("nothing to re-install any more")
         return {"action": HookAction.NONE}
     argv = self_argv(root) + ["--json", "--no-progress", "install", "--yes", *install_args]

@@ -258,16 +258,35 @@ def find_copies(root: Root, *, pythons=(), env_files=(), vllm_nccl_so_path: str 
                 ) -> tuple[list[RcclCopy], dict[str, dict], list[str]]:
     """Every RCCL copy reachable on the machine (``search``) plus the ones named (``libs``,
     settings from ``env_files`` — real paths of files the user names — and the options)."""
+    from rocmrevive.trees.pythonenv import find_envs
+
     f = _Finder(root)
     settings, problems = read_env_files(root, env_files)
     if vllm_nccl_so_path:
         settings["VLLM_NCCL_SO_PATH"] = {"value": vllm_nccl_so_path, "from": "--vllm-nccl-so-path"}
     if ld_library_path:
         settings["LD_LIBRARY_PATH"] = {"value": ld_library_path, "from": "--ld-library-path"}
-
     for lib in libs:
         if not f.add(str(lib), Channel("given", str(lib), "named on the command line")):
             problems.append(f"--lib {lib}: no such file under the root")
+    problems += _named_by_settings(f, settings)
+    if search:
+        _search_machine(root, f)
+    # the environments named are searched even with search=False
+    envs, env_problems = find_envs(root, pythons, common=search)
+    problems += env_problems
+    for env in envs:
+        _search_env(root, f, env)
+    copies = list(f.copies.values())
+    for c in copies:
+        c.channels.sort(key=lambda ch: CHANNEL_ORDER.index(ch.kind))
+    copies.sort(key=lambda c: (CHANNEL_ORDER.index(c.channels[0].kind), c.path))
+    return copies, settings, problems + f.problems
+
+
+def _named_by_settings(f: "_Finder", settings: dict[str, dict]) -> list[str]:
+    """The copies VLLM_NCCL_SO_PATH and LD_LIBRARY_PATH lead to; the problems with them."""
+    problems = []
     so = settings.get("VLLM_NCCL_SO_PATH")
     if so:
         value = so["value"]
@@ -282,34 +301,30 @@ def find_copies(root: Root, *, pythons=(), env_files=(), vllm_nccl_so_path: str 
     if ld:
         for d in path_list(ld["value"]):
             f.folder(d, "ld-library-path", f"searched before the system folders ({ld['from']})")
+    return problems
 
-    from rocmrevive.trees.pythonenv import find_envs
 
-    if search:
-        from rocmrevive.trees.installs import find_installs
+def _search_machine(root: Root, f: "_Finder") -> None:
+    """ROCm trees, rocmrevive's side-by-side installs and the loader's default folders."""
+    from rocmrevive.trees.installs import find_installs
 
-        installs, _link = find_installs(root)
-        for inst in installs:
-            for sub in ("lib", "lib64"):
-                f.folder(f"{inst.path}/{sub}", "rocm-tree", f"ROCm {inst.version or '?'} at {inst.path}")
-        for d in list_dir(root.path(ROCMREVIVE_PREFIX)):
-            f.folder(f"{ROCMREVIVE_PREFIX}/{d}/lib", "rocmrevive", "installed side by side by rocmrevive")
-        for d in SYSTEM_DIRS:
-            f.folder(d, "system", "the dynamic loader's default folders (ld.so.cache)")
-    # the environments named are searched even with search=False
-    envs, env_problems = find_envs(root, pythons, common=search)
-    problems += env_problems
-    for env in envs:
-        f.folder(f"{env.site_packages}/torch/lib", "python-torch",
-                 f"PyTorch {env.torch_version or '?'} in {env.prefix or env.site_packages} loads its own copy")
-        for sdk in list_dir(root.path(env.site_packages)):
-            if sdk.startswith("_rocm_sdk_libraries"):
-                f.folder(f"{env.site_packages}/{sdk}/lib", "python-rocm-sdk", f"TheRock wheel {sdk}")
-    copies = list(f.copies.values())
-    for c in copies:
-        c.channels.sort(key=lambda ch: CHANNEL_ORDER.index(ch.kind))
-    copies.sort(key=lambda c: (CHANNEL_ORDER.index(c.channels[0].kind), c.path))
-    return copies, settings, problems + f.problems
+    installs, _link = find_installs(root)
+    for inst in installs:
+        for sub in ("lib", "lib64"):
+            f.folder(f"{inst.path}/{sub}", "rocm-tree", f"ROCm {inst.version or '?'} at {inst.path}")
+    for d in list_dir(root.path(ROCMREVIVE_PREFIX)):
+        f.folder(f"{ROCMREVIVE_PREFIX}/{d}/lib", "rocmrevive", "installed side by side by rocmrevive")
+    for d in SYSTEM_DIRS:
+        f.folder(d, "system", "the dynamic loader's default folders (ld.so.cache)")
+
+
+def _search_env(root: Root, f: "_Finder", env) -> None:
+    """PyTorch's own copy in a Python environment, and TheRock's SDK wheels there."""
+    f.folder(f"{env.site_packages}/torch/lib", "python-torch",
+             f"PyTorch {env.torch_version or '?'} in {env.prefix or env.site_packages} loads its own copy")
+    for sdk in list_dir(root.path(env.site_packages)):
+        if sdk.startswith("_rocm_sdk_libraries"):
+            f.folder(f"{env.site_packages}/{sdk}/lib", "python-rocm-sdk", f"TheRock wheel {sdk}")
 
 
 # ----------------------------------------------------------------------------------------

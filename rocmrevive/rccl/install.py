@@ -46,7 +46,7 @@ class InstallReport:
     devices: list[dict]
     processors: list[str]
     source: dict
-    state: str = Status.PLANNED          # Status.PLANNED | INSTALLED | UNCHANGED, or TxOutcome.DRY_RUN
+    state: Status | TxOutcome = Status.PLANNED  # Status.PLANNED | INSTALLED | UNCHANGED, or TxOutcome.DRY_RUN
     artifact: dict | None = None
     library: str | None = None           # the machine path installed (or planned)
     staged_targets: list[str] = field(default_factory=list)

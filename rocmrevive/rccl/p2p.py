@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from rocmrevive.hardware.p2p import format_bytes
 from rocmrevive.hardware.host import P2P_CONFIG
 from rocmrevive.rootfs import Root
+from rocmrevive.strenum import StrEnum
 
 RELATION_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
 ACS_CAP_ID = 0x000D
@@ -62,12 +63,23 @@ def read_acs(root: Root, bdf: str) -> dict | None:
     return None
 
 
+class P2PVerdict(StrEnum):
+    """Whether GPUs can do PCIe peer-to-peer: a pair's answer (P2P, NO_P2P, UNVERIFIED), and the
+    machine's (``P2PReport.verdict``, also PARTIAL and SINGLE)."""
+
+    P2P = "p2p"
+    NO_P2P = "no-p2p"
+    UNVERIFIED = "unverified"
+    PARTIAL = "partial"  # some pairs can, some cannot
+    SINGLE = "single"    # fewer than two GPUs: no pair to ask about
+
+
 @dataclass
 class PairReadiness:
     a: int
     b: int
     relation: str
-    verdict: str                    # "p2p" | "no-p2p" | "unverified"
+    verdict: P2PVerdict             # P2P, NO_P2P or UNVERIFIED
     kfd_peer_link: bool | None
     blockers: list[str] = field(default_factory=list)
     risks: list[str] = field(default_factory=list)
@@ -112,18 +124,18 @@ class P2PReport:
     notes: list[str] = field(default_factory=list)
 
     @property
-    def verdict(self) -> str:
-        """"p2p" every pair, "partial", "no-p2p" none, "unverified", or "single" (fewer than 2 GPUs)."""
+    def verdict(self) -> P2PVerdict:
+        """P2P every pair, PARTIAL, NO_P2P none, UNVERIFIED, or SINGLE (fewer than 2 GPUs)."""
         if not self.pairs:
-            return "single"
+            return P2PVerdict.SINGLE
         vs = {p.verdict for p in self.pairs}
-        if vs == {"p2p"}:
-            return "p2p"
-        if vs == {"no-p2p"}:
-            return "no-p2p"
-        if "no-p2p" in vs and "p2p" in vs:
-            return "partial"
-        return "unverified"
+        if vs == {P2PVerdict.P2P}:
+            return P2PVerdict.P2P
+        if vs == {P2PVerdict.NO_P2P}:
+            return P2PVerdict.NO_P2P
+        if P2PVerdict.NO_P2P in vs and P2PVerdict.P2P in vs:
+            return P2PVerdict.PARTIAL
+        return P2PVerdict.UNVERIFIED
 
     def to_json(self) -> dict:
         return {"gpus": self.gpus, "verdict": self.verdict, "pairs": [p.to_json() for p in self.pairs],
@@ -138,9 +150,10 @@ class P2PReport:
         for g in self.gpus:
             out.append(f"#   GPU{g['index']}: {g['target']} {g['name']} ({g['bdf']})")
         for p in self.pairs:
-            why = "; ".join({"p2p": p.risks, "no-p2p": p.blockers, "unverified": p.unverified}[p.verdict])
-            out.append(f"#   GPU{p.a}-GPU{p.b}: {p.relation}, {p.path}; peer-to-peer: "
-                       f"{ {'p2p': 'yes', 'no-p2p': 'no', 'unverified': 'not verified'}[p.verdict] }"
+            why = "; ".join({P2PVerdict.P2P: p.risks, P2PVerdict.NO_P2P: p.blockers,
+                             P2PVerdict.UNVERIFIED: p.unverified}[p.verdict])
+            answer = {P2PVerdict.P2P: "yes", P2PVerdict.NO_P2P: "no", P2PVerdict.UNVERIFIED: "not verified"}[p.verdict]
+            out.append(f"#   GPU{p.a}-GPU{p.b}: {p.relation}, {p.path}; peer-to-peer: {answer}"
                        + (f" ({why})" if why else ""))
         for e in self.env:
             out.append("")
@@ -205,12 +218,12 @@ def readiness(root: Root, hw, *, gpus=None, rccl_lib: str | None = None) -> P2PR
         if p.a not in idx or p.b not in idx:
             continue
         a, b = by_index[p.a], by_index[p.b]
-        verdict = {True: "p2p", False: "no-p2p", None: "unverified"}[p.p2p_possible]
+        verdict = {True: P2PVerdict.P2P, False: P2PVerdict.NO_P2P, None: P2PVerdict.UNVERIFIED}[p.p2p_possible]
         pr = PairReadiness(p.a, p.b, p.relation, verdict, p.kfd_peer_link, list(p.blockers), list(p.risks),
                            list(p.unverified), _path_words(hw, a, b, p.relation))
         if p.relation in ("PIX", "PXB"):
             pr.risks += _acs_between(root, a, b, p.common_bridge)
-        if (verdict == "p2p" and p.relation == "PHB" and a.processor == b.processor == "gfx906"
+        if (verdict is P2PVerdict.P2P and p.relation == "PHB" and a.processor == b.processor == "gfx906"
                 and hw.host.cpu.vendor == "AuthenticAMD"):
             pr.risks.append(f"seen before: {PHB_ABORT_WHY}")
         rep.pairs.append(pr)
@@ -235,9 +248,9 @@ def _vllm_notes(rep: P2PReport, chosen) -> None:
 def _env(rep: P2PReport, chosen, rccl_lib: str | None) -> None:
     if len(chosen) >= 2:
         rep.env.append(EnvSetting("HSA_FORCE_FINE_GRAIN_PCIE", "1", FINE_GRAIN_WHY))
-    bad = [p for p in rep.pairs if p.verdict == "no-p2p"]
-    good = [p for p in rep.pairs if p.verdict == "p2p"]
-    unsure = [p for p in rep.pairs if p.verdict == "unverified"]
+    bad = [p for p in rep.pairs if p.verdict is P2PVerdict.NO_P2P]
+    good = [p for p in rep.pairs if p.verdict is P2PVerdict.P2P]
+    unsure = [p for p in rep.pairs if p.verdict is P2PVerdict.UNVERIFIED]
     if bad:
         names = ", ".join(f"GPU{p.a}-GPU{p.b}" for p in bad)
         reasons = "; ".join(dict.fromkeys(x for p in bad for x in p.blockers))
@@ -259,7 +272,7 @@ def _env(rep: P2PReport, chosen, rccl_lib: str | None) -> None:
         if hints:
             names = ", ".join(f"GPU{p.a}-GPU{p.b}" for p in hints)
             why = "; ".join(dict.fromkeys(x for p in hints for x in (
-                p.unverified if p.verdict == "unverified" else
+                p.unverified if p.verdict is P2PVerdict.UNVERIFIED else
                 [r for r in p.risks if r.startswith(("seen before", "ACS"))])))
             rep.env.append(EnvSetting("NCCL_P2P_DISABLE", "1",
                                       f"uncomment if the first all-reduce fails: {names}: {why}", active=False))

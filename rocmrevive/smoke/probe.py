@@ -142,13 +142,13 @@ def _import_torch():
             torch.backends.cuda.matmul.fp32_precision = "ieee"
         else:
             torch.backends.cuda.matmul.allow_tf32 = False
-    except Exception:
+    except Exception:  # noqa: BLE001 - a torch without this switch, or one that refuses it: the default stays
         pass
     # fp16/bf16 accumulate in fp32 throughout (split-K partial sums too), as rocBLAS does on gfx906
     for switch in ("allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction"):
         try:
             setattr(torch.backends.cuda.matmul, switch, False)
-        except Exception:
+        except Exception:  # noqa: BLE001 - a torch without this switch, or one that refuses it: the default stays
             pass
     return torch
 
@@ -174,7 +174,7 @@ def worker_enumerate(args) -> int:
     emit({"type": "progress", "what": "import torch"})
     try:
         torch = _import_torch()
-    except Exception as exc:  # no torch in this interpreter, or a broken one
+    except Exception as exc:  # noqa: BLE001 - no torch in this interpreter, or a broken one: a result to report
         emit({"type": "env", "torch": None, "python": sys.executable,
               "error": "%s: %s" % (type(exc).__name__, exc)})
         return 0
@@ -196,7 +196,7 @@ def worker_enumerate(args) -> int:
     try:
         avail = bool(torch.cuda.is_available())
         count = torch.cuda.device_count() if avail else 0
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a broken ROCm runtime raises anything: a result to report
         env.update(device_count=0, error="%s: %s" % (type(exc).__name__, exc))
         emit(env)
         return 0
@@ -252,7 +252,7 @@ def worker_peer(args) -> int:
         if not args.cpu_test_mode:
             try:
                 can = bool(torch.cuda.can_device_access_peer(s, d))
-            except Exception:
+            except Exception:  # noqa: BLE001 - torch raises anything for a peer query: unknown, not a crash
                 can = None
         try:
             x = src_host.to(_dev(torch, args, s))
@@ -275,7 +275,7 @@ def worker_peer(args) -> int:
                    "gb_per_s": round(nbytes / secs / 1e9, 3) if secs > 0 else None}
             if diff:
                 rec["message"] = "copy device %d -> device %d corrupted %d of %d bytes" % (s, d, diff, nbytes)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a failed copy (HIP error, out of memory, ...) is this pair's result
             rec = {"type": "peer", "src": s, "dst": d, "can_access_peer": can, "ok": False,
                    "message": "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[0] if str(exc).strip() else "")}
         emit(rec)
@@ -344,6 +344,20 @@ class StepResult:
 def _tail(text: str, n: int = 6) -> str:
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     return " | ".join(lines[-n:])
+
+
+def _no_devices_why(envrec: dict, res) -> str:
+    """Why PyTorch listed no GPU: its own error, else what kind of build it is (and what it said)."""
+    why = envrec.get("error")
+    if why:
+        return why
+    plat = envrec.get("platform")
+    why = ("torch %s is a CPU-only build" % envrec.get("torch") if plat == "cpu" else
+           "torch %s (%s) sees none" % (envrec.get("torch"), plat))
+    said = _tail(res.stderr, 2)  # e.g. a warning about /dev/kfd permissions
+    if plat != "cpu" and said:
+        why += "; it said: " + said
+    return why
 
 
 def run_step(argv: list, env: dict, timeout: float, relay=None) -> StepResult:
@@ -475,48 +489,15 @@ class Orchestrator:
             return self.finish(nothing="no_torch", reason="PyTorch is not importable by %s: %s" % (
                 sys.executable, envrec.get("error", "no output")))
         if not devices:
-            why = envrec.get("error")
-            plat = envrec.get("platform")
-            if not why:
-                why = ("torch %s is a CPU-only build" % envrec.get("torch") if plat == "cpu" else
-                       "torch %s (%s) sees none" % (envrec.get("torch"), plat))
-                said = _tail(res.stderr, 2)  # e.g. a warning about /dev/kfd permissions
-                if plat != "cpu" and said:
-                    why += "; it said: " + said
-            return self.finish(nothing="no_devices", reason="no GPU devices: " + why)
+            return self.finish(nothing="no_devices", reason="no GPU devices: " + _no_devices_why(envrec, res))
         self.apply_hints(devices)
         n = len(devices)
         only = {x.strip() for x in a.only.split(",") if x.strip()}
         want = lambda step: not only or step in only  # noqa: E731
-        slow_devices = []
-        for d in (devices if want("gemm") else []):
-            i = d["index"]
-            recs = run_step(self.worker_argv("gemm", "--device", str(i)), self.env, a.timeout,
-                            relay=self.out)
-            if self.step_failed("gemm", recs, "GEMMs on device %d" % i, device=i):
-                continue
-            summary = self.judge_gemm(d, recs.records)
-            self.out(summary)
-            if summary["slow"]:
-                slow_devices.append(i)
+        slow_devices = self.gemm_all(devices) if want("gemm") else []
         if n >= 2:
-            pairs = ["%d-%d" % (s, t) for s in range(n) for t in range(n) if s != t]
-            while pairs and want("peer"):
-                res = run_step(self.worker_argv("peer", "--pairs", ",".join(pairs)), self.env,
-                               a.timeout, relay=self.out)
-                done = {"%d-%d" % (r["src"], r["dst"]) for r in res.records if r.get("type") == "peer"}
-                for r in res.records:
-                    if r.get("type") == "peer" and not r.get("ok"):
-                        self.failures.append(r)
-                left = [p for p in pairs if p not in done]
-                if not (res.timed_out or res.rc != 0) or not left:
-                    if left:
-                        self.fail("peer", "the peer-copy worker ended without checking %s" % ", ".join(left))
-                    break
-                stuck = left[0]
-                self.step_failed("peer", res, "copy device %s -> device %s" % tuple(stuck.split("-")),
-                                 pair=stuck)
-                pairs = left[1:]
+            if want("peer"):
+                self.peer_all(n)
             if want("allreduce"):
                 self.allreduce(n)
         else:
@@ -527,6 +508,42 @@ class Orchestrator:
                                  "(memory clock stuck low? check `rocm-smi --showclocks`)"
                                  % (", ".join(map(str, slow_devices)), SLOW_RATIO * 100))
         return self.finish()
+
+    def gemm_all(self, devices) -> list:
+        """GEMMs on each device, one worker each; the indexes of the devices found slow."""
+        slow_devices = []
+        for d in devices:
+            i = d["index"]
+            recs = run_step(self.worker_argv("gemm", "--device", str(i)), self.env, self.args.timeout,
+                            relay=self.out)
+            if self.step_failed("gemm", recs, "GEMMs on device %d" % i, device=i):
+                continue
+            summary = self.judge_gemm(d, recs.records)
+            self.out(summary)
+            if summary["slow"]:
+                slow_devices.append(i)
+        return slow_devices
+
+    def peer_all(self, n: int) -> None:
+        """Peer copies between every ordered pair; a worker that hangs or dies on a pair is
+        reported for that pair and a new one goes on with the pairs after it."""
+        pairs = ["%d-%d" % (s, t) for s in range(n) for t in range(n) if s != t]
+        while pairs:
+            res = run_step(self.worker_argv("peer", "--pairs", ",".join(pairs)), self.env,
+                           self.args.timeout, relay=self.out)
+            done = {"%d-%d" % (r["src"], r["dst"]) for r in res.records if r.get("type") == "peer"}
+            for r in res.records:
+                if r.get("type") == "peer" and not r.get("ok"):
+                    self.failures.append(r)
+            left = [p for p in pairs if p not in done]
+            if not (res.timed_out or res.rc != 0) or not left:
+                if left:
+                    self.fail("peer", "the peer-copy worker ended without checking %s" % ", ".join(left))
+                break
+            stuck = left[0]
+            self.step_failed("peer", res, "copy device %s -> device %s" % tuple(stuck.split("-")),
+                             pair=stuck)
+            pairs = left[1:]
 
     def apply_hints(self, devices):
         archs = sorted({str(d.get("arch") or "") for d in devices})

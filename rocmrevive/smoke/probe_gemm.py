@@ -229,7 +229,7 @@ def one_case(torch, dev, where, case, dname, gen, min_seconds, corrupt):
     try:
         a, b, bias = operands(torch, case, dname, dev, gen)
         got, iters, secs = timed(torch, dev, lambda: product(torch, case, a, b, bias), min_seconds)
-    except Exception as exc:  # a kernel missing for this size class, out of memory, ...
+    except Exception as exc:  # noqa: BLE001 - a kernel missing for this size class, out of memory, ...: a failed case
         rec["message"] = "%s: %s: %s" % (label, describe(case, dname), _error(exc))
         return rec, 0.0
     flops = 2.0 * case.m * case.n * case.k * (case.batch or 1)
@@ -241,7 +241,7 @@ def one_case(torch, dev, where, case, dname, gen, min_seconds, corrupt):
     try:
         v = freivalds(torch, got, a, b, bias, dname, gen)
         _sync(torch, dev)
-    except Exception as exc:  # the check itself could not run (memory): say so, never pass
+    except Exception as exc:  # noqa: BLE001 - the check itself could not run (memory): say so, never pass
         v = Verdict(False, None, "the check could not run: %s" % _error(exc))
     spent = time.perf_counter() - t0
     rec.update(ok=v.ok, residual=v.residual, vectors=VECTORS, check_seconds=round(spent, 6))

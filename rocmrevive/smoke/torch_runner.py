@@ -54,7 +54,7 @@ def candidate_pythons() -> list[tuple[str, str]]:
         from rocmrevive.trees.pythonenv import find_envs
 
         envs, _ = find_envs(Root("/"), (), common=True)
-    except Exception:  # the scan is a convenience; never a reason not to smoke
+    except Exception:  # noqa: BLE001 - the scan is a convenience; never a reason not to smoke
         envs = []
     envs = [e for e in envs if e.torch_version and e.prefix]
     envs.sort(key=lambda e: (e.torch_hip is None,))

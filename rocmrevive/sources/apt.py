@@ -102,14 +102,11 @@ def decompress_index(name: str, data: bytes, limit: int = MAX_INDEX_BYTES) -> st
     """Packages / Packages.xz / .gz / .bz2 as text, refusing more than ``limit`` bytes."""
     try:
         if name.endswith(".xz"):
-            d = lzma.LZMADecompressor()
-            out = d.decompress(data, max_length=limit + 1)
+            out = lzma.LZMADecompressor().decompress(data, max_length=limit + 1)
         elif name.endswith(".gz"):
-            d = zlib.decompressobj(wbits=47)
-            out = d.decompress(data, limit + 1)
+            out = zlib.decompressobj(wbits=47).decompress(data, limit + 1)
         elif name.endswith(".bz2"):
-            d = bz2.BZ2Decompressor()
-            out = d.decompress(data, max_length=limit + 1)
+            out = bz2.BZ2Decompressor().decompress(data, max_length=limit + 1)
         else:
             out = data
     except (lzma.LZMAError, zlib.error, OSError, EOFError) as exc:

@@ -24,26 +24,28 @@ import os
 import re
 import shutil
 import stat
-import sys
 import tempfile
 from pathlib import Path
+from typing import Literal, Mapping, overload
 
 from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir, open_regular
 from rocmrevive.hashing import sha256_file  # noqa: F401  (re-exported: the one hash function)
+from rocmrevive.invocation import holder_line
 from rocmrevive.rootfs import Root
 from rocmrevive.txn.lock import holder
 
 _HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
-def default_cache_dir(root: Root | None = None, *, euid: int | None = None, env: dict | None = None) -> Path:
+def default_cache_dir(root: Root | None = None, *, euid: int | None = None,
+                      env: Mapping[str, str] | None = None) -> Path:
     """/var/cache/rocmrevive (under the root) for root; $XDG_CACHE_HOME/rocmrevive otherwise.
     Under ``--root DIR`` a link on the way is resolved as the machine would (an absolute target is
     read under DIR), and one that leads out of DIR is refused (RevError("PERMISSION")): the cache
     never leaves the root, as ``--root`` promises (issue 26, finding 9)."""
     root = root or Root("/")
-    env = os.environ if env is None else env
+    environ: Mapping[str, str] = os.environ if env is None else env
     euid = os.geteuid() if euid is None else euid
     if euid == 0:
         if root.is_host:
@@ -53,8 +55,8 @@ def default_cache_dir(root: Root | None = None, *, euid: int | None = None, env:
         except ValueError as exc:
             raise RevError("PERMISSION", f"{exc}; the cache stays under --root {root.base}: remove the link or "
                                          "give --cache DIR") from None
-    xdg = env.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path(env.get("HOME", os.path.expanduser("~"))) / ".cache"
+    xdg = environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path(environ.get("HOME", os.path.expanduser("~"))) / ".cache"
     return base / "rocmrevive"
 
 
@@ -111,6 +113,11 @@ class Cache:
         """Whether what this run makes goes to its private folder, not into the cache."""
         return self.read_only or self.shared
 
+    @overload
+    def _sub(self, sub: str, *, create: Literal[True] = True) -> Dir: ...
+    @overload
+    def _sub(self, sub: str, *, create: bool) -> Dir | None: ...
+
     def _sub(self, sub: str, *, create: bool = True) -> Dir | None:
         try:
             return self.dir().sub(sub, create=create)
@@ -157,7 +164,10 @@ class Cache:
         out = self.private_dir() / sha256
         if out.is_file():
             return out
-        with self._sub("sha256", create=False) as d:
+        d = self._sub("sha256", create=False)
+        if d is None:  # removed since has() looked
+            return None
+        with d:
             try:
                 fd = d.open_read(sha256, max_size=size)
             except (OSError, RevError):
@@ -206,7 +216,7 @@ class Cache:
                 os.close(fd)  # the holder we waited for removed it: lock the name anew
             try:  # who holds it, for the next run that has to wait (for humans only)
                 os.ftruncate(fd, 0)
-                os.pwrite(fd, f"{os.getpid()} {' '.join(sys.argv)[:200]}\n".encode(), 0)
+                os.pwrite(fd, holder_line(), 0)
             except OSError:
                 pass
             try:

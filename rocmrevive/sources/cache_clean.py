@@ -60,14 +60,14 @@ def clean_cache(cache_dir: Path, manifests, *, dry_run: bool = False) -> Cleaned
         kept = 0
         for sub, judge in (("sha256", lambda n: None if n in pinned else "unpinned"),
                            ("extracted", lambda n: _extraction(n, pinned, ids)),
-                           ("partial", _partial), ("staging", lambda n: "stale")):
+                           ("partial", None), ("staging", lambda n: "stale")):
             try:
                 d = top.sub(sub)
             except (FileNotFoundError, NotADirectoryError):
                 continue
             with d:
                 for name in sorted(d.listdir()):
-                    why = judge(name) if sub != "partial" else _partial(d, name)
+                    why = _partial(d, name) if judge is None else judge(name)
                     if why is None or (sub == "staging" and _alive(name)):
                         kept += 1
                         continue

@@ -10,7 +10,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Literal, overload
 
 from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir, open_regular, printable_name
@@ -93,6 +93,12 @@ def _earlier_index(dd: Dir, exported: list[dict], entries: dict[str, dict]) -> l
                 and entries[s["file"]]["sha256"] == s.get("sha256")]
     except (OSError, RevError, ValueError, AttributeError, TypeError):
         return []
+
+
+@overload
+def _walk_to(dd: Dir, rel: Path, *, create: Literal[True]) -> Dir: ...
+@overload
+def _walk_to(dd: Dir, rel: Path, *, create: bool) -> Dir | None: ...
 
 
 def _walk_to(dd: Dir, rel: Path, *, create: bool) -> Dir | None:

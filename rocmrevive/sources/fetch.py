@@ -94,20 +94,24 @@ def _fetch_normally(source: Source, cache: Cache, mirror, root: Root, keyrings: 
                                     f"/sources.list(.d) to fetch {source.package} {source.version} from; "
                                     f"pass --mirror URL (a Debian mirror) or --from a copy, or set mirror = \"URL\" once "
                                     f"in /etc/rocmrevive/config.toml")
-    else:
+    elif source.repo:
         bases = [source.repo]
+    else:  # the manifest check requires a repo for every source not from Debian
+        raise RevError("USAGE", f"{source.describe()}: its manifest names no repository to fetch it from")
     return first_reachable(bases, lambda base: _fetch_from(base, source, cache, root, keyrings, dl, progress))
 
 
 def _from_cache(source: Source, cache: Cache) -> FetchResult | None:
     """The artifact already in the cache: by the manifest's pin, or by a signed resolution recorded
     earlier."""
-    if source.pinned:
-        got = cache.artifact(source.sha256, source.size)
-        if got is not None:
-            return cached(source, got, source.sha256, source.size, repo_filename(source), None, {})
-    rec = None if source.pinned else cache.load_resolution(resolution_key(source))
-    got = cache.artifact(rec["sha256"], rec.get("size")) if rec else None
+    pin = source.pin
+    if pin is not None:
+        got = cache.artifact(*pin)
+        return None if got is None else cached(source, got, *pin, repo_filename(source), None, {})
+    rec = cache.load_resolution(resolution_key(source))
+    if not rec:
+        return None
+    got = cache.artifact(rec["sha256"], rec.get("size"))
     if got is None:
         return None
     return cached(source, got, rec["sha256"], rec["size"], rec["filename"], rec.get("url"),
@@ -142,10 +146,11 @@ def _download(url: str, source: Source, sha: str, size: int, cache: Cache, dl: D
 def _fetch_from(base: str, source: Source, cache: Cache, root: Root, keyrings: list[Path], dl: Downloader,
                 progress) -> FetchResult:
     base = base.rstrip("/")
-    if source.pinned and source.filename and not source.signed_by:
+    pin = source.pin
+    if pin is not None and source.filename and not source.signed_by:
         url = f"{base}/{source.filename}"
         try:
-            path, origin = _download(url, source, source.sha256, source.size, cache, dl, progress)
+            path, origin = _download(url, source, *pin, cache, dl, progress)
             return FetchResult(path, source, origin, source.sha256, source.size, source.filename, url, True,
                                {"url": url, "pinned_by": "manifest"})
         except RevError as exc:

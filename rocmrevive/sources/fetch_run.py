@@ -198,9 +198,10 @@ def _judge(run: FetchRun, *, explicit: bool) -> None:
     (not named ones) found nothing there: a warning each."""
     failed = [m for m in run.manifests.values() if not m["ok"]]
     if failed and (not run.from_path or explicit or len(failed) == len(run.manifests)):
-        first = next((r for r in run.results if r.manifest.id == failed[0]["id"] and r.error is not None), None)
-        run.code = first.error.code if first else "NETWORK"
+        first = next((r.error for r in run.results if r.manifest.id == failed[0]["id"] and r.error is not None),
+                     None)
+        run.code = first.code if first else "NETWORK"
         run.message = (f"{failed[0]['id']}: no source could be fetched"
-                       + (f" ({first.error.message})" if first else ""))
+                       + (f" ({first.message})" if first else ""))
     elif failed:
         run.warnings += [f"{m['id']}: nothing in --from {run.from_path} for this manifest" for m in failed]

@@ -234,7 +234,7 @@ class Downloader:
             return digest
 
     def _fetch_into(self, url: str, d: Dir, name: str, fd: int, have: int, size: int, h, progress,
-                    deadline) -> tuple[int, object]:
+                    deadline) -> tuple[int, "hashlib._Hash"]:
         headers = {"Range": f"bytes={have}-"} if have else {}
         with self.session.get(url, headers=headers, stream=True, timeout=self.timeout) as r:
             if r.status_code == 416 and have:
@@ -399,7 +399,7 @@ class _Sink:
             if self.err is None:
                 try:
                     self.h.update(memoryview(buf)[:n])
-                except BaseException as exc:  # reported to the receiving thread
+                except BaseException as exc:  # noqa: BLE001 - handed to the receiving thread, which raises it
                     self.err = exc
             self.pool.put(buf)
 

@@ -66,9 +66,9 @@ def _expected(source: Source, p: Path, cache: Cache) -> tuple[tuple[str, int] | 
     """What the artifact must be: (sha256, size) from the manifest or a cached signed resolution
     (None when neither), its repository file name, and the provenance so far."""
     prov: dict = {"from": str(p)}
-    if source.pinned:
+    if source.pin is not None:
         prov["pinned_by"] = "manifest"
-        return (source.sha256, source.size), repo_filename(source), prov
+        return source.pin, repo_filename(source), prov
     rec = cache.load_resolution(resolution_key(source))
     if not rec:
         return None, repo_filename(source), prov

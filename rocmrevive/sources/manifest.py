@@ -92,7 +92,12 @@ class Source:
     @property
     def pinned(self) -> bool:
         """Pinned by size and sha256 in the manifest itself (else through the signed index)."""
-        return self.sha256 is not None and self.size is not None
+        return self.pin is not None
+
+    @property
+    def pin(self) -> tuple[str, int] | None:
+        """(sha256, size) when the manifest pins the artifact itself, else None."""
+        return None if self.sha256 is None or self.size is None else (self.sha256, self.size)
 
     @property
     def key(self) -> str:

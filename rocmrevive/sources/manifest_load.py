@@ -230,6 +230,8 @@ def _load_one(path: Path) -> tuple[Manifest | None, list[str]]:
                              library=any(x.kind == "library" for x in components))
     if c.errors:
         return None, c.errors
+    # each of these is None only where the checker recorded an error line, handled above
+    assert mid is not None and summary is not None and target is not None and rocm is not None
     return Manifest(id=mid, summary=summary, target=target, rocblas_versions=rocblas, rocm_versions=rocm,
                     components=tuple(components), layouts=layouts, sources=tuple(sources), path=path), []
 

@@ -582,7 +582,7 @@ def read_code_object_file(path: Path) -> CodeObjectFile:
             except ValueError as exc:
                 bad.append(str(exc))
             del payload  # streamed: hold one code object at a time
-    except Exception as exc:  # BundleError, OSError; hostile bytes never become a traceback
+    except Exception as exc:  # noqa: BLE001 - BundleError, OSError, ...: hostile bytes never become a traceback
         co.problem = f"cannot unpack: {exc}"
         return co
     if not co.entries:

@@ -26,10 +26,10 @@ import contextlib
 import errno
 import os
 import platform
-import sys
 from pathlib import Path
 
 from rocmrevive.errors import RevError
+from rocmrevive.invocation import command_line
 from rocmrevive.txn import divert
 from rocmrevive.txn.folders import Folders
 from rocmrevive.txn.fsutil import fill_temp
@@ -148,7 +148,7 @@ class _Apply:
     def _begin_record(self, txid: str) -> dict:
         prep = self.prep
         return {"type": RecordType.BEGIN, "v": JOURNAL_VERSION, "txid": txid, "time": now(),
-                "tool": _tool_version(), "argv": sys.argv[:50], "host": _host_facts(self.root),
+                "tool": _tool_version(), "argv": command_line()[:50], "host": _host_facts(self.root),
                 "root": str(self.root.base), "tree": prep.tree, "tree_given": prep.tree_given,
                 "meta": self.plan.meta,
                 "files": [{"path": s.path, "op": s.op, "sha256": s.after.get("sha256"), "size": s.after.get("size"),
@@ -196,9 +196,9 @@ class _Apply:
             if s.op == Op.DELETE:
                 folders.unlink(s.real, missing_ok=False)
             elif s.op == Op.CREATE:
-                _place_new(folders, s.temp, s.real, s.path)
+                _place_new(folders, s.temp_file, s.real, s.path)
             else:
-                folders.rename(s.temp, s.real)
+                folders.rename(s.temp_file, s.real)
             checkpoint("rename")
         for d in sorted({s.real.parent for s in todo}):
             folders.fsync(d)
@@ -225,7 +225,7 @@ class _Apply:
 
         def one(s: Step) -> None:
             a = s.after
-            fill_temp(s.staged, fds.pop(s.path), mode=a["mode"], uid=a["uid"], gid=a["gid"],
+            fill_temp(s.staged_file, fds.pop(s.path), mode=a["mode"], uid=a["uid"], gid=a["gid"],
                       expect_sha256=a["sha256"], synced=lambda st: setattr(s, "synced", stat_identity(st)[:4]))
 
         workers = max(1, min(WORKERS, len(staged)))
@@ -250,22 +250,24 @@ class _Apply:
         read the journal) is recorded as ``foreign`` and another one drawn: a planted file or folder
         never fails the install nor gets removed by an undo."""
         fds: dict[str, int] = {}
-        todo, foreign = staged, []
+        todo: list[Step] = staged
+        foreign: list[str] = []
         try:
             for _ in range(_TEMP_ROUNDS):
+                temps = {s.path: s.real.parent / temp_name(s.real.name) for s in todo}
                 for s in todo:
-                    s.temp = s.real.parent / temp_name(s.real.name)
-                rec = {"type": RecordType.STAGE, "temps": [self.mp(s.temp) for s in todo]}
+                    s.temp = temps[s.path]
+                rec = {"type": RecordType.STAGE, "temps": [self.mp(temps[s.path]) for s in todo]}
                 journal.write({**rec, "foreign": foreign} if foreign else rec)
                 taken = []
                 for s in todo:
                     try:
-                        fds[s.path] = self.folders.open_temp(s.temp)
+                        fds[s.path] = self.folders.open_temp(temps[s.path])
                     except FileExistsError:
                         taken.append(s)
                 if not taken:
                     return fds
-                todo, foreign = taken, [self.mp(s.temp) for s in taken]
+                todo, foreign = taken, [self.mp(temps[s.path]) for s in taken]
         except BaseException:
             for fd in fds.values():
                 os.close(fd)
@@ -285,12 +287,12 @@ class _Apply:
             with _no_second_interrupt():  # a second Ctrl-C must not cut the undo short
                 Undo(self.root, self.st, tx, journal, reason=f"apply failed: {why}", best_effort_journal=True,
                      folders=self.folders).run()
-        except BaseException as exc2:  # the tree may be mixed: only recover may continue
+        except BaseException as exc2:  # noqa: BLE001 - whatever stopped the undo, the tree may be mixed: only recover may continue
             what = f"{type(exc2).__name__}: {exc2}" if str(exc2) else type(exc2).__name__
             return RevError("INTERRUPTED", f"{why}; undoing transaction {txid} failed too ({what}); "
                                            "fix that and run `rocmrevive recover`", details={"pending": [txid]})
         if err is None:
-            exc.rocmrevive_undone = txid  # the CLI says which transaction the interrupt undid
+            setattr(exc, "rocmrevive_undone", txid)  # the CLI says which transaction the interrupt undid
             return exc
         return RevError(err.code, f"{err.message}; transaction {txid} was undone, the tree is unchanged",
                         details=err.details)

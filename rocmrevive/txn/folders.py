@@ -195,7 +195,7 @@ class Folders:
     def __del__(self):
         try:
             self.close()
-        except Exception:
+        except OSError:  # os.close's only error; a collected object has nobody to tell
             pass
 
 

@@ -337,7 +337,7 @@ class TxRecord:
 
 
 # checking what was read ------------------------------------------------------------------
-_FIELDS = {
+_FIELDS: dict[str, dict[str, type]] = {
     RecordType.BEGIN: {"tree": str, "files": list},
     RecordType.INTENT: {"op": str, "path": str},
     RecordType.STAGE: {"temps": list},
@@ -346,32 +346,42 @@ _FIELDS = {
 
 
 def _record_problem(r: dict) -> str | None:
+    """What is wrong with one record read from a journal (its fields by type), else None."""
     for name, typ in _FIELDS.get(r["type"], {}).items():
         if not isinstance(r.get(name), typ):
             return f"field {name!r} missing or not a {typ.__name__}"
     t = r["type"]
     if t == RecordType.BEGIN:
-        for f in r["files"]:
-            if not (isinstance(f, dict) and isinstance(f.get("path"), str) and f.get("op") in OPS):
-                return "a planned file without path or op"
-        if not isinstance(r.get("mkdirs", []), list) or not all(isinstance(m, str) for m in r.get("mkdirs", [])):
-            return "mkdirs is not a list of paths"
-    elif t == RecordType.INTENT and r["op"] != Op.MKDIR:
-        if r["op"] not in OPS:
-            return f"unknown op {str(r['op'])[:20]!r}"
-        for side in ("before", "after"):
-            if not isinstance(r.get(side), dict):
-                return f"field {side!r} missing"
-        b = r["before"]
-        if b.get("exists"):
-            if not (isinstance(b.get("sha256"), str) and _HEX.match(b["sha256"])):
-                return "before.sha256 is not a sha256"
-            for k in ("mode", "uid", "gid"):
-                if not isinstance(b.get(k), int):
-                    return f"before.{k} missing"
-    elif t == RecordType.STAGE:
-        if not all(isinstance(x, str) for x in r["temps"]):
-            return "temps is not a list of paths"
+        return _begin_problem(r)
+    if t == RecordType.INTENT and r["op"] != Op.MKDIR:
+        return _file_intent_problem(r)
+    if t == RecordType.STAGE and not all(isinstance(x, str) for x in r["temps"]):
+        return "temps is not a list of paths"
+    return None
+
+
+def _begin_problem(r: dict) -> str | None:
+    for f in r["files"]:
+        if not (isinstance(f, dict) and isinstance(f.get("path"), str) and f.get("op") in OPS):
+            return "a planned file without path or op"
+    if not isinstance(r.get("mkdirs", []), list) or not all(isinstance(m, str) for m in r.get("mkdirs", [])):
+        return "mkdirs is not a list of paths"
+    return None
+
+
+def _file_intent_problem(r: dict) -> str | None:
+    if r["op"] not in OPS:
+        return f"unknown op {str(r['op'])[:20]!r}"
+    for side in ("before", "after"):
+        if not isinstance(r.get(side), dict):
+            return f"field {side!r} missing"
+    b = r["before"]
+    if b.get("exists"):
+        if not (isinstance(b.get("sha256"), str) and _HEX.match(b["sha256"])):
+            return "before.sha256 is not a sha256"
+        for k in ("mode", "uid", "gid"):
+            if not isinstance(b.get(k), int):
+                return f"before.{k} missing"
     return None
 
 
@@ -413,47 +423,58 @@ def _path_problems(tx: TxRecord) -> list[str]:
     """Every path a journal names must be one its ``begin`` planned, inside its tree. The tree may be
     the machine's root itself: a side-by-side install (RCCL under ``/opt/rocmrevive``) plans from the
     nearest folder that exists, which is ``/`` on a machine without ``/opt``; every path in it is
-    still a clean path below it (no ``..``, never ``/`` itself)."""
-    out: list[str] = []
-    tree = tx.begin.get("tree")
-    if not (tree == "/" or clean_path(tree)):
+    still a clean path below it (no ``..``, never ``/`` itself). Called for a record with a begin."""
+    tree = (tx.begin or {}).get("tree")
+    if not isinstance(tree, str) or not (tree == "/" or clean_path(tree)):
         return [f"its tree {ascii(tree)[:80]} is not a clean absolute path"]
+    below = tree.rstrip("/") + "/"
 
     def inside(p) -> bool:
-        return clean_path(p) and p.startswith(tree.rstrip("/") + "/")
+        return clean_path(p) and p.startswith(below)
 
-    planned = {}
-    for f in tx.planned:
-        if not inside(f["path"]):
-            out.append(f"planned file {ascii(f['path'])[:120]} is outside its tree {tree}")
-        planned[f["path"]] = f["op"]
-    mkdirs = set(tx.begin.get("mkdirs", []))
-    for d in mkdirs:
-        if not inside(d):
-            out.append(f"planned folder {ascii(d)[:120]} is outside its tree {tree}")
+    planned = {f["path"]: f["op"] for f in tx.planned}
+    mkdirs = set((tx.begin or {}).get("mkdirs", []))
+    out = [f"planned file {ascii(f['path'])[:120]} is outside its tree {tree}" for f in tx.planned
+           if not inside(f["path"])]
+    out += [f"planned folder {ascii(d)[:120]} is outside its tree {tree}" for d in mkdirs if not inside(d)]
+    out += _temp_problems(tx, planned)
+    out += [f"folder intent {ascii(it['path'])[:120]} is not one its begin planned" for it in tx.mkdir_intents
+            if it["path"] not in mkdirs]
+    out += _intent_problems(tx, planned)
+    out += [f"done record for {ascii(p)[:120]}, which its begin did not plan" for p in tx.done
+            if p not in planned and p not in mkdirs]
+    out += _missing_intents(tx, planned)
+    return out
+
+
+def _temp_problems(tx: TxRecord, planned: dict[str, str]) -> list[str]:
+    """A temporary must be beside a planned file, with a name ``temp_name`` makes (or the old fixed one)."""
     legacy = {temp_path(p) for p, op in planned.items() if op != Op.DELETE}
     folders = {posixpath.dirname(p) for p in planned}
-    for t in tx.temps:
-        if not (t in legacy or (clean_path(t) and posixpath.dirname(t) in folders
-                                and is_temp_name(posixpath.basename(t)))):
-            out.append(f"temporary {ascii(t)[:120]} is not one its begin planned")
-    for it in tx.mkdir_intents:
-        if it["path"] not in mkdirs:
-            out.append(f"folder intent {ascii(it['path'])[:120]} is not one its begin planned")
+    return [f"temporary {ascii(t)[:120]} is not one its begin planned" for t in tx.temps
+            if not (t in legacy or (clean_path(t) and posixpath.dirname(t) in folders
+                                    and is_temp_name(posixpath.basename(t))))]
+
+
+def _intent_problems(tx: TxRecord, planned: dict[str, str]) -> list[str]:
+    """A file intent must be one the begin planned, naming only its own content-addressed backup."""
+    out = []
     for it in tx.file_intents:
         if planned.get(it["path"]) != it["op"]:
             out.append(f"{it['op']} intent for {ascii(it['path'])[:120]} is not one its begin planned")
         backup = it.get("backup")
         if backup is not None and not (isinstance(backup, str) and backup == f"backups/{it['before'].get('sha256')}"):
             out.append(f"intent for {ascii(it['path'])[:120]} names the backup {ascii(backup)[:80]}")
-    for p in tx.done:
-        if p not in planned and p not in mkdirs:
-            out.append(f"done record for {ascii(p)[:120]}, which its begin did not plan")
+    return out
+
+
+def _missing_intents(tx: TxRecord, planned: dict[str, str]) -> list[str]:
+    """The intents are written together: some without the others is a torn or forged journal."""
     intents = {it["path"] for it in tx.file_intents}
     missing = [p for p in planned if p not in intents]
     if intents and missing and not tx.torn:
-        out.append(f"{len(missing)} of {len(planned)} planned file(s) have no intent record "
-                   f"(the intents are written together)")
-    elif missing and (tx.commit is not None or any(p in planned for p in tx.done)):
-        out.append(f"{len(missing)} planned file(s) have no intent record, yet it says they were done")
-    return out
+        return [f"{len(missing)} of {len(planned)} planned file(s) have no intent record "
+                f"(the intents are written together)"]
+    if missing and (tx.commit is not None or any(p in planned for p in tx.done)):
+        return [f"{len(missing)} planned file(s) have no intent record, yet it says they were done"]
+    return []

@@ -14,11 +14,11 @@ import fcntl
 import os
 import stat
 import struct
-import sys
 from pathlib import Path
 
 from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir
+from rocmrevive.invocation import holder_line
 
 PACKAGE_MANAGER_LOCKS = ("/var/lib/dpkg/lock-frontend", "/var/lib/dpkg/lock", "/var/lib/rpm/.rpm.lock")
 
@@ -50,7 +50,7 @@ class TxLock:
                                      "wait for it to finish and retry", details={"lock": self.display})
         try:
             os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()} {' '.join(sys.argv)[:200]}\n".encode(), 0)
+            os.pwrite(fd, holder_line(), 0)
         except OSError:
             pass  # the PID is for humans only
         self._fd = fd

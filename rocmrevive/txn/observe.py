@@ -90,7 +90,7 @@ def describe(cur: dict) -> str:
     if not cur.get("exists"):
         return "missing"
     if cur.get("type") != "f":
-        return {"l": "now a symbolic link", "d": "now a folder"}.get(cur.get("type"), "not a regular file")
+        return {"l": "now a symbolic link", "d": "now a folder"}.get(str(cur.get("type")), "not a regular file")
     return f"sha256 {cur['sha256'][:12]}…"
 
 

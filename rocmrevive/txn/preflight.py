@@ -38,6 +38,20 @@ class Step:
     temp: Path | None = None
     synced: tuple[int, ...] = ()  # (dev, ino, size, mtime_ns) of the temporary after its fsync
 
+    @property
+    def staged_file(self) -> Path:
+        """The staged bytes of a create or replace (a delete has none)."""
+        if self.staged is None:
+            raise RevError("VERIFY_FAILED", f"{self.path}: the plan has no staged file for its {self.op}")
+        return self.staged
+
+    @property
+    def temp_file(self) -> Path:
+        """The temporary the apply drew for a create or replace (before any rename)."""
+        if self.temp is None:
+            raise RevError("INTERRUPTED", f"{self.path}: no temporary was drawn for its {self.op}")
+        return self.temp
+
     def action(self) -> dict:
         return {"path": self.path, "op": Op.UNCHANGED if self.in_place else self.op,
                 "before": self.before.get("sha256"), "after": self.after.get("sha256"),
@@ -175,6 +189,8 @@ def _step(root, ch: FileChange, parent: Path, real: Path, cur: dict, mkdirs: dic
 
 def _check_staged(ch: FileChange, path: str) -> None:
     """VERIFY_FAILED unless the staged file of a change is a regular file of the planned size."""
+    if ch.staged is None:
+        raise RevError("VERIFY_FAILED", f"{path}: the plan has no staged file for its {ch.op}")
     try:
         sst = os.stat(ch.staged)
     except OSError as exc:

@@ -11,7 +11,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, overload
 
 from rocmrevive.errors import RevError
 from rocmrevive.strenum import StrEnum
@@ -93,6 +93,12 @@ def mb(n: int, other: int | None = None) -> str:
     return f"{n:,} bytes"
 
 
+@overload
+def as_rev_error(exc: RevError | HashMismatch | OSError, root=None) -> RevError: ...
+@overload
+def as_rev_error(exc: BaseException, root=None) -> RevError | None: ...
+
+
 def as_rev_error(exc: BaseException, root=None) -> RevError | None:
     """The RevError for an expected failure (None for a bug): OSErrors name the machine path."""
     if isinstance(exc, RevError):
@@ -107,7 +113,7 @@ def as_rev_error(exc: BaseException, root=None) -> RevError | None:
         if exc.errno in (errno.ENOSPC, errno.EDQUOT):
             return RevError("PERMISSION", f"no space left on the device while writing {where}; free some space")
         if exc.errno in (errno.EACCES, errno.EPERM) and os.geteuid() != 0:
-            return RevError("PERMISSION", f"{exc.strerror.lower()}: {where}; run as root (sudo)")
+            return RevError("PERMISSION", f"{(exc.strerror or str(exc)).lower()}: {where}; run as root (sudo)")
         return RevError("PERMISSION", f"{(exc.strerror or str(exc)).lower()}: {where}")
     return None
 

@@ -14,6 +14,7 @@ import re
 import stat
 import time
 from pathlib import Path
+from typing import Literal, overload
 
 from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir
@@ -53,6 +54,11 @@ class StateDir:
 
     def lock(self) -> TxLock:
         return TxLock(self.lock_path, display=self.mp(self.lock_path))
+
+    @overload
+    def open(self, sub: str | None = None, *, create: Literal[True]) -> Dir: ...
+    @overload
+    def open(self, sub: str | None = None, *, create: bool = False) -> Dir | None: ...
 
     def open(self, sub: str | None = None, *, create: bool = False) -> Dir | None:
         """The state folder (or its ``tx``/``backups`` folder) opened safely; None when it does not

@@ -24,6 +24,7 @@ import subprocess
 import tempfile
 import threading
 import zlib
+from typing import IO
 
 from rocmrevive.hashing import CHUNK
 from rocmrevive.sources.unpack.limits import ArchiveError
@@ -58,6 +59,13 @@ def _external_command(comp: str) -> list[str] | None:
     return None
 
 
+def _pipes(proc: subprocess.Popen) -> tuple[IO[bytes], IO[bytes]]:
+    """(stdin, stdout) of a process started with both as pipes."""
+    if proc.stdin is None or proc.stdout is None:
+        raise ValueError("the decompressor was started without its pipes")
+    return proc.stdin, proc.stdout
+
+
 class _PipeStream(Stream):
     """A decompressor subprocess: a thread feeds it the compressed byte range, we read its stdout."""
 
@@ -65,7 +73,8 @@ class _PipeStream(Stream):
         self._err = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
                                      bufsize=0, env={**os.environ, "LC_ALL": "C"}, close_fds=True)
-        self.fd = self.proc.stdout.fileno()
+        self._stdin, self._stdout = _pipes(self.proc)
+        self.fd = self._stdout.fileno()
         self.name = os.path.basename(cmd[0])
         try:  # a bigger pipe means fewer wake-ups between the decompressor and us
             import fcntl
@@ -82,7 +91,7 @@ class _PipeStream(Stream):
         self._feeder.start()
 
     def _feed(self, src: int, offset: int, length: int) -> None:
-        dst = self.proc.stdin.fileno()
+        dst = self._stdin.fileno()
         try:
             end = offset + length
             pos = offset
@@ -112,7 +121,7 @@ class _PipeStream(Stream):
                 self._feed_error = exc
         finally:
             try:
-                self.proc.stdin.close()
+                self._stdin.close()
             except OSError:
                 pass
 
@@ -170,7 +179,7 @@ class _PipeStream(Stream):
         return None
 
     def _close(self) -> None:
-        for fd_obj in (self.proc.stdout,):
+        for fd_obj in (self._stdout,):
             try:
                 fd_obj.close()
             except OSError:
@@ -183,7 +192,7 @@ class _PipeStream(Stream):
 
     def abort(self) -> None:
         try:
-            self.proc.stdout.close()
+            self._stdout.close()
         except OSError:
             pass
         if self.proc.poll() is None:
