@@ -296,9 +296,7 @@ class TxRecord:
             elif t == RecordType.ROLLED_BACK:
                 tx.rolled_back = r
                 tx.state = TxState.ROLLED_BACK
-                ri = r.get("restored_ident")
-                if isinstance(ri, dict):
-                    tx.restored.update((p, v) for p, v in ri.items() if isinstance(p, str) and _ident(v, 4))
+                tx.restored.update(_restored_idents(r.get("restored_ident")))
         if tx.begin is None:
             tx.problems.append("no readable begin record (empty or damaged): what it changed is unknown")
         else:
@@ -387,6 +385,13 @@ def _file_intent_problem(r: dict) -> str | None:
 
 def _ident(v, n: int) -> bool:
     return isinstance(v, list) and len(v) == n and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+
+
+def _restored_idents(v) -> dict[str, list[int]]:
+    """A rolled_back record's ``restored_ident``, its malformed entries dropped."""
+    if not isinstance(v, dict):
+        return {}
+    return {p: i for p, i in v.items() if isinstance(p, str) and _ident(i, 4)}
 
 
 def _ids(dirs) -> dict[str, tuple[int, int]]:
