@@ -222,7 +222,8 @@ class Undo:
                         self.folders.unlink(tmp)
                     raise
                 st = self.folders.lstat(real)
-                self.restored[i["path"]] = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+                if st is not None:   # gone already (not ours to say): status reads it as missing
+                    self.restored[i["path"]] = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
                 self.progress(b.get("size") or 0)
             elif i["op"] == Op.REMOVE:
                 self.folders.unlink(real)
