@@ -108,6 +108,26 @@ def manifests(tmp: Path, *names: str) -> Path:
     return d
 
 
+def leave_extracted(root: Path, mdir: Path, from_path: Path, cache: Path, area: Path) -> None:
+    """What an install leaves in the cache for each library source it reads: the package fetched
+    (here read from ``from_path``) and its members extracted, by the install's own functions."""
+    from rocmrevive.install.extract import extracted, fetch_first
+    from rocmrevive.install.graft import library_components
+    from rocmrevive.sources.manifest_load import load_manifests
+
+    ms = load_manifests(mdir)
+    for m, _comp in library_components(ms, "6.4.3"):
+        try:
+            src, fetched = fetch_first(Root(root), m.sources_for_rocm("6.4.3"), cache, mirror=None,
+                                       from_path=str(from_path), log=lambda _m: None, progress=None, manifests=ms)
+        except Exception as exc:            # noqa: BLE001 — a manifest with no package in from_path
+            if "rocsparse" in m.id or "rocsolver" in m.id:
+                raise AssertionError(f"{m.id}: {exc}") from exc
+            continue
+        area.mkdir(exist_ok=True)
+        extracted(fetched, m, src, cache, lambda _m: None, area)
+
+
 def debs(tmp: Path, *names: str) -> Path:
     """A folder holding the real packages (hard links into the test cache)."""
     d = tmp / "debs"
@@ -419,7 +439,9 @@ def test_install_check_on_the_643_fixture_machine(tmp_path, troot, codeobjects, 
     assert got["librocfft.so.0"]["reason"] == f"has device code for {MI50}"
     assert tree_hash(root / "opt") == before
 
-    # audit's remedy column, from the sources install --check left extracted in the cache
+    # audit's remedy column, from the sources an install leaves extracted in the cache (install
+    # --check no longer writes the cache: check mode never writes; the extraction is the install's own)
+    leave_extracted(root, mdir, debs(tmp_path, "rocsparse", "rocsolver"), cache, tmp_path / "area")
     r = rr(root, "--json", "audit", "--tree", "/opt/rocm-6.4.3", "--target", MI50, "--manifests", str(mdir),
            "--cache", str(cache), check_rc=0)
     miss = {m["name"]: m for m in json.loads(r.stdout)["missing"]}
