@@ -9,7 +9,7 @@ import pytest
 
 from rocmrevive.cli.options import STATE_DIR
 from rocmrevive.errors import RevError
-from rocmrevive.install.core import (Decline, Hooks, Staged, Status, Verdict, install_component,
+from rocmrevive.install.core import (Decline, Hooks, StagedFiles, Status, Verdict, install_component,
                                      staging_area)
 from rocmrevive.rootfs import Root
 from rocmrevive.txn.history import list_transactions
@@ -27,12 +27,12 @@ class OneFile(Hooks):
         self.data, self.ok, self.decline = data, ok, decline
         self.events: list[str] = []
 
-    def stage(self, area: Path) -> Staged:
+    def stage(self, area: Path) -> StagedFiles:
         if self.decline:
             raise Decline(Status.REFUSED, "would not load here")
         p = area / "libdemo.so.1"
         p.write_bytes(self.data)
-        return Staged(TREE, {self.label: p}, source="test", meta={"kind": "test"})
+        return StagedFiles(TREE, {self.label: p}, source="test", meta={"kind": "test"})
 
     def verify(self, result) -> Verdict:
         self.events.append("verify")
@@ -103,8 +103,8 @@ class TensileCheckAfter(OneFile):
             forged.write_bytes(bytes(b ^ 0xFF for b in real.read_bytes()))
             os.utime(forged, ns=(old.st_atime_ns, old.st_mtime_ns))
             os.replace(forged, real)
-        files = SimpleNamespace(ctx=SimpleNamespace(root=self.root), files={self.label: real},
-                                rec=SimpleNamespace(verify_staged={"ok": True}, verify_after=None),
+        files = SimpleNamespace(run=SimpleNamespace(root=self.root), files={self.label: real},
+                                staged=SimpleNamespace(to_json=lambda: {"ok": True}), after=None,
                                 real_lib=real.parent, listings=[frozenset(os.listdir(real.parent))])
         return TensileFiles.verify(files, result)
 
