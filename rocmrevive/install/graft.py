@@ -1,4 +1,4 @@
-"""Host-library grafts as an install component (docs/grafts.md): for every ROCm tree and every
+"""Host-library grafts as an install step (docs/grafts.md): for every ROCm tree and every
 ``library`` component of a manifest for the tree's ROCm version, the file the component's SONAME
 link resolves to is replaced, one transaction per library, when (1) its device code lacks a
 detected gfx906 target and (2) the source's library passes the static ABI check

@@ -184,7 +184,7 @@ class AptHook(Hooks):
         staged = area / Path(HOOK_FILE).name
         staged.write_text(render(self.cfg))
         return StagedFiles(HOOK_DIR, {HOOK_FILE: staged}, source="rocmrevive hook install",
-                      meta={"kind": "apt-hook", "mode": self.cfg.mode})
+                           meta={"kind": "apt-hook", "mode": self.cfg.mode})
 
 
 def remove_hook(root, *, force: bool = False, dry_run: bool = False) -> list:

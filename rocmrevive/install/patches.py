@@ -493,8 +493,8 @@ class PatchedFile(Hooks):
             raise RevError("VERIFY_FAILED", f"{self.file} changed while rocmrevive read it; run the command again")
         staged.write_bytes(apply_hunks(data, list(spec.hunks)))
         return StagedFiles(patch_tree(spec, site), {self.file: staged}, source=f"patch:{spec.id}",
-                      meta={"kind": "patch", "patch": spec.id, "package": spec.package,
-                            "version": st.version, "site": site, "file": st.file})
+                           meta={"kind": "patch", "patch": spec.id, "package": spec.package,
+                                 "version": st.version, "site": site, "file": st.file})
 
     def verify(self, result) -> Verdict:
         after = patch_status(self.root, self.spec, self.site, state_dir=self.state_dir)

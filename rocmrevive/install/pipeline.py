@@ -24,8 +24,8 @@ from rocmrevive.hardware.devices import partition_devices
 from rocmrevive.install.as_owner import install_as_owner
 from rocmrevive.install.core import Status, feed  # noqa: F401 - feed: the progress protocol
 from rocmrevive.install.graft import graft_library, library_components, library_trees
-from rocmrevive.install.report import CopyOutcome, InstallReport, LibraryOutcome, Record
-from rocmrevive.install.run import InstallOptions, InstallRun, Log
+from rocmrevive.install.report import CopyOutcome, InstallReport, LeftAlone, LibraryOutcome
+from rocmrevive.install.run import Confirm, InstallOptions, InstallRun, Log
 from rocmrevive.install.tensile import TARGET, install_copy
 from rocmrevive.rootfs import Root
 from rocmrevive.sources.cache import default_cache_dir, read_only_caches
@@ -34,9 +34,6 @@ from rocmrevive.trees.installs import find_installs
 from rocmrevive.trees.trust import TreeTrust, Trust, decide, not_writable
 from rocmrevive.txn.divert import reconcile
 from rocmrevive.txn.state import DEFAULT_STATE_DIR
-
-Confirm = Callable[[Record, object], bool]
-
 
 def _devices(root: Root, targets) -> tuple[list[TargetId], str, list[TargetId]]:
     """(gfx906 targets, where from, the other detected GPUs): ``--target`` values, else one scan."""
@@ -63,7 +60,7 @@ def choose(root: Root, machine_path: str, *, named: bool, args) -> Chosen:
     return Chosen(machine_path, decide(root.resolve(machine_path)), named, tuple(args))
 
 
-def keep_writable(root: Root, left_alone: list[dict], chosen: list, rerun=(), *, owner_runs: bool = False) -> list:
+def keep_writable(root: Root, left_alone: list[LeftAlone], chosen: list, rerun=(), *, owner_runs: bool = False) -> list:
     """The ``(item, Chosen)`` pairs this run writes. A tree of one user the user named, root
     running: kept with ``owner_runs`` (written by a child run as its owner, ``as_owner.py``), else
     left alone. Another one it may not write: when named, RevError("PERMISSION", one line, the
@@ -79,8 +76,7 @@ def keep_writable(root: Root, left_alone: list[dict], chosen: list, rerun=(), *,
             continue
         if c.named and not users:
             raise why.error()
-        left_alone.append({"path": c.path, "trust": c.trust.to_json(), "message": why.warning(),
-                           "command": why.command})
+        left_alone.append(LeftAlone(c.path, c.trust.to_json(), why.warning(), why.command))
     return keep
 
 
@@ -128,17 +124,17 @@ def install(root: Root, opts: InstallOptions, *, log: Log = lambda s: None, prog
         raise RevError("NOTHING_SUPPORTED", f"no rocBLAS copy found under {root.base}; name one with "
                                             f"--tree (an /opt/rocm-X.Y.Z install or its rocblas/library folder)")
     found = bool(copies)
-    left_alone: list[dict] = []
+    left_alone: list[LeftAlone] = []
     copies = keep_writable(root, left_alone, copies, opts.rerun, owner_runs=True)
     lib_trees = keep_writable(root, left_alone, lib_trees, opts.rerun)
     if not copies and (found or not lib_trees):  # every rocBLAS copy left alone: the request is not met
-        raise RevError("PERMISSION", f"no tree this run may write: {left_alone[0]['message']}",
-                       details={"left_alone": left_alone})
+        raise RevError("PERMISSION", f"no tree this run may write: {left_alone[0].message}",
+                       details={"left_alone": [a.to_json() for a in left_alone]})
     # check mode changes nothing, the cache included: what it downloads or unpacks stays private
     with read_only_caches() if opts.check else contextlib.nullcontext():
         copy_outcomes = tuple(_install_one_copy(run, copy, chosen) for copy, chosen in copies)
         lib_outcomes = tuple(_graft_libraries(run, [t for t, _ in lib_trees])) if lib_trees else ()
-    warnings = [e["message"] for e in left_alone]
+    warnings = [a.message for a in left_alone]
     warnings += [f"{lp.label} lacks {', '.join(lp.missing)}; no graft: {lp.reason}" for lp in lib_outcomes
                  if lp.status is Status.REFUSED and lp.abi_ok is False]
     return InstallReport([str(d) for d in devices], devices_from, copy_outcomes, opts.check, tuple(warnings),

@@ -147,6 +147,20 @@ Record = Union[CopyOutcome, LibraryOutcome]
 
 
 @dataclass(frozen=True)
+class LeftAlone:
+    """A tree found that this run may not write (``trees.trust``): left as it is, with the warning
+    line and the command its owner would run."""
+
+    path: str
+    trust: dict                        # trees.trust.TreeTrust.to_json()
+    message: str
+    command: Optional[str]            # None: no one user owns it (trees.trust.NotWritable)
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "trust": self.trust, "message": self.message, "command": self.command}
+
+
+@dataclass(frozen=True)
 class InstallReport:
     """The whole install, built once from the steps' outcomes (``pipeline.install``)."""
 
@@ -157,7 +171,7 @@ class InstallReport:
     warnings: tuple[str, ...] = ()
     libraries: tuple[LibraryOutcome, ...] = ()
     libraries_enabled: bool = True
-    left_alone: tuple[dict, ...] = ()   # trees found that this run may not write (trees.trust)
+    left_alone: tuple[LeftAlone, ...] = ()
 
     @property
     def records(self) -> list[Record]:
@@ -183,6 +197,6 @@ class InstallReport:
                 "copies": [c.to_json() for c in self.copies],
                 "libraries_enabled": self.libraries_enabled,
                 "libraries": [lp.to_json() for lp in self.libraries],
-                "left_alone": list(self.left_alone),
+                "left_alone": [a.to_json() for a in self.left_alone],
                 "diff": {"before": {k: v for c in plans for k, v in (c.diff or {}).get("before", {}).items()},
                          "after": {k: v for c in plans for k, v in (c.diff or {}).get("after", {}).items()}}}

@@ -16,11 +16,13 @@ from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.install import unpinned
 from rocmrevive.install.core import Applied, install_component, staging_area
 from rocmrevive.install.extract import staging_parent
-from rocmrevive.install.report import CopyOutcome, LibraryOutcome, applied
+from rocmrevive.install.report import CopyOutcome, LibraryOutcome, Record, applied
 from rocmrevive.rootfs import Root
+from rocmrevive.txn.plan import Plan
 
 Log = Callable[[str], None]
 Outcome = TypeVar("Outcome", CopyOutcome, LibraryOutcome)
+Confirm = Callable[[Record, Plan], bool]
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class InstallRun:
     cross_version: bool = False
     log: Log = lambda s: None
     progress: Optional[Callable] = None    # progress(stage, done, total, unit): see ``core.feed``
-    confirm: Optional[Callable] = None     # confirm(outcome so far, plan) -> bool, before a tree is changed
+    confirm: Optional[Confirm] = None      # confirm(outcome so far, plan) -> bool, before a tree is changed
 
     @property
     def staging(self) -> Path:
@@ -83,7 +85,7 @@ class InstallRun:
         for the step whose outcome so far is ``out``: staged in a fresh area, the user asked with
         ``out`` as it stands then, one transaction (a dry run with ``check``). Returns ``out`` with
         what the item found and what the walk did, and the walk (``core.Applied``)."""
-        def confirm(_label: str, plan) -> bool:
+        def confirm(_label: str, plan: Plan) -> bool:
             assert self.confirm is not None
             return self.confirm(replace(out, **item.found()), plan)
 

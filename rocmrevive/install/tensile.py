@@ -12,8 +12,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Sequence
 
-from packaging.version import InvalidVersion, Version
-
 from rocmrevive import hashing  # a module: tests count its calls
 from rocmrevive.codeobj import inspect as objinspect  # a module: tests count its calls
 from rocmrevive.codeobj.targetid import TargetId
@@ -28,26 +26,13 @@ from rocmrevive.install.extract import extracted, fetch_first, forget_extracted
 from rocmrevive.install.report import CopyOutcome, refused
 from rocmrevive.install.run import InstallRun
 from rocmrevive.install.unpinned import VERIFIED_BY_CONTENT
+from rocmrevive.sources.manifest import choose_manifest
+from rocmrevive.trees.recipe import therock_gfx906_command
 from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.plan import Op
 
 TARGET = "gfx906"
 GATING = ("targets", "tensile")  # the host library's own device code is reported, not gated on
-
-
-def choose_manifest(manifests, rocblas_version: str | None):
-    """The gfx906 manifest with Tensile files for this rocBLAS version, or None."""
-    if rocblas_version is None:
-        return None
-    try:
-        v = Version(rocblas_version)
-    except InvalidVersion:
-        return None
-    for m in manifests:
-        if (m.target == TARGET and m.rocblas_versions is not None and m.components_of("tensile")
-                and m.rocblas_versions.contains(v, prereleases=True)):
-            return m
-    return None
 
 
 def _gating_ok(result) -> bool:
@@ -290,8 +275,6 @@ def install_copy(run: InstallRun, copy, *, trust: dict | None = None) -> CopyOut
         real_lib = run.root.resolve(copy.path)
         host_lib = locate.rocblas_host_library(real_lib)
         if copy.arch_folders or copy.kpack:
-            from rocmrevive.trees.recipe import therock_gfx906_command  # noqa: PLC0415 — trees.recipe imports this module (choose_manifest)
-
             cmd, _notes = therock_gfx906_command(copy, [TARGET])
             return replace(out, status=Status.UNSUPPORTED,
                            reason=(f"a TheRock tree (ROCm {copy.rocm_version or '7.13+'}: per-target .kpack archives / "
@@ -351,7 +334,7 @@ def _component(run: InstallRun, copy, out: CopyOutcome, real_lib: Path,
     """The source for this copy: a manifest's pinned source (fetched when the component is
     made), or an unpinned ``--from`` when no manifest source is built for its rocBLAS; None (the
     outcome says why) when there is neither. The outcome gains the manifest chosen."""
-    manifest = choose_manifest(run.manifests, copy.rocblas_version)
+    manifest = choose_manifest(run.manifests, copy.rocblas_version, TARGET)
     pinned = None if manifest is None else (manifest.sources if run.cross_version
                                             else manifest.sources_for(copy.rocblas_version))
     if run.from_path and not pinned and run.from_is_build:

@@ -103,7 +103,7 @@ def stage(source: Path, processor: str, tensile_select, work: Path) -> UnpinnedB
         if d == home and base not in _META_NAMES and tensile_select(base):
             by_name[base] = paths[r]
     st = UnpinnedBuild(str(source), kind, home or ".", by_name,
-                sha256={base: hashes[f"{home}/{base}" if home else base] for base in by_name})
+                       sha256={base: hashes[f"{home}/{base}" if home else base] for base in by_name})
     st.evidence = _version_evidence(paths, sonames)
     return st
 

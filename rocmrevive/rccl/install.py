@@ -246,8 +246,8 @@ class RcclSideBySide(Hooks):
         while tree_dir != "/" and not self.root.path(tree_dir).is_dir():
             tree_dir = posixpath.dirname(tree_dir)
         return StagedFiles(tree_dir, files, source=f"deb:{self.art.basename}",
-                      meta={"kind": "rccl", "rccl_version": self.src.rccl_version, "source": self.src.name,
-                            "library": self.lib, "processors": rep.processors})
+                           meta={"kind": "rccl", "rccl_version": self.src.rccl_version,
+                                 "source": self.src.name, "library": self.lib, "processors": rep.processors})
 
     def _check_device_code(self, staged: Path) -> None:
         """The device code, read from the extracted file itself, serves every GPU."""
