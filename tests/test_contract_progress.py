@@ -60,13 +60,15 @@ def test_the_core_reports_its_stages_in_order_with_real_counts(machine):
     """In process, with a recording progress callback: downloading (or the --from copy) bytes,
     then extracting members, then verifying checks; each stage ends with done == total."""
     from rocmrevive.install.pipeline import install
+    from rocmrevive.install.run import InstallOptions
     from rocmrevive.rootfs import Root
 
     root, args = machine
     opts = dict(zip(args[0::2], args[1::2]))
     seen: list[tuple[str, int, int | None, str]] = []
-    rep = install(Root(root), manifests_dir=opts["--manifests"], from_path=opts["--from"], cache=opts["--cache"],
-                  check=True, progress=lambda stage, done, total, unit: seen.append((stage, done, total, unit)))
+    rep = install(Root(root), InstallOptions(manifests_dir=opts["--manifests"], from_path=opts["--from"],
+                                             cache=opts["--cache"], check=True),
+                  progress=lambda stage, done, total, unit: seen.append((stage, done, total, unit)))
     (copy,) = rep.copies
     assert copy.status == "planned", copy.reason
     order = [s for i, (s, *_r) in enumerate(seen) if i == 0 or seen[i - 1][0] != s]

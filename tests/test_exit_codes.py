@@ -100,14 +100,14 @@ def test_one_copy_served_and_one_left_without_is_still_exit_3():
     copy serves gfx906) was not met."""
     from rocmrevive.cli.install import _exit
     from rocmrevive.install.core import Status
-    from rocmrevive.install.report import CopyPlan, InstallReport
+    from rocmrevive.install.report import CopyOutcome, InstallReport
 
-    done = CopyPlan("/opt/rocm-6.4.3/lib/rocblas/library", "rocm-tree", "4.4.1", "6.4.3",
+    done = CopyOutcome("/opt/rocm-6.4.3/lib/rocblas/library", "rocm-tree", "4.4.1", "6.4.3",
                     status=Status.INSTALLED, changed=True)
-    left = CopyPlan("/opt/rocm-7.13.0/lib/rocblas/library", "rocm-tree", "5.3.0", "7.13.0",
+    left = CopyOutcome("/opt/rocm-7.13.0/lib/rocblas/library", "rocm-tree", "5.3.0", "7.13.0",
                     status=Status.UNSUPPORTED, reason="a TheRock tree")
     code, msg = _exit(InstallReport(["gfx906"], "sysfs", [done, left], False))
     assert code == "NOTHING_SUPPORTED" and msg.startswith("1 rocBLAS copy still without gfx906 files: /opt/rocm-7.13.0")
     assert _exit(InstallReport(["gfx906"], "sysfs", [done], False)) == ("OK", None)
-    declined = CopyPlan(left.library, "rocm-tree", "4.4.1", "6.4.3", status=Status.DECLINED)
+    declined = CopyOutcome(left.library, "rocm-tree", "4.4.1", "6.4.3", status=Status.DECLINED)
     assert _exit(InstallReport(["gfx906"], "sysfs", [done, declined], False)) == ("OK", None)

@@ -235,6 +235,7 @@ def test_a_whole_install_scans_the_hardware_once_and_verifies_each_copy_twice(de
     from rocmrevive.diagnose import verify as dverify
     from rocmrevive.hardware import gpus
     from rocmrevive.install.pipeline import install
+    from rocmrevive.install.run import InstallOptions
     from rocmrevive.rootfs import Root
 
     root, deb, args = demo
@@ -249,7 +250,8 @@ def test_a_whole_install_scans_the_hardware_once_and_verifies_each_copy_twice(de
     monkeypatch.setattr(gpus, "scan", counted("scan", gpus.scan))
     monkeypatch.setattr(dverify, "verify_copy", counted("verify_copy", dverify.verify_copy))
     opts = dict(zip(args[0:6:2], args[1:6:2]))
-    rep = install(Root(root), manifests_dir=opts["--manifests"], from_path=opts["--from"], cache=opts["--cache"])
+    rep = install(Root(root), InstallOptions(manifests_dir=opts["--manifests"], from_path=opts["--from"],
+                                             cache=opts["--cache"]))
     (copy,) = rep.copies
     assert copy.status == "installed" and copy.verify_after["ok"] is True
     assert calls == {"scan": 1, "verify_copy": 2}

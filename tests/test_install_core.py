@@ -9,7 +9,7 @@ import pytest
 
 from rocmrevive.cli.options import STATE_DIR
 from rocmrevive.errors import RevError
-from rocmrevive.install.core import (Decline, Hooks, Staged, Status, Verdict, install_component,
+from rocmrevive.install.core import (Decline, Hooks, StagedFiles, Status, Verdict, install_component,
                                      staging_area)
 from rocmrevive.rootfs import Root
 from rocmrevive.txn.history import list_transactions
@@ -27,12 +27,12 @@ class OneFile(Hooks):
         self.data, self.ok, self.decline = data, ok, decline
         self.events: list[str] = []
 
-    def stage(self, area: Path) -> Staged:
+    def stage(self, area: Path) -> StagedFiles:
         if self.decline:
             raise Decline(Status.REFUSED, "would not load here")
         p = area / "libdemo.so.1"
         p.write_bytes(self.data)
-        return Staged(TREE, {self.label: p}, source="test", meta={"kind": "test"})
+        return StagedFiles(TREE, {self.label: p}, source="test", meta={"kind": "test"})
 
     def verify(self, result) -> Verdict:
         self.events.append("verify")
@@ -103,8 +103,8 @@ class TensileCheckAfter(OneFile):
             forged.write_bytes(bytes(b ^ 0xFF for b in real.read_bytes()))
             os.utime(forged, ns=(old.st_atime_ns, old.st_mtime_ns))
             os.replace(forged, real)
-        files = SimpleNamespace(ctx=SimpleNamespace(root=self.root), files={self.label: real},
-                                rec=SimpleNamespace(verify_staged={"ok": True}, verify_after=None),
+        files = SimpleNamespace(run=SimpleNamespace(root=self.root), files={self.label: real},
+                                staged=SimpleNamespace(to_json=lambda: {"ok": True}), after=None,
                                 real_lib=real.parent, listings=[frozenset(os.listdir(real.parent))])
         return TensileFiles.verify(files, result)
 
@@ -162,3 +162,48 @@ def test_the_host_library_is_inspected_once_while_it_is_the_same_file(tmp_path, 
     os.replace(other, lib)
     assert _host_report(lib) is not first and len(seen) == 2
     assert _host_report(None) is None
+
+
+def test_the_outcomes_the_report_and_the_run_are_frozen():
+    """A step returns its outcome and the pipeline builds the report once: no record of the
+    install path can be filled in from elsewhere after it is made."""
+    import dataclasses
+
+    from rocmrevive.install import core, report, run
+
+    records = [obj for mod in (core, report, run) for obj in vars(mod).values()
+               if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == mod.__name__]
+    assert {r.__name__ for r in records} >= {"CopyOutcome", "LibraryOutcome", "InstallReport", "LeftAlone",
+                                             "InstallOptions", "InstallRun", "Applied", "StagedFiles", "Verdict"}
+    assert [r.__name__ for r in records if not r.__dataclass_params__.frozen] == []  # type: ignore[attr-defined]
+    out = report.CopyOutcome("/opt/rocm-6.4.3/lib/rocblas/library", "rocm-tree", "4.4.1", "6.4.3")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        out.status = Status.INSTALLED  # type: ignore[misc]
+
+
+def test_a_steps_own_failure_is_its_refused_outcome_and_a_machines_stops_the_install():
+    from dataclasses import replace
+
+    from rocmrevive.install.report import FATAL, CopyOutcome, refused
+
+    out = CopyOutcome("/opt/rocm-6.4.3/lib/rocblas/library", "rocm-tree", "4.4.1", "6.4.3", manifest="m")
+    got = replace(out, **refused(RevError("VERIFY_FAILED", "staged files do not serve it")))
+    assert (got.status, got.reason, got.error["code"], got.manifest) == (
+        Status.REFUSED, "staged files do not serve it", "VERIFY_FAILED", "m")
+    for code in FATAL:
+        with pytest.raises(RevError) as ei:
+            refused(RevError(code, "the machine"))
+        assert ei.value.code == code
+
+
+def test_the_owners_child_outcome_keeps_the_parents_copy_and_reads_the_status_back():
+    from rocmrevive.install.report import CopyOutcome
+
+    parent = CopyOutcome("/home/alice/venv/rocblas/library", "python-torch", "4.4.1", "6.4.3",
+                         trust={"verdict": "owner"})
+    child = {**parent.to_json(), "library": "/elsewhere", "layout": "other", "status": "installed",
+             "txid": "0001-x", "changed": True, "unknown": 1}
+    got = parent.from_child(child)
+    assert (got.library, got.layout, got.status, got.txid, got.changed) == (
+        parent.library, parent.layout, Status.INSTALLED, "0001-x", True)
+    assert got.status is Status.INSTALLED and "unknown" not in got.to_json()

@@ -52,9 +52,15 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache,
     """
     from rocmrevive.errors import RevError
     from rocmrevive.install.pipeline import install as run_install
+    from rocmrevive.install.run import InstallOptions
     from rocmrevive.txn.plan import Op
 
     interactive = sys.stdin.isatty() and not (yes or check)
+    opts = InstallOptions(trees=tuple(trees), targets=tuple(targets), pythons=tuple(pythons),
+                          manifests_dir=manifests_dir, cache=cache, mirror=mirror, from_path=from_path,
+                          cross_version=cross_version, check=check, state_dir=state_dir, libraries=libraries,
+                          rerun=tuple(_rerun(targets, from_path, mirror, manifests_dir, cross_version, libraries,
+                                             yes, check)))
 
     def confirm(rec, plan) -> bool:
         s = plan.summary()
@@ -74,13 +80,8 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache,
             raise RevError("USAGE", "install asks before changing a tree and there is no terminal to ask on; "
                                     "pass --yes to apply (or --check to only plan); nothing was changed")
         ui.recover_first(state_dir, dry_run=check)
-        rep = run_install(ui.root, trees=trees, targets=targets, cache=cache, mirror=mirror,
-                          from_path=from_path, manifests_dir=manifests_dir, cross_version=cross_version,
-                          check=check, state_dir=state_dir, pythons=pythons,
-                          log=lambda m: ui.log(m), progress=progress,
-                          confirm=confirm if interactive else None, libraries=libraries,
-                          rerun=_rerun(targets, from_path, mirror, manifests_dir, cross_version, libraries,
-                                       yes, check))
+        rep = run_install(ui.root, opts, log=lambda m: ui.log(m), progress=progress,
+                          confirm=confirm if interactive else None)
         ui.bars.close()
         code, message = _exit(rep)
         warnings = list(rep.warnings)

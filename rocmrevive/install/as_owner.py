@@ -4,7 +4,7 @@ its journal, backups and cache in that user's own folders, and hands its outcome
 (docs/security.md, "Trees"). The kernel then allows the child exactly what the user could do
 anyway: a link the user plants can only lead it where the user could write.
 
-    rec = CopyPlan(copy.path, ...); install_as_owner(ctx, trust, lambda c: plan_copy(c, copy, rec), rec)
+    out = install_as_owner(run, trust, lambda mine: install_copy(mine, copy), CopyOutcome(copy.path, ...))
 """
 from __future__ import annotations
 
@@ -12,17 +12,18 @@ import json
 import os
 import pwd
 import traceback
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 from rocmrevive.errors import EXIT_CODES, RevError
 from rocmrevive.fs import read_fd, write_all
-from rocmrevive.install.core import Status
-from rocmrevive.install.report import CopyPlan
+from rocmrevive.install.report import CopyOutcome
+from rocmrevive.install.run import InstallRun
 from rocmrevive.trees.trust import TreeTrust, owner_name, state_dir_of
 from rocmrevive.txn.result import as_rev_error
 
-MAX_OUTCOME = 64 << 20        # a CopyPlan with its diff: ~2 MB for 2,000 files
+MAX_OUTCOME = 64 << 20        # a CopyOutcome with its diff: ~2 MB for 2,000 files
 
 
 def owner_folders(root, uid: int) -> tuple[str, Path]:
@@ -41,17 +42,19 @@ def owner_folders(root, uid: int) -> tuple[str, Path]:
     return state, root.path(f"{home}/.cache/rocmrevive")
 
 
-def install_as_owner(ctx, trust: TreeTrust, step, rec: CopyPlan) -> None:
-    """Run ``step(ctx_of_the_owner)`` in a child that is the tree's owner; its outcome lands in
-    ``rec`` (``as_user`` names the owner). A child that fails without an outcome: RevError."""
-    state_dir, cache_dir = owner_folders(ctx.root, trust.uid)
+def install_as_owner(run: InstallRun, trust: TreeTrust, step: Callable[[InstallRun], CopyOutcome],
+                     base: CopyOutcome) -> CopyOutcome:
+    """Run ``step(the run as the owner)`` in a child that is the tree's owner and return its
+    outcome, as ``base`` (the copy as the parent knows it) with what the child reported
+    (``as_user`` names the owner). A child that fails without an outcome: RevError."""
+    state_dir, cache_dir = owner_folders(run.root, trust.uid)
     # no progress callback: a drawing thread of the parent does not exist in the child
-    mine = replace(ctx, state_dir=state_dir, cache_dir=cache_dir, memo={}, progress=None)
+    mine = replace(run, state_dir=state_dir, cache_dir=cache_dir, progress=None)
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns
         os.close(r)
-        _child(w, trust.uid, lambda: (step(mine), rec)[1], ctx.root)
+        _child(w, trust.uid, lambda: step(mine), run.root)
     os.close(w)
     try:
         data = read_fd(r, max_size=MAX_OUTCOME, what="the owner's outcome")
@@ -67,16 +70,16 @@ def install_as_owner(ctx, trust: TreeTrust, step, rec: CopyPlan) -> None:
         code = str(doc.get("code"))
         code = code if code in EXIT_CODES else "INTERNAL"
         raise RevError(code, f"as {trust.owner} (the tree's owner): {str(doc['error'])[:2000]}")
-    _fill(rec, doc["copy"])
-    rec.as_user = trust.owner
-    if rec.txid:
-        where = "" if ctx.root.is_host else f"--root {ctx.root.base} "
-        rec.reason += (f"; as {trust.owner}, journal in {state_dir}: undo with "
-                       f"`sudo -u {trust.owner} rocmrevive {where}rollback {rec.txid}`")
+    out = replace(base.from_child(doc["copy"]), as_user=trust.owner)
+    if not out.txid:
+        return out
+    where = "" if run.root.is_host else f"--root {run.root.base} "
+    return replace(out, reason=out.reason + (f"; as {trust.owner}, journal in {state_dir}: undo with "
+                                             f"`sudo -u {trust.owner} rocmrevive {where}rollback {out.txid}`"))
 
 
 def _child(w: int, uid: int, work, root=None) -> None:
-    """Drop to ``uid`` for good, run ``work``, write its outcome (a CopyPlan) as JSON, exit."""
+    """Drop to ``uid`` for good, run ``work``, write its outcome (a CopyOutcome) as JSON, exit."""
     code = 0
     try:
         pw = pwd.getpwuid(uid)
@@ -110,12 +113,3 @@ def _outcome(data: bytes) -> dict:
     if not isinstance(doc, dict) or not ("copy" in doc or "error" in doc):
         raise RevError("INTERNAL", "the run as the tree's owner gave no outcome")
     return doc
-
-
-def _fill(rec: CopyPlan, doc: dict) -> None:
-    """Copy the child's CopyPlan (JSON) into ``rec``: known fields only, the status as a Status."""
-    known = {f.name for f in fields(CopyPlan)}
-    for key, value in doc.items():
-        if key in known and key not in ("library", "layout"):
-            setattr(rec, key, value)
-    rec.status = Status(rec.status)

@@ -1,10 +1,10 @@
 """The staged-install walk, once: stage → plan → confirm → apply (one transaction) → verify
 after → undo on failure. Every installer (rocBLAS Tensile files, a host-library graft, an RCCL
-side by side, a Python-package patch, the apt hook) is a ``Component`` walked by
+side by side, a Python-package patch, the apt hook) is an ``Installable`` walked by
 ``install_component``.
 
     with staging_area(cache_dir / "staging") as area:
-        applied = install_component(root, component, area, state_dir=state_dir, check=False)
+        applied = install_component(root, item, area, state_dir=state_dir, check=False)
     applied.status            # Status.INSTALLED, applied.result.txid
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ class Status(StrEnum):
 
 
 class Decline(Exception):
-    """Raised by ``Component.stage``: this is not to be installed, and that is a finding, not an
+    """Raised by ``Installable.stage``: this is not to be installed, and that is a finding, not an
     error (a graft whose source would not load here: ``Status.REFUSED`` with the reason)."""
 
     def __init__(self, status: Status, reason: str):
@@ -50,8 +50,8 @@ class Decline(Exception):
         self.status, self.reason = status, reason
 
 
-@dataclass
-class Staged:
+@dataclass(frozen=True)
+class StagedFiles:
     """What a component would write: machine path → staged file (verified content), all inside
     ``tree``, with the provenance the journal keeps. ``sha256``: machine path → (sha256, size)
     as the step that wrote the staged file recorded it (the plan takes it instead of hashing
@@ -64,7 +64,7 @@ class Staged:
     sha256: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Verdict:
     """A check after the install: ``ok``, its details (JSON) and, when not ok, why (one line)."""
 
@@ -73,7 +73,7 @@ class Verdict:
     why: str = ""
 
 
-class Component(Protocol):
+class Installable(Protocol):
     """One thing to install. ``stage`` writes what it would install into ``area`` (raising
     RevError when it must not be installed); ``verify`` checks the tree after the transaction;
     ``after_commit``/``after_undo`` keep the component's own state outside the tree in step (dpkg's
@@ -81,7 +81,7 @@ class Component(Protocol):
 
     label: str
 
-    def stage(self, area: Path) -> Staged: ...
+    def stage(self, area: Path) -> StagedFiles: ...
 
     def verify(self, result: TxResult) -> Verdict: ...
 
@@ -91,7 +91,7 @@ class Component(Protocol):
 
 
 class Hooks:
-    """The do-nothing parts of a ``Component``, for components that need none of them."""
+    """The do-nothing parts of an ``Installable``, for components that need none of them."""
 
     def verify(self, result: TxResult) -> Verdict:
         return Verdict(True)
@@ -103,9 +103,9 @@ class Hooks:
         return None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Applied:
-    """The outcome of one component's walk."""
+    """The outcome of one Installable's walk."""
 
     status: Status
     plan: Optional[Plan] = None
@@ -135,7 +135,7 @@ def staging_area(parent: Optional[Path] = None) -> Iterator[Path]:
         shutil.rmtree(area, ignore_errors=True)
 
 
-def install_component(root: Root, component: Component, area: Path, *, state_dir: str, check: bool = False,
+def install_component(root: Root, component: Installable, area: Path, *, state_dir: str, check: bool = False,
                       confirm: Optional[Confirm] = None) -> Applied:
     """Walk ``component``: stage into ``area``, plan, ask ``confirm(label, plan)`` (not with
     ``check``), apply as one transaction (a dry run with ``check``), then verify. A failed check

@@ -19,8 +19,13 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from rocmrevive.errors import RevError
-from rocmrevive.fs import Dir
+from rocmrevive.fs import Dir, printable_name
+from rocmrevive.hashing import sha256_file
 from rocmrevive.install.core import feed
+from rocmrevive.sources.cache import Cache
+from rocmrevive.sources.fetch import fetch_source, first_reachable
+from rocmrevive.sources.http import Downloader
+from rocmrevive.sources.unpack import extract_selected
 
 Log = Callable[[str], None]
 
@@ -40,8 +45,6 @@ _DOWNLOADER: list = []
 def run_downloader():
     """The one Downloader of this process (a CLI run): a mirror that refused the rocBLAS download
     is not tried again for each host library."""
-    from rocmrevive.sources.http import Downloader
-
     if not _DOWNLOADER:
         _DOWNLOADER.append(Downloader())
     return _DOWNLOADER[0]
@@ -51,8 +54,6 @@ def fetch_first(root, sources, cache_dir: Path, *, mirror, from_path, log: Log, 
     """(source, FetchResult) of the first source that can be fetched; a network failure moves on
     to the next source, any other error stops. ``manifests``: all of the run's, whose pinned
     packages a ``--from`` file may be instead (then it is left to them, not refused)."""
-    from rocmrevive.sources.fetch import fetch_source, first_reachable
-
     def attempt(src):
         # a --from is read where it is, not fetched: say so (and which of the manifest's sources it stands for)
         log(f"reading {from_path} as {src.describe()}" if from_path else f"fetching {src.describe()}")
@@ -68,8 +69,6 @@ def extracted(fetched, manifest, source, cache_dir: Path, log: Log, area: Path,
     """The manifest's members of a verified artifact, extracted once per (artifact, manifest)
     into the cache and re-hashed on every reuse: a second tree, a re-install after an upgrade
     or a fleet node with a shared cache skips the decompression (most of an install's time)."""
-    from rocmrevive.sources.cache import Cache
-
     if not fetched.sha256 or Cache(cache_dir).private_writes:
         # an unpacked folder given with --from has no artifact hash to key a cache entry on, and
         # nothing another user can write is reused (docs/security.md): extract privately
@@ -88,9 +87,6 @@ def extracted(fetched, manifest, source, cache_dir: Path, log: Log, area: Path,
 
 def _extracted_locked(fetched, manifest, source, cache_dir: Path, key: str, log: Log,
                       progress=None) -> dict[str, Member]:
-    from rocmrevive.fs import printable_name
-    from rocmrevive.hashing import sha256_file
-
     parent = cache_dir / "extracted"
     done = parent / key
     index = done / "index.json"
@@ -142,8 +138,6 @@ def _real_dir(p: Path) -> bool:
 
 def forget_extracted(fetched, manifest, cache_dir: Path) -> None:
     """Drop an extraction whose files were refused, so a refusal leaves nothing in the cache."""
-    from rocmrevive.sources.cache import Cache
-
     if not fetched.sha256 or Cache(cache_dir).read_only:
         return  # check mode extracted privately and leaves the cache as it was
     try:
@@ -176,8 +170,6 @@ def sweep_dead(d: Dir) -> None:
 def staging_parent(cache_dir: Path) -> Path:
     """``<cache>/staging`` (checked as the cache is: rocmrevive.fs), swept of what killed runs left;
     a shared cache stages in a private temporary folder instead."""
-    from rocmrevive.sources.cache import Cache
-
     cache = Cache(cache_dir)
     if cache.private_writes:
         return cache.private_dir()
@@ -190,8 +182,6 @@ def _members(fetched, source, manifest, dest: Path, progress=None):
     """Every component's members (the Tensile and library paths share one extraction); the
     "extracting" stage counts them against the number the manifest's source states (``files``;
     without one the total is known only at the end of the one pass over the archive)."""
-    from rocmrevive.sources.unpack import extract_selected
-
     step = feed(progress, "extracting", "members")
     total = source.expected_files
     staged = extract_selected(Path(fetched.path), manifest.select, dest, member_prefix=source.member_prefix,

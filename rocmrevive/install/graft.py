@@ -1,4 +1,4 @@
-"""Host-library grafts as an install component (docs/grafts.md): for every ROCm tree and every
+"""Host-library grafts as an install step (docs/grafts.md): for every ROCm tree and every
 ``library`` component of a manifest for the tree's ROCm version, the file the component's SONAME
 link resolves to is replaced, one transaction per library, when (1) its device code lacks a
 detected gfx906 target and (2) the source's library passes the static ABI check
@@ -7,20 +7,31 @@ serving every detected GPU. A file a dpkg package owns is diverted (``txn.divert
 ABI check refuses is a finding (``status: refused`` with the verdict's lines, and a warning), not
 an error.
 
-    lp = LibraryPlan("/opt/rocm-6.4.3/lib", "librocsparse.so.1", "rocSPARSE", "6.4.3")
-    plan_library(ctx, lp, manifest, comp)
+    out = graft_library(run, "/opt/rocm-6.4.3/lib", "6.4.3", manifest, comp)   # a LibraryOutcome
 """
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
+from typing import Sequence
 
+from packaging.version import InvalidVersion, Version
+
+from rocmrevive.codeobj.inspect import inspect_file
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.diagnose.audit import GraftAbi
-from rocmrevive.install.core import Decline, Hooks, Staged, Status, Verdict, install_component, staging_area
+from rocmrevive.diagnose.libraries import library_for_file
+from rocmrevive.errors import RevError
+from rocmrevive.hashing import sha256_file
+from rocmrevive.hostlib.abi import check_library
+from rocmrevive.install.core import Decline, Hooks, StagedFiles, Status, Verdict
 from rocmrevive.install.extract import cached_component_file, component_file, fetch_first
-from rocmrevive.install.report import LibraryPlan, record_applied
+from rocmrevive.install.report import LibraryOutcome, refused
+from rocmrevive.install.run import InstallRun
 from rocmrevive.rootfs import Root
+from rocmrevive.trees.installs import read_version
+from rocmrevive.txn import divert
 
 TARGET = "gfx906"
 
@@ -28,8 +39,6 @@ TARGET = "gfx906"
 def library_components(manifests, rocm_version: str | None):
     """(manifest, component) for every library component of a gfx906 manifest whose ROCm range
     holds ``rocm_version`` (every one when the version is unknown: the plan then says so)."""
-    from packaging.version import InvalidVersion, Version
-
     try:
         v = Version(rocm_version) if rocm_version else None
     except InvalidVersion:
@@ -56,131 +65,139 @@ def tree_library(root: Root, libdir: str, soname: str) -> tuple[str | None, str]
     return root.machine_path(real), ""
 
 
-def serves(report, devices: list[TargetId]) -> tuple[list[TargetId], list[str]]:
+def serves(report, devices: Sequence[TargetId]) -> tuple[list[TargetId], list[str]]:
     """(the devices whose code ``report`` (an inspect FileReport) lacks, its processors)."""
     return [c.device for c in report.coverage(devices) if not c.loads], report.processors
 
 
-def plan_library(ctx, lp: LibraryPlan, manifest, comp) -> None:
-    """Decide, stage, apply and verify one graft; the outcome lands in ``lp``."""
-    from rocmrevive.codeobj.inspect import inspect_file
-
-    path, why = tree_library(ctx.root, lp.tree, lp.soname)
-    if path is None:
-        lp.status, lp.reason = (Status.REFUSED, why) if why else (Status.ABSENT, f"no {lp.soname} in {lp.tree}")
-        return
-    lp.path = path
-    current = inspect_file(ctx.root.resolve(path))
-    if current.kind == "unreadable":
-        lp.status, lp.reason = Status.REFUSED, f"{path}: {'; '.join(current.problems) or 'unreadable'}"
-        return
-    lacking, lp.has = serves(current, ctx.devices)
-    lp.missing = [str(d) for d in lacking]
-    if not lacking:
-        lp.status, lp.reason = Status.SATISFIED, "has device code for " + ", ".join(map(str, ctx.devices))
-        return
-    if lp.rocm_version is None:
-        lp.status, lp.reason = Status.UNSUPPORTED, (f"the ROCm version of {lp.tree} is unknown (no .info/version), "
-                                                    f"so no source can be matched to it")
-        return
-    sources = manifest.sources_for_rocm(lp.rocm_version)
-    if not sources:
-        lp.status = Status.UNSUPPORTED
-        lp.reason = f"{manifest.id} has no source built for ROCm {lp.rocm_version}"
-        return
-    source, fetched = fetch_first(ctx.root, sources, ctx.cache_dir, mirror=ctx.mirror, from_path=ctx.from_path,
-                                  log=ctx.log, progress=ctx.progress, manifests=ctx.manifests)
-    lp.source, lp.artifact = source.to_json(), fetched.to_json()
-    # the graft must serve the gfx906 devices, and every other detected GPU the tree's copy serves
-    keep = [o for o in ctx.others if not serves(current, [o])[0]]
-    graft = LibraryGraft(ctx, lp, manifest, comp, source, fetched, [*ctx.devices, *keep])
-    with staging_area(ctx.staging) as area:
-        applied = install_component(ctx.root, graft, area, state_dir=ctx.state_dir, check=ctx.check,
-                                    confirm=ctx.confirm)
-    record_applied(lp, applied, check=ctx.check)
-    if applied.plan is None:
-        return
-    lp.reason = {
+def graft_library(run: InstallRun, libdir: str, rocm_version: str | None, manifest, comp) -> LibraryOutcome:
+    """Decide, stage, apply and verify one graft of ``comp`` (a manifest's library) in the tree's
+    library folder ``libdir``, and say what came of it. Its own failure is its ``refused``
+    outcome; a failure of the machine (``report.FATAL``) is raised."""
+    known = library_for_file(comp.soname)
+    out = LibraryOutcome(libdir, comp.soname, known.name if known else comp.soname, rocm_version,
+                         manifest=manifest.id)
+    graft: LibraryGraft | None = None
+    try:
+        path, why = tree_library(run.root, libdir, comp.soname)
+        if path is None:
+            return replace(out, status=Status.REFUSED, reason=why) if why else \
+                replace(out, status=Status.ABSENT, reason=f"no {comp.soname} in {libdir}")
+        out = replace(out, path=path)
+        current = inspect_file(run.root.resolve(path))
+        if current.kind == "unreadable":
+            return replace(out, status=Status.REFUSED, reason=f"{path}: {'; '.join(current.problems) or 'unreadable'}")
+        lacking, has = serves(current, run.devices)
+        out = replace(out, has=has, missing=[str(d) for d in lacking])
+        if not lacking:
+            return replace(out, status=Status.SATISFIED, reason="has device code for " + ", ".join(map(str, run.devices)))
+        if rocm_version is None:
+            return replace(out, status=Status.UNSUPPORTED,
+                           reason=f"the ROCm version of {libdir} is unknown (no .info/version), so no source can be "
+                                  f"matched to it")
+        sources = manifest.sources_for_rocm(rocm_version)
+        if not sources:
+            return replace(out, status=Status.UNSUPPORTED,
+                           reason=f"{manifest.id} has no source built for ROCm {rocm_version}")
+        source, fetched = fetch_first(run.root, sources, run.cache_dir, mirror=run.mirror, from_path=run.from_path,
+                                      log=run.log, progress=run.progress, manifests=run.manifests)
+        out = replace(out, source=source.to_json(), artifact=fetched.to_json())
+        # the graft must serve the gfx906 devices, and every other detected GPU the tree's copy serves
+        keep = [o for o in run.others if not serves(current, [o])[0]]
+        graft = LibraryGraft(run, out, manifest, comp, source, fetched, [*run.devices, *keep])
+        out, walk = run.walk(out, graft)
+    except RevError as exc:
+        found = {} if graft is None else graft.found()
+        return replace(out, **found, **refused(exc))
+    if walk.plan is None:
+        return out
+    return replace(out, reason={
         Status.DECLINED: "declined at the prompt; nothing was changed",
         Status.PLANNED: f"would replace {path} with {source.describe()}",
-        Status.INSTALLED: f"replaced with {source.describe()} (transaction {lp.txid})",
-    }.get(applied.status, "graft already in place")
+        Status.INSTALLED: f"replaced with {source.describe()} (transaction {out.txid})",
+    }.get(walk.status, "graft already in place"))
 
 
 class LibraryGraft(Hooks):
-    """One source's library in place of the tree's file: ABI-checked when staged and after."""
+    """One source's library in place of the tree's file: ABI-checked when staged and after. What
+    the walk found (``found``: the ABI verdict, dpkg's ownership and diversion, the check after)
+    becomes fields of the library's outcome."""
 
-    def __init__(self, ctx, lp: LibraryPlan, manifest, comp, source, fetched, targets: list[TargetId]):
-        self.ctx, self.lp, self.manifest, self.comp = ctx, lp, manifest, comp
+    def __init__(self, run: InstallRun, lib: LibraryOutcome, manifest, comp, source, fetched,
+                 targets: list[TargetId]):
+        assert lib.path is not None
+        self.run, self.lib, self.manifest, self.comp = run, lib, manifest, comp
         self.source, self.fetched, self.targets = source, fetched, targets
-        self.label = lp.path or lp.label
+        self.path: str = lib.path
+        self.label = lib.path
+        self.abi: dict | None = None
+        self.abi_ok: bool | None = None
+        self.lines: list[str] = []
+        self.warnings: list[str] = []
+        self.owner: dict | None = None
+        self.divert: dict | None = None
+        self.after: dict | None = None
 
-    def stage(self, area: Path) -> Staged:
-        from rocmrevive.hostlib.abi import check_library
+    def found(self) -> dict:
+        return {"abi": self.abi, "abi_ok": self.abi_ok, "lines": self.lines, "warnings": self.warnings,
+                "owner": self.owner, "divert": self.divert, "verify_after": self.after}
 
-        ctx, lp = self.ctx, self.lp
-        staged = component_file(self.fetched, self.manifest, self.comp, self.source, ctx.cache_dir, ctx.log, area,
-                                ctx.progress)
-        verdict = check_library(ctx.root, staged, search_dirs=[lp.tree], targets=self.targets,
-                                rocm_version=lp.rocm_version, origin=lp.tree)
-        lp.abi, lp.abi_ok, lp.lines = verdict.to_json(), verdict.ok, list(verdict.lines)
-        lp.warnings += verdict.warnings
-        if verdict.soname != lp.soname:
-            lp.abi_ok = False
-            lp.lines.append(f"the source's library is called {verdict.soname or '(no SONAME)'}, not {lp.soname}")
+    def stage(self, area: Path) -> StagedFiles:
+        run, lib = self.run, self.lib
+        staged = component_file(self.fetched, self.manifest, self.comp, self.source, run.cache_dir, run.log, area,
+                                run.progress)
+        verdict = check_library(run.root, staged, search_dirs=[lib.tree], targets=self.targets,
+                                rocm_version=lib.rocm_version, origin=lib.tree)
+        self.abi, self.abi_ok, self.lines = verdict.to_json(), verdict.ok, list(verdict.lines)
+        self.warnings += verdict.warnings
+        if verdict.soname != lib.soname:
+            self.abi_ok = False
+            self.lines.append(f"the source's library is called {verdict.soname or '(no SONAME)'}, not {lib.soname}")
         graft_has = {t.split(":")[0] for t in (verdict.details.get("coverage") or {}).get("library_targets", [])}
-        lost = sorted(set(lp.has) - graft_has) if graft_has else []
+        lost = sorted(set(lib.has) - graft_has) if graft_has else []
         if lost:
-            lp.warnings.append(f"the graft has no code for {', '.join(lost)}, which {lp.path} has (no such GPU is "
-                               f"detected here)")
-        if not lp.abi_ok:
-            more = f" (+{len(lp.lines) - 1} more)" if len(lp.lines) > 1 else ""
-            raise Decline(Status.REFUSED, f"{self.source.describe()} does not load here: {lp.lines[0]}{more}")
+            self.warnings.append(f"the graft has no code for {', '.join(lost)}, which {self.path} has (no such GPU is "
+                                 f"detected here)")
+        if not self.abi_ok:
+            more = f" (+{len(self.lines) - 1} more)" if len(self.lines) > 1 else ""
+            raise Decline(Status.REFUSED, f"{self.source.describe()} does not load here: {self.lines[0]}{more}")
         files = self._with_diversion(staged)
-        return Staged(lp.tree, files, source=f"{self.source.key} {self.fetched.basename} sha256:{self.fetched.sha256}",
-                      meta={"kind": "library", "manifest": self.manifest.id, "library": lp.soname,
-                            "file": lp.path, "source": self.source.to_json(), "artifact": self.fetched.to_json(),
-                            "devices": [str(d) for d in ctx.devices], "rocm_version": lp.rocm_version,
-                            "abi": verdict.summary, "divert": lp.divert})
+        return StagedFiles(lib.tree, files,
+                           source=f"{self.source.key} {self.fetched.basename} sha256:{self.fetched.sha256}",
+                           meta={"kind": "library", "manifest": self.manifest.id, "library": lib.soname,
+                                 "file": self.path, "source": self.source.to_json(),
+                                 "artifact": self.fetched.to_json(), "devices": [str(d) for d in run.devices],
+                                 "rocm_version": lib.rocm_version, "abi": verdict.summary, "divert": self.divert})
 
     def _with_diversion(self, staged: Path) -> dict[str, Path]:
         """The files to write: the graft, and (when dpkg owns the file) the package's own bytes
         where dpkg will look for them after the diversion."""
-        from rocmrevive.hashing import sha256_file
-        from rocmrevive.txn import divert
-
-        lp, root = self.lp, self.ctx.root
-        assert lp.path is not None
-        real = root.resolve(lp.path)
-        own = divert.owner_of(root, lp.path, aliases=(f"{lp.tree.rstrip('/')}/{lp.soname}",))
-        lp.owner = own.to_json()
+        lib, root = self.lib, self.run.root
+        real = root.resolve(self.path)
+        own = divert.owner_of(root, self.path, aliases=(f"{lib.tree.rstrip('/')}/{lib.soname}",))
+        self.owner = own.to_json()
         wanted, why_not = divert.can_divert(root, own)
-        files = {lp.path: staged}
+        files = {self.path: staged}
         orig_sha = None
         if wanted:
             files[own.divert_path] = real
             orig_sha = sha256_file(real)[0]
         elif own.package:
-            lp.warnings.append(why_not)
-        lp.divert = {"wanted": wanted, "path": lp.path, "divert_to": own.divert_path if wanted else None,
-                     "package": own.package, "orig_sha256": orig_sha, "registered": False, "why_not": why_not}
+            self.warnings.append(why_not)
+        self.divert = {"wanted": wanted, "path": self.path, "divert_to": own.divert_path if wanted else None,
+                       "package": own.package, "orig_sha256": orig_sha, "registered": False, "why_not": why_not}
         return files
 
     def after_commit(self, result) -> None:
-        from rocmrevive.txn import divert
-
         # the transaction diverted the file itself (txn.divert.follow); say whether dpkg has it
-        if self.lp.divert and self.lp.divert["wanted"]:
-            self.lp.divert["registered"] = divert.is_diverted(self.ctx.root, self.lp.divert["path"])
+        if self.divert and self.divert["wanted"]:
+            self.divert = {**self.divert, "registered": divert.is_diverted(self.run.root, self.divert["path"])}
 
     def verify(self, result) -> Verdict:
-        from rocmrevive.hostlib.abi import check_library
-
-        lp = self.lp
-        after = check_library(self.ctx.root, self.ctx.root.resolve(lp.path), search_dirs=[lp.tree],
-                              targets=self.targets, rocm_version=lp.rocm_version)
-        lp.verify_after = {"ok": after.ok, "lines": after.lines, "summary": after.summary}
-        return Verdict(after.ok, lp.verify_after, why="; ".join(after.lines[:3]))
+        after = check_library(self.run.root, self.run.root.resolve(self.path), search_dirs=[self.lib.tree],
+                              targets=self.targets, rocm_version=self.lib.rocm_version)
+        self.after = {"ok": after.ok, "lines": after.lines, "summary": after.summary}
+        return Verdict(after.ok, self.after, why="; ".join(after.lines[:3]))
 
 
 def library_trees(root: Root, trees, installs) -> list[tuple[str, str | None]]:
@@ -232,8 +249,6 @@ def graft_remedy(root: Root, file_machine_path: str, target: TargetId, manifests
     ``install`` (or ``install --check``) left it extracted in the cache.
 
     Returns None (no manifest for it) or {"manifest", "source", "abi": a GraftAbi, "lines", "summary"}."""
-    from rocmrevive.trees.installs import read_version
-
     libdir, name = os.path.split(file_machine_path)
     if target.processor != TARGET:
         return None
@@ -245,8 +260,6 @@ def graft_remedy(root: Root, file_machine_path: str, target: TargetId, manifests
 
 
 def _remedy(root: Root, m, comp, libdir: str, target: TargetId, rocm_version, cache_dir: Path) -> dict:
-    from rocmrevive.hostlib.abi import check_library
-
     out = {"manifest": m.id, "soname": comp.soname, "source": None, "abi": GraftAbi.NO_SOURCE, "lines": [],
            "summary": ""}
     sources = m.sources_for_rocm(rocm_version) if rocm_version else []

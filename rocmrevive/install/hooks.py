@@ -17,9 +17,9 @@ that nobody edited it.
 """
 from __future__ import annotations
 
+import datetime
 import json
 import os
-import datetime
 import shlex
 import shutil
 import subprocess
@@ -29,10 +29,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rocmrevive.errors import RevError
-from rocmrevive.install.core import Hooks, Staged
+from rocmrevive.fs import Dir, executable_problem
+from rocmrevive.install.core import Hooks, StagedFiles, install_component, staging_area
 from rocmrevive.strenum import StrEnum
-from rocmrevive.txn.history import Integrity
+from rocmrevive.txn.history import Integrity, list_transactions
 from rocmrevive.txn.journal import PENDING, TxState
+from rocmrevive.txn.lock import check_package_managers
+from rocmrevive.txn.state import DEFAULT_STATE_DIR
+from rocmrevive.txn.undo import rollback
 
 HOOK_FILE = "/etc/apt/apt.conf.d/99rocmrevive"
 HOOK_DIR = "/etc/apt/apt.conf.d"
@@ -147,8 +151,6 @@ def parse(text: str) -> HookConfig | None:
 def check_hook_bin(root, exe: str) -> None:
     """apt runs the hook's executable as root after every dpkg run: refuse one that another user
     could replace (owned by someone else, or in a folder others can write). RevError("PERMISSION")."""
-    from rocmrevive.fs import executable_problem
-
     where = exe
     if not root.is_host and os.path.lexists(root.path(exe)):
         where = str(root.path(exe))
@@ -162,8 +164,6 @@ def check_hook_bin(root, exe: str) -> None:
 def install_hook(root, cfg: HookConfig, *, dry_run: bool = False):
     """Write the hook file through a transaction (a create, or a replace of another hook file,
     whose bytes go to the backups); nothing is written when the same hook is there already."""
-    from rocmrevive.install.core import install_component, staging_area
-
     if not root.path(HOOK_DIR).is_dir():
         raise RevError("NOTHING_SUPPORTED", f"no {HOOK_DIR} under {root.base}: the hook is for apt-based systems "
                                             "(Debian, Ubuntu)")
@@ -180,11 +180,11 @@ class AptHook(Hooks):
     def __init__(self, cfg: HookConfig):
         self.cfg = cfg
 
-    def stage(self, area: Path) -> Staged:
+    def stage(self, area: Path) -> StagedFiles:
         staged = area / Path(HOOK_FILE).name
         staged.write_text(render(self.cfg))
-        return Staged(HOOK_DIR, {HOOK_FILE: staged}, source="rocmrevive hook install",
-                      meta={"kind": "apt-hook", "mode": self.cfg.mode})
+        return StagedFiles(HOOK_DIR, {HOOK_FILE: staged}, source="rocmrevive hook install",
+                           meta={"kind": "apt-hook", "mode": self.cfg.mode})
 
 
 def remove_hook(root, *, force: bool = False, dry_run: bool = False) -> list:
@@ -192,9 +192,6 @@ def remove_hook(root, *, force: bool = False, dry_run: bool = False) -> list:
     that was there before comes back). A hook file edited since is refused (DRIFT) unless
     ``force``. Returns the TxResults; [] when no hook was installed. A dry run checks the newest
     transaction only (the older ones can be checked only once it is undone)."""
-    from rocmrevive.txn.history import list_transactions
-    from rocmrevive.txn.undo import rollback
-
     txs = [t for t in list_transactions(root, state_dir=HOOK_STATE_DIR, verify=False) if t["state"] == TxState.COMMITTED]
     if dry_run:
         # each older transaction is only checkable once the newer ones are undone: check the newest
@@ -205,8 +202,6 @@ def remove_hook(root, *, force: bool = False, dry_run: bool = False) -> list:
 def hook_status(root) -> dict:
     """Whether the hook is installed, with what configuration, and whether the file is still the
     one rocmrevive wrote."""
-    from rocmrevive.txn.history import list_transactions
-
     real = root.path(HOOK_FILE)
     text = real.read_text(errors="replace") if real.is_file() else None
     cfg = parse(text) if text is not None else None
@@ -256,9 +251,6 @@ class Finding:
 
 def findings(root, state_dir: str | None = None) -> list[Finding]:
     """What is wrong with the files of every committed rocBLAS transaction now."""
-    from rocmrevive.txn.history import list_transactions
-    from rocmrevive.txn.state import DEFAULT_STATE_DIR
-
     out = []
     for t in list_transactions(root, state_dir=state_dir or DEFAULT_STATE_DIR):
         if t["state"] != TxState.COMMITTED or t["integrity"] in (None, Integrity.INTACT):
@@ -326,8 +318,6 @@ def after_dpkg(root, *, mode: str, state_dir: str | None, wait_s: float, log_mac
 def wait_for_package_managers(root, timeout: float, poll: float = 1.0) -> bool:
     """Wait until apt/dpkg/rpm hold no lock (a Post-Invoke hook runs while apt still holds
     /var/lib/dpkg/lock-frontend). True when free, False when ``timeout`` passed."""
-    from rocmrevive.txn.lock import check_package_managers
-
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -361,8 +351,6 @@ def _open_log(root, log_machine: str):
     """The hook's log, opened to append as root: its folder through ``fs.Dir`` (created when
     missing, never reached through a link another user planted), the file itself ``O_NOFOLLOW``
     and a regular file (docs/security.md)."""
-    from rocmrevive.fs import Dir
-
     log_real = root.path(log_machine)
     with Dir.open(log_real.parent, create=True, what="hook log folder") as d:
         return os.fdopen(d.open_rw(log_real.name, append=True), "a")

@@ -33,11 +33,16 @@ from typing import Iterator
 
 from rocmrevive.errors import RevError
 from rocmrevive.fs import check_regular, open_regular, read_error, read_fd
-from rocmrevive.install.core import Hooks, Staged, Verdict
+from rocmrevive.hardware.sysfs import list_dir
+from rocmrevive.install.core import Hooks, StagedFiles, Verdict, install_component, staging_area
 from rocmrevive.rootfs import Root
 from rocmrevive.strenum import StrEnum
+from rocmrevive.trees.pythonenv import find_envs
 from rocmrevive.trees.trust import decide, refusal, undo_refusal
+from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.journal import TxState
+from rocmrevive.txn.state import DEFAULT_STATE_DIR
+from rocmrevive.txn.undo import rollback
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -249,8 +254,6 @@ def find_dist(root: Root, site: str, package: str) -> Dist | None:
     """The installed distribution ``package`` in ``site`` (its .dist-info), or None. Its
     METADATA and RECORD are read as files the venv's owner may have planted (``read_in_site``);
     one that cannot be read so leaves the version from the folder's name and no hashes."""
-    from rocmrevive.hardware.sysfs import list_dir
-
     want = _norm(package)
     for name in list_dir(root.path(site)):
         if not name.endswith(".dist-info"):
@@ -425,9 +428,6 @@ def read_target(root: Root, site: str, rel: str) -> bytes:
 
 def _applied_by(root: Root, spec: PatchSpec, site: str, state_dir: str | None) -> str | None:
     """The last committed rocmrevive transaction that applied ``spec`` in ``site``."""
-    from rocmrevive.txn.history import list_transactions
-    from rocmrevive.txn.state import DEFAULT_STATE_DIR
-
     try:
         txs = list_transactions(root, state_dir=state_dir or DEFAULT_STATE_DIR, verify=False)
     except RevError:
@@ -442,9 +442,6 @@ def apply_patch(root: Root, spec: PatchSpec, site: str, *, state_dir: str | None
     TxResult or None when it was already applied). Raises RevError: NOTHING_SUPPORTED (not
     installed, a version the patch does not know), VERIFY_FAILED (the file does not match, or
     does not read as patched afterwards: the transaction is then rolled back)."""
-    from rocmrevive.install.core import install_component, staging_area
-    from rocmrevive.txn.state import DEFAULT_STATE_DIR
-
     refuse_untrusted_site(root, spec, site)
     st = patch_status(root, spec, site, state_dir=state_dir)
     if st.state is PatchState.APPLIED:
@@ -488,16 +485,16 @@ class PatchedFile(Hooks):
         self.file: str = st.file
         self.label: str = st.file
 
-    def stage(self, area: Path) -> Staged:
+    def stage(self, area: Path) -> StagedFiles:
         spec, st, site = self.spec, self.st, self.site
         staged = area / os.path.basename(spec.file)
         data = read_target(self.root, site, spec.file)
         if _sha(data) != st.sha256:   # it changed since it was matched: patch nothing rather than other bytes
             raise RevError("VERIFY_FAILED", f"{self.file} changed while rocmrevive read it; run the command again")
         staged.write_bytes(apply_hunks(data, list(spec.hunks)))
-        return Staged(patch_tree(spec, site), {self.file: staged}, source=f"patch:{spec.id}",
-                      meta={"kind": "patch", "patch": spec.id, "package": spec.package,
-                            "version": st.version, "site": site, "file": st.file})
+        return StagedFiles(patch_tree(spec, site), {self.file: staged}, source=f"patch:{spec.id}",
+                           meta={"kind": "patch", "patch": spec.id, "package": spec.package,
+                                 "version": st.version, "site": site, "file": st.file})
 
     def verify(self, result) -> Verdict:
         after = patch_status(self.root, self.spec, self.site, state_dir=self.state_dir)
@@ -509,9 +506,6 @@ def rollback_patch(root: Root, spec: PatchSpec, site: str, *, state_dir: str | N
                    force: bool = False, dry_run: bool = False):
     """Undo the transaction that applied ``spec`` in ``site``, byte for byte. Returns (status
     after, TxResult)."""
-    from rocmrevive.txn.state import DEFAULT_STATE_DIR
-    from rocmrevive.txn.undo import rollback
-
     txid = _applied_by(root, spec, site, state_dir)
     if txid is None:
         st = patch_status(root, spec, site, state_dir=state_dir)
@@ -527,8 +521,6 @@ def rollback_patch(root: Root, spec: PatchSpec, site: str, *, state_dir: str | N
 
 def sites_with(root: Root, spec_or_package, pythons=(), *, common: bool = True) -> list[str]:
     """The site-packages folders (machine paths) where the package is installed."""
-    from rocmrevive.trees.pythonenv import find_envs
-
     package = spec_or_package.package if isinstance(spec_or_package, PatchSpec) else spec_or_package
     envs, _ = find_envs(root, pythons, common=common)
     return [e.site_packages for e in envs if find_dist(root, e.site_packages, package) is not None]

@@ -1,69 +1,42 @@
 """``rocmrevive install``, the main path: detect → choose rocBLAS copies → plan → fetch → stage →
 verify staged → apply → verify installed → report (docs/architecture.md, "The main path").
 
-    report = install(Root("/"), check=True)     # what would change, nothing written
-    report = install(Root("/"))                 # do it, as one transaction per rocBLAS copy
+    report = install(Root("/"), InstallOptions(check=True))   # what would change, nothing written
+    report = install(Root("/"), InstallOptions())             # do it, one transaction per rocBLAS copy
 
-Each rocBLAS copy (``tensile.py``) and each host-library graft (``graft.py``) is one component
-walked by ``core.install_component``: one transaction each. The hardware is scanned once, the
-``--tree`` arguments are converted once, and every component stages in the same kind of area
+Each rocBLAS copy (``tensile.install_copy``) and each host-library graft (``graft.graft_library``)
+is one step walked by ``core.install_component``: one transaction each, and each returns its frozen
+outcome; the report is built once from them. The hardware is scanned once, the ``--tree``
+arguments are converted once, and every step stages in the same kind of area
 (``core.staging_area`` under the cache's ``staging`` folder).
 """
 from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.errors import RevError
+from rocmrevive.hardware.devices import partition_devices
 from rocmrevive.install.as_owner import install_as_owner
 from rocmrevive.install.core import Status, feed  # noqa: F401 - feed: the progress protocol
-from rocmrevive.install.graft import library_components, library_trees, plan_library
-from rocmrevive.install.report import CopyPlan, InstallReport, LibraryPlan, Record
-from rocmrevive.install.tensile import TARGET, plan_copy
+from rocmrevive.install.graft import graft_library, library_components, library_trees
+from rocmrevive.install.report import CopyOutcome, InstallReport, LeftAlone, LibraryOutcome
+from rocmrevive.install.run import Confirm, InstallOptions, InstallRun, Log
+from rocmrevive.install.tensile import TARGET, install_copy
 from rocmrevive.rootfs import Root
-from rocmrevive.sources.cache import read_only_caches
+from rocmrevive.sources.cache import default_cache_dir, read_only_caches
+from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
+from rocmrevive.trees.installs import find_installs
 from rocmrevive.trees.trust import TreeTrust, Trust, decide, not_writable
-
-# Errors about the machine rather than one copy: they stop the whole install.
-FATAL = ("NETWORK", "LOCKED", "INTERRUPTED", "PERMISSION", "USAGE", "INTERNAL")
-Log = Callable[[str], None]
-
-
-@dataclass
-class Context:
-    """What every component of one install shares: the machine, the devices (scanned once), the
-    manifests, the cache and the options."""
-
-    root: Root
-    devices: list[TargetId]
-    others: list[TargetId]                 # detected GPUs that are not gfx906 (a graft keeps serving them)
-    manifests: list
-    cache_dir: Path
-    state_dir: str
-    check: bool = False
-    mirror: Optional[str] = None
-    from_path: Optional[str] = None
-    cross_version: bool = False
-    log: Log = field(default=lambda s: None)
-    progress: Optional[Callable] = None    # progress(stage, done, total, unit): see ``feed``
-    confirm: Optional[Callable] = None     # confirm(label, plan) -> bool
-    memo: dict = field(default_factory=dict)  # what is decided once per install (shared by the copies of ctx)
-
-    @property
-    def staging(self) -> Path:
-        from rocmrevive.install.extract import staging_parent
-
-        return staging_parent(self.cache_dir)
-
+from rocmrevive.txn.divert import reconcile
+from rocmrevive.txn.state import DEFAULT_STATE_DIR
 
 def _devices(root: Root, targets) -> tuple[list[TargetId], str, list[TargetId]]:
     """(gfx906 targets, where from, the other detected GPUs): ``--target`` values, else one scan."""
-    from rocmrevive.hardware.devices import partition_devices
-
     devices, devices_from, others = partition_devices(root, targets, processor=TARGET)
     bad = ", ".join(str(d) for d in devices if d.processor != TARGET)
     if bad:
@@ -87,12 +60,12 @@ def choose(root: Root, machine_path: str, *, named: bool, args) -> Chosen:
     return Chosen(machine_path, decide(root.resolve(machine_path)), named, tuple(args))
 
 
-def keep_writable(root: Root, report: InstallReport, chosen: list, rerun=(), *, owner_runs: bool = False) -> list:
+def keep_writable(root: Root, left_alone: list[LeftAlone], chosen: list, rerun=(), *, owner_runs: bool = False) -> list:
     """The ``(item, Chosen)`` pairs this run writes. A tree of one user the user named, root
     running: kept with ``owner_runs`` (written by a child run as its owner, ``as_owner.py``), else
     left alone. Another one it may not write: when named, RevError("PERMISSION", one line, the
     command to run as the tree's owner) before anything is written; when found on its own, left
-    alone with a warning line (``report.left_alone``)."""
+    alone: added to ``left_alone`` (the report's, with its warning line)."""
     keep = []
     base = [] if root.is_host else ["--root", str(root.base)]
     for item, c in chosen:
@@ -103,9 +76,7 @@ def keep_writable(root: Root, report: InstallReport, chosen: list, rerun=(), *, 
             continue
         if c.named and not users:
             raise why.error()
-        report.left_alone.append({"path": c.path, "trust": c.trust.to_json(), "message": why.warning(),
-                                  "command": why.command})
-        report.warnings.append(why.warning())
+        left_alone.append(LeftAlone(c.path, c.trust.to_json(), why.warning(), why.command))
     return keep
 
 
@@ -114,34 +85,29 @@ def given_trees(root: Root, trees) -> list[tuple[str, Path]]:
     return [(t, root.given(t)) for t in trees]
 
 
-def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None, mirror: str | None = None,
-            from_path: str | None = None, cross_version: bool = False, check: bool = False,
-            state_dir: str | None = None, pythons=(), log: Log = lambda s: None, progress=None,
-            confirm: Callable[[Record, object], bool] | None = None,
-            libraries: bool = True, rerun=()) -> InstallReport:
-    """Install the gfx906 files every rocBLAS copy lacks (or the ``trees`` named); with
-    ``libraries``, also graft each host library that lacks gfx906 where a manifest's source
+def install(root: Root, opts: InstallOptions, *, log: Log = lambda s: None, progress: Optional[Callable] = None,
+            confirm: Optional[Confirm] = None) -> InstallReport:
+    """Install the gfx906 files every rocBLAS copy lacks (or the ``opts.trees`` named); with
+    ``opts.libraries``, also graft each host library that lacks gfx906 where a manifest's source
     provably loads (``graft.py``).
 
     A copy that cannot be served (no manifest for its version, staged files that fail the
     checks) is reported with its own error and the others go on; machine-wide trouble (lock,
-    network, permission, an interrupted transaction) stops everything. ``confirm(record, plan)``
-    is asked before each copy or library is changed (False skips it).
+    network, permission, an interrupted transaction) stops everything. ``confirm(outcome, plan)``
+    is asked before each copy or library is changed (False skips it); ``progress`` is ``core.feed``'s.
 
     Who may write each tree is decided once, as it is selected (``trees.trust``): a user's rocBLAS
     copy the user named (``--tree``, ``--python``) is installed by a child run as its owner
     (``as_owner.py``); another tree this run may not write is refused when named and left alone
     with a warning when found; when every rocBLAS copy found was left alone, RevError
-    ("PERMISSION"). ``rerun``: the options to repeat in the command printed for a tree's owner."""
-    from rocmrevive.sources.cache import default_cache_dir
-    from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
-    from rocmrevive.trees.installs import find_installs
-    from rocmrevive.txn.state import DEFAULT_STATE_DIR
-
-    devices, devices_from, others = _devices(root, targets)
-    ctx = Context(root, devices, others, load_manifests(manifests_dir or default_manifest_dir()),
-                  Path(cache) if cache else default_cache_dir(root), state_dir or DEFAULT_STATE_DIR, check=check,
-                  mirror=mirror, from_path=from_path, cross_version=cross_version, log=log, progress=progress)
+    ("PERMISSION"). ``opts.rerun``: the options to repeat in the command printed for a tree's owner."""
+    devices, devices_from, others = _devices(root, opts.targets)
+    run = InstallRun(root, tuple(devices), tuple(others),
+                     tuple(load_manifests(opts.manifests_dir or default_manifest_dir())),
+                     Path(opts.cache) if opts.cache else default_cache_dir(root), opts.state_dir or DEFAULT_STATE_DIR,
+                     check=opts.check, mirror=opts.mirror, from_path=opts.from_path,
+                     cross_version=opts.cross_version, log=log, progress=progress, confirm=confirm)
+    trees, pythons, libraries = opts.trees, opts.pythons, opts.libraries
     given = given_trees(root, trees)
     installs, _link = find_installs(root)
     with _selecting(root):
@@ -154,52 +120,35 @@ def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None,
             if exc.code != "NOTHING_SUPPORTED" or not lib_trees:
                 raise
             copies = []
-    report = InstallReport([str(d) for d in devices], devices_from, [], check, libraries_enabled=libraries)
     if not copies and not lib_trees:
         raise RevError("NOTHING_SUPPORTED", f"no rocBLAS copy found under {root.base}; name one with "
                                             f"--tree (an /opt/rocm-X.Y.Z install or its rocblas/library folder)")
     found = bool(copies)
-    copies = keep_writable(root, report, copies, rerun, owner_runs=True)
-    lib_trees = keep_writable(root, report, lib_trees, rerun)
+    left_alone: list[LeftAlone] = []
+    copies = keep_writable(root, left_alone, copies, opts.rerun, owner_runs=True)
+    lib_trees = keep_writable(root, left_alone, lib_trees, opts.rerun)
     if not copies and (found or not lib_trees):  # every rocBLAS copy left alone: the request is not met
-        raise RevError("PERMISSION", f"no tree this run may write: {report.left_alone[0]['message']}",
-                       details={"left_alone": report.left_alone})
+        raise RevError("PERMISSION", f"no tree this run may write: {left_alone[0].message}",
+                       details={"left_alone": [a.to_json() for a in left_alone]})
     # check mode changes nothing, the cache included: what it downloads or unpacks stays private
-    with read_only_caches() if check else contextlib.nullcontext():
-        for copy, chosen in copies:
-            _plan_one_copy(ctx, report, copy, chosen, confirm)
-        if lib_trees:
-            _plan_libraries(ctx, report, [t for t, _ in lib_trees], confirm)
-    return report
+    with read_only_caches() if opts.check else contextlib.nullcontext():
+        copy_outcomes = tuple(_install_one_copy(run, copy, chosen) for copy, chosen in copies)
+        lib_outcomes = tuple(_graft_libraries(run, [t for t, _ in lib_trees])) if lib_trees else ()
+    warnings = [a.message for a in left_alone]
+    warnings += [f"{lp.label} lacks {', '.join(lp.missing)}; no graft: {lp.reason}" for lp in lib_outcomes
+                 if lp.status is Status.REFUSED and lp.abi_ok is False]
+    return InstallReport([str(d) for d in devices], devices_from, copy_outcomes, opts.check, tuple(warnings),
+                         lib_outcomes, libraries_enabled=libraries, left_alone=tuple(left_alone))
 
 
-def _plan_one_copy(ctx: Context, report: InstallReport, copy, chosen: Chosen, confirm) -> None:
+def _install_one_copy(run: InstallRun, copy, chosen: Chosen) -> CopyOutcome:
     """One rocBLAS copy, written by this run or, a user's tree the user named, by a child that is
     its owner (``as_owner.py``)."""
-    cp = CopyPlan(copy.path, copy.layout, copy.rocblas_version, copy.rocm_version, trust=chosen.trust.to_json())
-    report.copies.append(cp)
+    trust = chosen.trust.to_json()
     if chosen.trust.writable_by(os.geteuid()):
-        _guarded(cp, lambda: plan_copy(_asking(ctx, confirm, cp), copy, cp))
-    else:
-        install_as_owner(_asking(ctx, confirm, cp), chosen.trust,
-                         lambda mine: _guarded(cp, lambda: plan_copy(mine, copy, cp)), cp)
-
-
-def _asking(ctx: Context, confirm, rec: Record) -> Context:
-    """``ctx`` whose confirmation names ``rec``."""
-    from dataclasses import replace
-
-    return replace(ctx, confirm=None if confirm is None else (lambda _label, plan: confirm(rec, plan)))
-
-
-def _guarded(rec: Record, step: Callable[[], None]) -> None:
-    """Run one record's step; its own failure becomes its ``refused`` status and error."""
-    try:
-        step()
-    except RevError as exc:
-        if exc.code in FATAL:
-            raise
-        rec.status, rec.reason, rec.error = Status.REFUSED, exc.message, exc.to_json()
+        return install_copy(run, copy, trust=trust)
+    return install_as_owner(run, chosen.trust, lambda mine: install_copy(mine, copy, trust=trust),
+                            CopyOutcome(copy.path, copy.layout, copy.rocblas_version, copy.rocm_version, trust=trust))
 
 
 def _select_copies(root: Root, given, pythons, installs) -> list[tuple]:
@@ -262,21 +211,13 @@ def _copies(root: Root, given, envs, installs) -> list:
             if root.resolve(c.path) in wanted]
 
 
-def _plan_libraries(ctx: Context, report: InstallReport, lib_trees, confirm) -> None:
-    from rocmrevive.diagnose.libraries import library_for_file
-    from rocmrevive.txn.divert import reconcile
-
-    if not ctx.check:
+def _graft_libraries(run: InstallRun, lib_trees) -> list[LibraryOutcome]:
+    """Every library component of a manifest for each tree's ROCm version, grafted or not."""
+    if not run.check:
         # every transaction keeps dpkg's diversions in step (txn.divert.follow); this mends what was
         # changed outside rocmrevive (a diversion removed by hand): `status` sends the user here
-        for line in reconcile(ctx.root, ctx.state_dir):
-            ctx.log(line)
-    for libdir, rocm_version in lib_trees:
-        for manifest, comp in library_components(ctx.manifests, rocm_version):
-            known = library_for_file(comp.soname)
-            lp = LibraryPlan(libdir, comp.soname, known.name if known else comp.soname, rocm_version,
-                             manifest=manifest.id)
-            report.libraries.append(lp)
-            _guarded(lp, lambda: plan_library(_asking(ctx, confirm, lp), lp, manifest, comp))
-            if lp.status is Status.REFUSED and lp.abi_ok is False:
-                report.warnings.append(f"{lp.label} lacks {', '.join(lp.missing)}; no graft: {lp.reason}")
+        for line in reconcile(run.root, run.state_dir):
+            run.log(line)
+    return [graft_library(run, libdir, rocm_version, manifest, comp)
+            for libdir, rocm_version in lib_trees
+            for manifest, comp in library_components(run.manifests, rocm_version)]

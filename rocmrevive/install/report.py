@@ -1,19 +1,54 @@
-"""What ``rocmrevive install`` decided and did, per rocBLAS copy and per host library: typed
-records (``Status`` from ``core``) that the CLI renders and prints as JSON.
+"""What ``rocmrevive install`` decided and did, per rocBLAS copy and per host library: frozen
+outcomes that the steps return (``tensile.install_copy``, ``graft.graft_library``), and the
+report the pipeline builds once from them, which the CLI renders and prints as JSON.
 
-    report.copies[0].status is Status.INSTALLED; report.to_json()["copies"][0]["status"] == "installed"
+    out = install_copy(run, copy)      # a CopyOutcome: out.status is Status.INSTALLED
+    report.to_json()["copies"][0]["status"] == "installed"
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from typing import Optional, Union
 
-from rocmrevive.install.core import Status
+from rocmrevive.errors import RevError
+from rocmrevive.install.core import Applied, Status
+
+# Errors about the machine rather than one copy: they stop the whole install.
+FATAL = ("NETWORK", "LOCKED", "INTERRUPTED", "PERMISSION", "USAGE", "INTERNAL")
 
 
-@dataclass
-class CopyPlan:
-    """What install decided for one rocBLAS copy."""
+
+def applied(walk: Applied, *, check: bool) -> dict:
+    """The outcome fields the walk (``core.Applied``) decides: its status, the plan's summary and
+    diff, the transaction (not with ``check``: a dry run has none).
+
+        out = replace(out, **applied(walk, check=run.check))
+    """
+    if walk.plan is None:
+        return {"status": walk.status, "reason": walk.reason}
+    out = {"status": walk.status, "summary": walk.plan.summary(), "diff": walk.plan.diff()}
+    if walk.result is None:
+        return out
+    if check:
+        return {**out, "changes": walk.result.actions}
+    return {**out, "changes": walk.result.actions, "txid": walk.result.txid, "journal": walk.result.journal_path,
+            "changed": walk.result.changed}
+
+
+def refused(exc: RevError) -> dict:
+    """The outcome fields of a step's own failure; a failure of the machine (``FATAL``) is raised
+    again and stops the install.
+
+        except RevError as exc: return replace(out, **refused(exc))
+    """
+    if exc.code in FATAL:
+        raise exc
+    return {"status": Status.REFUSED, "reason": exc.message, "error": exc.to_json()}
+
+
+@dataclass(frozen=True)
+class CopyOutcome:
+    """What install decided and did for one rocBLAS copy."""
 
     library: str                       # machine path of the Tensile library folder
     layout: str
@@ -47,13 +82,21 @@ class CopyPlan:
         """What a confirmation prompt names."""
         return self.library
 
+    def from_child(self, doc: dict) -> CopyOutcome:
+        """This copy as a child run reported it (its ``to_json()``): known fields only, the status
+        as a Status; the copy's own path and layout stay the parent's."""
+        known = {f.name for f in fields(CopyOutcome)} - {"library", "layout"}
+        given = {k: v for k, v in doc.items() if k in known}
+        return replace(self, **{**given, "status": Status(given.get("status", self.status))})
+
     def to_json(self) -> dict:
         return dict(self.__dict__)
 
 
-@dataclass
-class LibraryPlan:
-    """What install decided for one host library (a manifest's ``library`` component) in one tree.
+@dataclass(frozen=True)
+class LibraryOutcome:
+    """What install decided and did for one host library (a manifest's ``library`` component) in
+    one tree.
 
     ``status``: absent (the tree has no such library) | satisfied (its device code serves every
     detected gfx906 GPU) | unsupported (no source for the tree's ROCm version, or that version is
@@ -100,40 +143,42 @@ class LibraryPlan:
         return dict(self.__dict__)
 
 
-Record = Union[CopyPlan, LibraryPlan]
+Record = Union[CopyOutcome, LibraryOutcome]
 
 
-def record_applied(rec: Record, applied, *, check: bool) -> None:
-    """Copy an ``Applied`` (core) into a record: the plan's summary and diff, the transaction."""
-    rec.status = applied.status
-    if applied.plan is None:
-        rec.reason = applied.reason
-        return
-    rec.summary, rec.diff = applied.plan.summary(), applied.plan.diff()
-    if applied.result is not None:
-        rec.changes = applied.result.actions
-        if not check:
-            rec.txid, rec.journal = applied.result.txid, applied.result.journal_path
-            rec.changed = applied.result.changed
+@dataclass(frozen=True)
+class LeftAlone:
+    """A tree found that this run may not write (``trees.trust``): left as it is, with the warning
+    line and the command its owner would run."""
+
+    path: str
+    trust: dict                        # trees.trust.TreeTrust.to_json()
+    message: str
+    command: Optional[str]            # None: no one user owns it (trees.trust.NotWritable)
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "trust": self.trust, "message": self.message, "command": self.command}
 
 
-@dataclass
+@dataclass(frozen=True)
 class InstallReport:
+    """The whole install, built once from the steps' outcomes (``pipeline.install``)."""
+
     devices: list[str]
     devices_from: str
-    copies: list[CopyPlan]
+    copies: tuple[CopyOutcome, ...]
     check: bool
-    warnings: list[str] = field(default_factory=list)
-    libraries: list[LibraryPlan] = field(default_factory=list)
+    warnings: tuple[str, ...] = ()
+    libraries: tuple[LibraryOutcome, ...] = ()
     libraries_enabled: bool = True
-    left_alone: list[dict] = field(default_factory=list)   # trees found that this run may not write (trees.trust)
+    left_alone: tuple[LeftAlone, ...] = ()
 
     @property
     def records(self) -> list[Record]:
         return [*self.copies, *self.libraries]
 
     @property
-    def left_without(self) -> list[CopyPlan]:
+    def left_without(self) -> list[CopyOutcome]:
         """The copies a gfx906 GPU needs that this install leaves without gfx906 files and without
         an error of their own: no source for their rocBLAS (a ROCm 7.1 tree: the fix is `rocmrevive
         recipe`), or a layout rocmrevive does not patch (TheRock). The request was not met."""
@@ -152,6 +197,6 @@ class InstallReport:
                 "copies": [c.to_json() for c in self.copies],
                 "libraries_enabled": self.libraries_enabled,
                 "libraries": [lp.to_json() for lp in self.libraries],
-                "left_alone": self.left_alone,
+                "left_alone": [a.to_json() for a in self.left_alone],
                 "diff": {"before": {k: v for c in plans for k, v in (c.diff or {}).get("before", {}).items()},
                          "after": {k: v for c in plans for k, v in (c.diff or {}).get("after", {}).items()}}}

@@ -1,55 +1,45 @@
-"""rocBLAS Tensile files as an install component: for one rocBLAS copy, the manifest's gfx906
+"""rocBLAS Tensile files as an install step: for one rocBLAS copy, the manifest's gfx906
 members of a version-matched source, staged and checked — ELF targets, then the same checks
 ``verify`` runs, on the tree's folder read with the staged files in their place — before a byte
 of the tree is written.
 
-    rec = CopyPlan(copy.path, copy.layout, copy.rocblas_version, copy.rocm_version)
-    plan_copy(ctx, copy, rec)        # rec.status: satisfied | planned | installed | ...
+    out = install_copy(run, copy)    # a CopyOutcome: satisfied | planned | installed | refused | ...
 """
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
+from typing import Callable, Sequence
 
+from rocmrevive import hashing  # a module: tests count its calls
+from rocmrevive.codeobj import inspect as objinspect  # a module: tests count its calls
 from rocmrevive.codeobj.targetid import TargetId
+from rocmrevive.diagnose import locate
+from rocmrevive.diagnose import verify as dverify  # a module: tests count its calls
+from rocmrevive.diagnose.verify import CheckStatus, CopyResult, runtime_limit
 from rocmrevive.errors import RevError
 from rocmrevive.hardware.p2p import size_text
-from rocmrevive.install.core import Hooks, Staged, Status, Verdict, feed, install_component, staging_area
+from rocmrevive.install import unpinned
+from rocmrevive.install.core import Hooks, StagedFiles, Status, Verdict, feed
 from rocmrevive.install.extract import extracted, fetch_first, forget_extracted
-from rocmrevive.install.report import CopyPlan, record_applied
+from rocmrevive.install.report import CopyOutcome, refused
+from rocmrevive.install.run import InstallRun
 from rocmrevive.install.unpinned import VERIFIED_BY_CONTENT
+from rocmrevive.sources.manifest import choose_manifest
+from rocmrevive.trees.recipe import therock_gfx906_command
+from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.plan import Op
 
 TARGET = "gfx906"
 GATING = ("targets", "tensile")  # the host library's own device code is reported, not gated on
 
 
-def choose_manifest(manifests, rocblas_version: str | None):
-    """The gfx906 manifest with Tensile files for this rocBLAS version, or None."""
-    from packaging.version import InvalidVersion, Version
-
-    if rocblas_version is None:
-        return None
-    try:
-        v = Version(rocblas_version)
-    except InvalidVersion:
-        return None
-    for m in manifests:
-        if (m.target == TARGET and m.rocblas_versions is not None and m.components_of("tensile")
-                and m.rocblas_versions.contains(v, prereleases=True)):
-            return m
-    return None
-
-
 def _gating_ok(result) -> bool:
-    from rocmrevive.diagnose.verify import CheckStatus
-
     return all(c.status != CheckStatus.FAIL for d in result.devices for c in d.checks if c.name in GATING)
 
 
 def _first_failures(result, limit: int = 3) -> str:
-    from rocmrevive.diagnose.verify import CheckStatus
-
     out = []
     for d in result.devices:
         for c in d.checks:
@@ -59,12 +49,10 @@ def _first_failures(result, limit: int = 3) -> str:
     return "; ".join(out)
 
 
-def check_staged_targets(by_name: dict[str, Path], devices: list[TargetId]) -> None:
+def check_staged_targets(by_name: dict[str, Path], devices: Sequence[TargetId]) -> None:
     """Every staged code object is gfx906 code that loads on every device."""
-    from rocmrevive.codeobj.inspect import inspect_file
-
     for name, p in sorted(by_name.items()):
-        rep = inspect_file(p)
+        rep = objinspect.inspect_file(p)
         if rep.problems:
             raise RevError("VERIFY_FAILED", f"staged {name}: {rep.problems[0]}; nothing was changed")
         if rep.kind in ("tensile-dat",):
@@ -85,15 +73,23 @@ class TensileFiles(Hooks):
     when after the transaction the folder holds the same names and the written files the staged
     bytes (re-hashed), the staged verdict is the installed one: one verification pass per copy
     besides the one that decides whether it is needed. A folder that changed beside the install
-    is verified again, whole."""
+    is verified again, whole. What the walk found (``found``) becomes fields of the copy's
+    outcome."""
 
-    def __init__(self, ctx, copy, rec: CopyPlan, real_lib: Path, host_lib):
-        self.ctx, self.copy, self.rec = ctx, copy, rec
+    def __init__(self, run: InstallRun, copy, real_lib: Path, host_lib):
+        self.run, self.copy = run, copy
         self.real_lib, self.host_lib = real_lib, host_lib
         self.label = copy.path
         self.files: dict[str, Path] = {}
         self.sha256: dict[str, tuple[str, int]] = {}   # file name → as extracted (collect may say)
         self.listings: list[frozenset[str]] = []       # the folder's names each cross-reference read
+        self.staged: CopyResult | None = None           # the verdict on the staged files
+        self.after: dict | None = None                  # the verdict after the install (JSON)
+
+    def found(self) -> dict:
+        """The outcome's fields this walk decided (``verify_staged``, ``verify_after``; a kind of
+        source adds its own)."""
+        return {"verify_staged": None if self.staged is None else self.staged.to_json(), "verify_after": self.after}
 
     # what a kind of source says ----------------------------------------------------------
     def collect(self, area: Path) -> dict[str, Path]:
@@ -109,70 +105,71 @@ class TensileFiles(Hooks):
         raise NotImplementedError
 
     # the walk's part ---------------------------------------------------------------------
-    def stage(self, area: Path) -> Staged:
-        ctx, copy = self.ctx, self.copy
+    def stage(self, area: Path) -> StagedFiles:
+        run, copy = self.run, self.copy
         by_name = self.collect(area)
-        staged = _verify(copy, self.real_lib, self.host_lib, ctx.devices, show=self._shown, staged=by_name,
-                         progress=feed(ctx.progress, "verifying", "checks"))
-        self.rec.verify_staged = staged.to_json()
+        staged = _verify(copy, self.real_lib, self.host_lib, run.devices, show=self._shown, staged=by_name,
+                         progress=feed(run.progress, "verifying", "checks"))
+        self.staged = staged
         if not _gating_ok(staged):
             raise RevError("VERIFY_FAILED", self.refusal(_first_failures(staged)))
         self.listings = [d.xref.names for d in staged.devices if d.xref is not None]
         self.files = {f"{copy.path}/{n}": p for n, p in by_name.items()}
         source, meta = self.provenance()
-        return Staged(copy.path, self.files, source=source,
-                      meta={**meta, "devices": [str(d) for d in ctx.devices], "rocblas_version": copy.rocblas_version,
-                            "rocm_version": copy.rocm_version, "library": copy.path},
-                      sha256={f"{copy.path}/{n}": h for n, h in self.sha256.items() if n in by_name})
+        return StagedFiles(copy.path, self.files, source=source,
+                           meta={**meta, "devices": [str(d) for d in run.devices],
+                                 "rocblas_version": copy.rocblas_version, "rocm_version": copy.rocm_version,
+                                 "library": copy.path},
+                           sha256={f"{copy.path}/{n}": h for n, h in self.sha256.items() if n in by_name})
 
     def _shown(self, p: Path) -> str:
         """The library folder as the copy's machine path (what the tree calls it), others as theirs."""
-        return self.copy.path if p == self.real_lib else self.ctx.root.machine_path(p)
+        return self.copy.path if p == self.real_lib else self.run.root.machine_path(p)
 
     def verify(self, result) -> Verdict:
-        from rocmrevive.hashing import sha256_file
-
         changed = {a["path"]: a.get("after") for a in result.actions if a.get("after")}
-        root = self.ctx.root
+        root = self.run.root
+        staged = self.staged.to_json() if self.staged is not None else {}
         # a file still the inode the apply wrote and hashed is those bytes (TxResult.still_written)
         wrong = [p for p, sha in changed.items() if p in self.files and not result.still_written(p, root.resolve(p))
-                 and sha256_file(root.resolve(p))[0] != sha]
+                 and hashing.sha256_file(root.resolve(p))[0] != sha]
         if wrong:
-            self.rec.verify_after = dict(self.rec.verify_staged or {}, ok=False)
-            return Verdict(False, self.rec.verify_after,
-                           why=f"{len(wrong)} files differ from what was staged ({wrong[0]})")
+            self.after = {**staged, "ok": False}
+            return Verdict(False, self.after, why=f"{len(wrong)} files differ from what was staged ({wrong[0]})")
         try:
             same_names = all(names == frozenset(os.listdir(self.real_lib)) for names in self.listings)
         except OSError:
             same_names = False
-        if same_names and self.listings:  # the folder the staged cross-reference read: its verdict stands
-            staged = self.rec.verify_staged or {}
-            self.rec.verify_after = dict(staged, ok=bool(staged.get("ok")))
-            return Verdict(True, self.rec.verify_after)
-        after = _verify(self.copy, self.real_lib, self.host_lib, self.ctx.devices, show=self._shown)
-        self.rec.verify_after = after.to_json()
-        return Verdict(_gating_ok(after), self.rec.verify_after, why=_first_failures(after))
+        if same_names and self.listings and self.staged is not None:
+            self.after = staged  # the folder the staged cross-reference read: its verdict stands
+            return Verdict(True, self.after)
+        after = _verify(self.copy, self.real_lib, self.host_lib, self.run.devices, show=self._shown)
+        self.after = after.to_json()
+        return Verdict(_gating_ok(after), self.after, why=_first_failures(after))
 
 
 class PinnedTensile(TensileFiles):
     """The manifest's members of a fetched, checksummed artifact."""
 
-    def __init__(self, ctx, copy, rec: CopyPlan, real_lib: Path, host_lib, manifest, source, fetched):
-        super().__init__(ctx, copy, rec, real_lib, host_lib)
+    def __init__(self, run: InstallRun, copy, real_lib: Path, host_lib, manifest, source, fetched):
+        super().__init__(run, copy, real_lib, host_lib)
         self.manifest, self.source, self.fetched = manifest, source, fetched
 
-    def stage(self, area: Path) -> Staged:
+    def found(self) -> dict:
+        return {**super().found(), "source": self.source.to_json(), "artifact": self.fetched.to_json()}
+
+    def stage(self, area: Path) -> StagedFiles:
         try:
             return super().stage(area)
         except RevError:
-            forget_extracted(self.fetched, self.manifest, self.ctx.cache_dir)  # a refusal leaves nothing cached
+            forget_extracted(self.fetched, self.manifest, self.run.cache_dir)  # a refusal leaves nothing cached
             raise
 
     def collect(self, area: Path) -> dict[str, Path]:
-        ctx, fetched, source = self.ctx, self.fetched, self.source
+        run, fetched, source = self.run, self.fetched, self.source
         tensile = self.manifest.select_kind("tensile")
-        members = {n: m for n, m in extracted(fetched, self.manifest, source, ctx.cache_dir, ctx.log,
-                                              area, ctx.progress).items() if tensile(n)}
+        members = {n: m for n, m in extracted(fetched, self.manifest, source, run.cache_dir, run.log,
+                                              area, run.progress).items() if tensile(n)}
         by_name = {n: m.path for n, m in members.items()}
         self.sha256 = {n: (m.sha256, m.size) for n, m in members.items()}
         nested = sorted(n for n in by_name if "/" in n)
@@ -181,7 +178,7 @@ class PinnedTensile(TensileFiles):
                                             f"subfolder of {source.member_prefix} (first: {ascii(nested[0])}); "
                                             f"rocBLAS reads one flat library folder: the manifest's member_prefix "
                                             f"must be that folder; nothing was changed")
-        check_staged_targets(by_name, ctx.devices)
+        check_staged_targets(by_name, run.devices)
         return by_name
 
     def refusal(self, failures: str) -> str:
@@ -197,46 +194,45 @@ class UnpinnedTensile(TensileFiles):
     """``--from`` a folder or tarball no manifest pins: accepted only by content
     (``rocmrevive.install.unpinned``), and journaled as "verified by content, unpinned"."""
 
-    def __init__(self, ctx, copy, rec: CopyPlan, real_lib: Path, host_lib, manifest):
-        super().__init__(ctx, copy, rec, real_lib, host_lib)
+    def __init__(self, run: InstallRun, copy, real_lib: Path, host_lib, manifest):
+        super().__init__(run, copy, real_lib, host_lib)
         self.manifest = manifest
-        self.artifact: dict = {}
+        self.artifact: dict | None = None     # the staged build (unpinned.UnpinnedBuild.to_json())
+
+    def found(self) -> dict:
+        if self.artifact is None:
+            return super().found()
+        return {**super().found(), "source": {"kind": "unpinned", "from": str(self.run.from_path),
+                                              "verification": VERIFIED_BY_CONTENT},
+                "artifact": self.artifact}
 
     def collect(self, area: Path) -> dict[str, Path]:
-        from rocmrevive.install import unpinned
-        from rocmrevive.codeobj.inspect import inspect_file
-        from rocmrevive.diagnose.verify import runtime_limit
-
-        ctx, rec, from_path = self.ctx, self.rec, self.ctx.from_path
+        run, from_path = self.run, self.run.from_path
+        assert from_path is not None
         comps = self.manifest.components_of("tensile") if self.manifest else []
         patterns = [p for c in comps for p in c.files] or list(unpinned.default_patterns(TARGET))
         staged = unpinned.stage(Path(from_path), TARGET, unpinned.selector(patterns), area)
-        rec.source = {"kind": "unpinned", "from": str(from_path), "verification": unpinned.VERIFIED_BY_CONTENT}
-        rec.artifact = self.artifact = staged.to_json()
+        self.artifact = staged.to_json()
         self.sha256 = staged.sha256
         unpinned.check_version(staged, self.copy.rocblas_version, self.copy.path)
-        check_staged_targets(staged.by_name, ctx.devices)
-        limit, basis = runtime_limit(self.copy.rocm_version, inspect_file(self.host_lib) if self.host_lib else None)
+        check_staged_targets(staged.by_name, run.devices)
+        limit, basis = runtime_limit(self.copy.rocm_version, objinspect.inspect_file(self.host_lib) if self.host_lib else None)
         unpinned.check_code_object_versions(staged.by_name, limit, basis)
         return staged.by_name
 
     def refusal(self, failures: str) -> str:
-        return (f"--from {self.ctx.from_path} does not serve {self.copy.path}: {failures} (the cross-reference "
+        return (f"--from {self.run.from_path} does not serve {self.copy.path}: {failures} (the cross-reference "
                 f"against the tree's own index: a build of another rocBLAS release?); nothing was changed")
 
     def provenance(self) -> tuple[str, dict]:
-        from rocmrevive.install.unpinned import VERIFIED_BY_CONTENT
-
-        src = self.ctx.from_path
+        src = self.run.from_path
         return (f"unpinned {src} ({VERIFIED_BY_CONTENT})",
                 {"manifest": None, "source": f"{VERIFIED_BY_CONTENT}: {src}", "verification": VERIFIED_BY_CONTENT,
-                 "pinned": False, "artifact": self.artifact})
+                 "pinned": False, "artifact": self.artifact or {}})
 
 
 def _verify(copy, library: Path, host_lib, devices, *, show, progress=None, staged=None):
-    from rocmrevive.diagnose.verify import verify_copy
-
-    return verify_copy(library, devices, host_library=host_lib, rocm_version=copy.rocm_version, show=show,
+    return dverify.verify_copy(library, devices, host_library=host_lib, rocm_version=copy.rocm_version, show=show,
                        progress=progress, staged=staged, host_report=_host_report(host_lib))
 
 
@@ -249,8 +245,6 @@ def _host_report(host_lib: Path | None):
     (path, dev, inode, size, mtime, ctime), the stat identity the check after trusts too
     (``TxResult.still_written``), taken before and after the read so a file changed meanwhile is
     not kept."""
-    from rocmrevive.codeobj.inspect import inspect_file
-
     if host_lib is None:
         return None
 
@@ -264,55 +258,54 @@ def _host_report(host_lib: Path | None):
     key = identity()
     if key is not None and key in _HOST_REPORTS:
         return _HOST_REPORTS[key]
-    report = inspect_file(host_lib)
+    report = objinspect.inspect_file(host_lib)
     if key is not None and identity() == key:
         _HOST_REPORTS.clear()
         _HOST_REPORTS[key] = report
     return report
 
 
-def plan_copy(ctx, copy, rec: CopyPlan) -> None:
-    """Decide, stage, apply and verify one rocBLAS copy; the outcome lands in ``rec``."""
-    from rocmrevive.diagnose import locate
-
-    real_lib = ctx.root.resolve(copy.path)
-    host_lib = locate.rocblas_host_library(real_lib)
-    if copy.arch_folders or copy.kpack:
-        from rocmrevive.trees.recipe import therock_gfx906_command
-
-        cmd, _notes = therock_gfx906_command(copy, [TARGET])
-        rec.status, rec.reason = Status.UNSUPPORTED, (f"a TheRock tree (ROCm {copy.rocm_version or '7.13+'}: per-target "
-                                                      f".kpack archives / per-arch folders): rocmrevive does not patch it; "
-                                                      f"AMD builds {TARGET} itself: {cmd}")
-        return
-    before = _verify(copy, real_lib, host_lib, ctx.devices, show=ctx.root.machine_path)
-    rec.verify_before = before.to_json()
-    if _gating_ok(before):
-        _refuse_drift(ctx.root, real_lib, copy.path, ctx.state_dir)
-        rec.status, rec.reason = Status.SATISFIED, "already serves " + ", ".join(map(str, ctx.devices))
-        return
-    component = _component(ctx, copy, rec, real_lib, host_lib)
-    if component is None:
-        return
-    with staging_area(ctx.staging) as area:
-        applied = install_component(ctx.root, component, area, state_dir=ctx.state_dir, check=ctx.check,
-                                    confirm=ctx.confirm)
-    record_applied(rec, applied, check=ctx.check)
-    s = rec.summary or {}
-    rec.reason = {
+def install_copy(run: InstallRun, copy, *, trust: dict | None = None) -> CopyOutcome:
+    """Decide, stage, apply and verify one rocBLAS copy, and say what came of it. The copy's own
+    failure (a checksum, a refused staged file, a failed check after) is its ``refused`` outcome;
+    a failure of the machine (``report.FATAL``) is raised."""
+    out = CopyOutcome(copy.path, copy.layout, copy.rocblas_version, copy.rocm_version, trust=trust)
+    component: TensileFiles | None = None
+    try:
+        real_lib = run.root.resolve(copy.path)
+        host_lib = locate.rocblas_host_library(real_lib)
+        if copy.arch_folders or copy.kpack:
+            cmd, _notes = therock_gfx906_command(copy, [TARGET])
+            return replace(out, status=Status.UNSUPPORTED,
+                           reason=(f"a TheRock tree (ROCm {copy.rocm_version or '7.13+'}: per-target .kpack archives / "
+                                   f"per-arch folders): rocmrevive does not patch it; AMD builds {TARGET} itself: {cmd}"))
+        before = _verify(copy, real_lib, host_lib, run.devices, show=run.root.machine_path)
+        out = replace(out, verify_before=before.to_json())
+        if _gating_ok(before):
+            _refuse_drift(run.root, real_lib, copy.path, run.state_dir)
+            return replace(out, status=Status.SATISFIED, reason="already serves " + ", ".join(map(str, run.devices)))
+        out, make = _component(run, copy, out, real_lib, host_lib)
+        if make is None:
+            return out
+        component = make()   # a pinned source is fetched here
+        out, walk = run.walk(out, component)
+    except RevError as exc:
+        found = {} if component is None else component.found()
+        return replace(out, **found, **refused(exc))
+    s = out.summary or {}
+    reason = {
         Status.DECLINED: "declined at the prompt; nothing was changed",
         Status.PLANNED: f"would add {s.get(Op.CREATE)} and replace {s.get(Op.REPLACE)} {_files(s)} ({size_text(s.get('bytes', 0))})",
-        Status.INSTALLED: f"added {s.get(Op.CREATE)}, replaced {s.get(Op.REPLACE)} {_files(s)} (transaction {rec.txid})",
-    }.get(applied.status, "files already in place")
-    if isinstance(component, UnpinnedTensile) and rec.status is not Status.DECLINED:
-        rec.reason += f"; {VERIFIED_BY_CONTENT}"
+        Status.INSTALLED: f"added {s.get(Op.CREATE)}, replaced {s.get(Op.REPLACE)} {_files(s)} (transaction {out.txid})",
+    }.get(walk.status, "files already in place")
+    if isinstance(component, UnpinnedTensile) and out.status is not Status.DECLINED:
+        reason += f"; {VERIFIED_BY_CONTENT}"
+    return replace(out, reason=reason)
 
 
 def _refuse_drift(root, real_lib: Path, machine_lib: str, state_dir: str) -> None:
     """A copy that serves the cards but whose files rocmrevive installed were changed since (edited
     by hand) is not "satisfied": say which files and how to get back to the pinned ones."""
-    from rocmrevive.txn.history import list_transactions
-
     drifted: list[tuple[str, str]] = []
     for tx in list_transactions(root, state_dir=state_dir):
         for path in tx.get("drifted") or []:
@@ -336,48 +329,34 @@ def _files(summary: dict) -> str:
     return "file" if summary.get(Op.CREATE, 0) + summary.get(Op.REPLACE, 0) == 1 else "files"
 
 
-def _from_is_build(ctx) -> bool:
-    """Whether ``--from`` is a rocBLAS build (``unpinned.offered_as_build``), decided once per install;
-    packages and exports keep their meaning: artifacts matched to the manifests by sha256."""
-    from rocmrevive.install import unpinned
-
-    if "from_is_build" not in ctx.memo:
-        given = Path(ctx.from_path)
-        if given.is_file():  # a .deb is listed once, in a staging area (nothing is written there)
-            with staging_area(ctx.staging) as area:
-                ctx.memo["from_is_build"] = unpinned.offered_as_build(given, area)
-        else:
-            ctx.memo["from_is_build"] = unpinned.offered_as_build(given, None)
-    return ctx.memo["from_is_build"]
-
-
-def _component(ctx, copy, rec: CopyPlan, real_lib: Path, host_lib) -> TensileFiles | None:
-    """The source for this copy: a manifest's pinned source (fetched here), or an unpinned
-    ``--from`` when no manifest source is built for its rocBLAS; None (``rec`` says why) when
-    there is neither."""
-    manifest = choose_manifest(ctx.manifests, copy.rocblas_version)
-    pinned = None if manifest is None else (manifest.sources if ctx.cross_version
+def _component(run: InstallRun, copy, out: CopyOutcome, real_lib: Path,
+               host_lib) -> tuple[CopyOutcome, Callable[[], TensileFiles] | None]:
+    """The source for this copy: a manifest's pinned source (fetched when the component is
+    made), or an unpinned ``--from`` when no manifest source is built for its rocBLAS; None (the
+    outcome says why) when there is neither. The outcome gains the manifest chosen."""
+    manifest = choose_manifest(run.manifests, copy.rocblas_version, TARGET)
+    pinned = None if manifest is None else (manifest.sources if run.cross_version
                                             else manifest.sources_for(copy.rocblas_version))
-    if ctx.from_path and not pinned and _from_is_build(ctx):
+    if run.from_path and not pinned and run.from_is_build:
         # no manifest source for this rocBLAS, and --from is a build: it must prove itself by content
-        rec.verification = VERIFIED_BY_CONTENT
-        rec.manifest = manifest.id if manifest else None
-        return UnpinnedTensile(ctx, copy, rec, real_lib, host_lib, manifest)
+        out = replace(out, verification=VERIFIED_BY_CONTENT, manifest=manifest.id if manifest else None)
+        return out, lambda: UnpinnedTensile(run, copy, real_lib, host_lib, manifest)
     if manifest is None:
-        rec.status = Status.UNSUPPORTED
-        rec.reason = (f"no manifest for rocBLAS {copy.rocblas_version or '(version unknown)'}"
-                      + ("" if copy.rocblas_version else f" ({'; '.join(copy.problems)})")
-                      + f"; `rocmrevive recipe --tree {copy.path}` writes the build, `install --from` takes it")
-        return None
-    rec.manifest = manifest.id
+        return replace(out, status=Status.UNSUPPORTED,
+                       reason=(f"no manifest for rocBLAS {copy.rocblas_version or '(version unknown)'}"
+                               + ("" if copy.rocblas_version else f" ({'; '.join(copy.problems)})")
+                               + f"; `rocmrevive recipe --tree {copy.path}` writes the build, `install --from` "
+                                 f"takes it")), None
+    out = replace(out, manifest=manifest.id)
     if not pinned:
-        rec.status = Status.REFUSED
-        rec.reason = (f"{manifest.id} has no source built for rocBLAS {copy.rocblas_version}; "
-                      f"`rocmrevive recipe --tree {copy.path}` writes the build and `install --from <its prefix>` "
-                      f"takes it, verified by content (--cross-version allows "
-                      f"{', '.join(s.name for s in manifest.sources)}, at your risk)")
-        return None
-    source, fetched = fetch_first(ctx.root, pinned, ctx.cache_dir, mirror=ctx.mirror, from_path=ctx.from_path,
-                                  log=ctx.log, progress=ctx.progress, manifests=ctx.manifests)
-    rec.source, rec.artifact = source.to_json(), fetched.to_json()
-    return PinnedTensile(ctx, copy, rec, real_lib, host_lib, manifest, source, fetched)
+        return replace(out, status=Status.REFUSED,
+                       reason=(f"{manifest.id} has no source built for rocBLAS {copy.rocblas_version}; "
+                               f"`rocmrevive recipe --tree {copy.path}` writes the build and `install --from <its "
+                               f"prefix>` takes it, verified by content (--cross-version allows "
+                               f"{', '.join(s.name for s in manifest.sources)}, at your risk)")), None
+
+    def fetched() -> TensileFiles:
+        source, artifact = fetch_first(run.root, pinned, run.cache_dir, mirror=run.mirror, from_path=run.from_path,
+                                       log=run.log, progress=run.progress, manifests=run.manifests)
+        return PinnedTensile(run, copy, real_lib, host_lib, manifest, source, artifact)
+    return out, fetched

@@ -29,7 +29,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rocmrevive.codeobj.inspect import inspect_file
 from rocmrevive.errors import RevError
+from rocmrevive.sources.unpack import archive_kind, extract_selected
 from rocmrevive.trees.rocblas import version_in_cmake, version_in_header
 
 VERIFIED_BY_CONTENT = "verified by content, unpinned"
@@ -51,7 +53,7 @@ def selector(patterns):
 
 
 @dataclass
-class Staged:
+class UnpinnedBuild:
     source: str                          # what the user gave
     kind: str                            # "dir", "tar.gz", ...
     library_member: str                  # the folder inside it that held the index ("." for itself)
@@ -72,11 +74,9 @@ def _mm(v: str | None) -> str | None:
     return f"{m.group(1)}.{m.group(2)}" if m else None
 
 
-def stage(source: Path, processor: str, tensile_select, work: Path) -> Staged:
+def stage(source: Path, processor: str, tensile_select, work: Path) -> UnpinnedBuild:
     """Extract the Tensile files of ``processor`` and any rocBLAS version metadata from ``source``
     (a folder, a tarball or a .deb: found by content) into ``work``."""
-    from rocmrevive.sources.unpack import archive_kind, extract_selected
-
     if not source.exists():
         raise RevError("USAGE", f"--from {source}: no such file or folder")
     kind = archive_kind(source)
@@ -102,8 +102,8 @@ def stage(source: Path, processor: str, tensile_select, work: Path) -> Staged:
         d, base = os.path.dirname(r), r.rsplit("/", 1)[-1]
         if d == home and base not in _META_NAMES and tensile_select(base):
             by_name[base] = paths[r]
-    st = Staged(str(source), kind, home or ".", by_name,
-                sha256={base: hashes[f"{home}/{base}" if home else base] for base in by_name})
+    st = UnpinnedBuild(str(source), kind, home or ".", by_name,
+                       sha256={base: hashes[f"{home}/{base}" if home else base] for base in by_name})
     st.evidence = _version_evidence(paths, sonames)
     return st
 
@@ -159,8 +159,6 @@ def offered_as_build(source: Path, work: Path | None) -> bool:
       packages (``*.deb``) or an export made by ``fetch --to`` (``sources/``) keeps its meaning;
       any other folder is taken as a build, so the content check says what it lacks;
     * a tarball (no manifest pins one) or anything else: a build (``stage`` names what is wrong)."""
-    from rocmrevive.sources.unpack import archive_kind, extract_selected
-
     if not source.exists():
         return True  # stage says "no such file or folder"
     kind = archive_kind(source)
@@ -187,7 +185,7 @@ def offered_as_build(source: Path, work: Path | None) -> bool:
     return not packages
 
 
-def check_version(staged: Staged, tree_version: str | None, where: str) -> None:
+def check_version(staged: UnpinnedBuild, tree_version: str | None, where: str) -> None:
     """Version metadata in the source, when there is any, must name the tree's rocBLAS major.minor."""
     want = _mm(tree_version)
     if want is None:
@@ -203,8 +201,6 @@ def check_version(staged: Staged, tree_version: str | None, where: str) -> None:
 
 def check_code_object_versions(by_name: dict[str, Path], limit: int | None, basis: str) -> None:
     """Every code object's version is one the tree's runtime loads."""
-    from rocmrevive.codeobj.inspect import inspect_file
-
     if limit is None:
         return
     for name, p in sorted(by_name.items()):

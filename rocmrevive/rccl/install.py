@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmrevive.errors import RevError
-from rocmrevive.install.core import Hooks, Staged, Status, Verdict
+from rocmrevive.install.core import Hooks, StagedFiles, Status, Verdict
 from rocmrevive.rccl.audit import HIP_RE, PROVENANCE, ROCMREVIVE_PREFIX, coverage_of, machine_gpus
 from rocmrevive.rccl.sources import RcclSource, pick_source
 from rocmrevive.rootfs import Root
@@ -224,7 +224,7 @@ class RcclSideBySide(Hooks):
         self.label = self.lib
         self.sha = ""
 
-    def stage(self, area: Path) -> Staged:
+    def stage(self, area: Path) -> StagedFiles:
         from rocmrevive.txn.fsutil import sha256_file
 
         staged = _stage_library(self.src, self.art.path, area / "pkg")
@@ -245,9 +245,9 @@ class RcclSideBySide(Hooks):
         tree_dir = self.dest_dir
         while tree_dir != "/" and not self.root.path(tree_dir).is_dir():
             tree_dir = posixpath.dirname(tree_dir)
-        return Staged(tree_dir, files, source=f"deb:{self.art.basename}",
-                      meta={"kind": "rccl", "rccl_version": self.src.rccl_version, "source": self.src.name,
-                            "library": self.lib, "processors": rep.processors})
+        return StagedFiles(tree_dir, files, source=f"deb:{self.art.basename}",
+                           meta={"kind": "rccl", "rccl_version": self.src.rccl_version,
+                                 "source": self.src.name, "library": self.lib, "processors": rep.processors})
 
     def _check_device_code(self, staged: Path) -> None:
         """The device code, read from the extracted file itself, serves every GPU."""

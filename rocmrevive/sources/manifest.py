@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from rocmrevive.errors import RevError
 
@@ -201,6 +201,22 @@ class Manifest:
                            for c in self.components],
             "layouts": dict(self.layouts), "sources": [s.to_json() for s in self.sources],
         }
+
+
+def choose_manifest(manifests, rocblas_version: str | None, target: str):
+    """The manifest for ``target`` with Tensile files for this rocBLAS version, or None (also when
+    the version is unknown or not a version)."""
+    if rocblas_version is None:
+        return None
+    try:
+        v = Version(rocblas_version)
+    except InvalidVersion:
+        return None
+    for m in manifests:
+        if (m.target == target and m.rocblas_versions is not None and m.components_of("tensile")
+                and m.rocblas_versions.contains(v, prereleases=True)):
+            return m
+    return None
 
 
 def spec_text(spec: SpecifierSet | None) -> str:

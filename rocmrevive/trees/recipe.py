@@ -235,13 +235,13 @@ if [ "$check" -ne 20 ]; then echo "rocmrevive install --check failed (exit $chec
 def refuse_served(copy, procs: list[str]) -> None:
     """RevError("NOTHING_SUPPORTED") when a shipped manifest serves this copy: its pinned files
     install in a minute, where the build takes an hour (``--build`` writes it anyway)."""
-    from rocmrevive.install.tensile import TARGET, choose_manifest
+    from rocmrevive.sources.manifest import choose_manifest
     from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
 
-    if TARGET not in procs:
+    if "gfx906" not in procs:
         return
     try:
-        m = choose_manifest(load_manifests(default_manifest_dir()), copy.rocblas_version)
+        m = choose_manifest(load_manifests(default_manifest_dir()), copy.rocblas_version, "gfx906")
     except RevError:   # unreadable manifests: the build is the way left
         return
     if m is None or not m.sources_for(copy.rocblas_version):
