@@ -141,8 +141,8 @@ def with_rocmrevive_findings(ui: UI, s, findings: list) -> list:
     from rocmrevive.diagnose.health import state_findings, verify_findings, with_source_fixes
     from rocmrevive.errors import RevError
     from rocmrevive.hardware.findings import Finding
-    from rocmrevive.install.status import machine_status
-    from rocmrevive.install.verify import verify_machine
+    from rocmrevive.diagnose.status import machine_status
+    from rocmrevive.diagnose.verify import verify_machine
     from rocmrevive.txn.state import DEFAULT_STATE_DIR
 
     sd = ui.state_dir or DEFAULT_STATE_DIR
@@ -173,7 +173,7 @@ def _source_check(copies):
     """``has_source(copy path)``: whether a shipped manifest pins a gfx906 source built for that
     copy's rocBLAS (what ``install`` would take without ``--from``)."""
     from rocmrevive.errors import RevError
-    from rocmrevive.install.tensile import choose_manifest
+    from rocmrevive.sources.manifest import choose_manifest
     from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
 
     try:

@@ -23,7 +23,7 @@ def status(ui, trees, state_dir, cache, manifests_dir):
     byte a manifest's files as an install extracted them into the cache, but that no journal
     records (the state folder was removed), are named: `rollback --orphans` removes them.
     """
-    from rocmrevive.install.status import machine_status
+    from rocmrevive.diagnose.status import machine_status
 
     def work() -> Outcome:
         from rocmrevive.cli.detect import check_trees

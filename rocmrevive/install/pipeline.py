@@ -21,12 +21,13 @@ from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.errors import RevError
 from rocmrevive.install.as_owner import install_as_owner
 from rocmrevive.install.core import Status, feed  # noqa: F401 - feed: the progress protocol
-from rocmrevive.install.graft import library_components, library_trees, plan_library
+from rocmrevive.install.graft import library_components, plan_library
 from rocmrevive.install.report import CopyPlan, InstallReport, LibraryPlan, Record
 from rocmrevive.install.tensile import TARGET, plan_copy
 from rocmrevive.rootfs import Root
 from rocmrevive.sources.cache import read_only_caches
-from rocmrevive.trees.trust import TreeTrust, Trust, decide, not_writable
+from rocmrevive.trees.select import Copy, given_trees, library_folders, nothing_found, rocblas_copies
+from rocmrevive.trees.trust import TreeTrust, Trust, not_writable
 
 # Errors about the machine rather than one copy: they stop the whole install.
 FATAL = ("NETWORK", "LOCKED", "INTERRUPTED", "PERMISSION", "USAGE", "INTERNAL")
@@ -82,11 +83,6 @@ class Chosen:
     args: tuple[str, ...]
 
 
-def choose(root: Root, machine_path: str, *, named: bool, args) -> Chosen:
-    """The trust decision for one selected tree, made once, here."""
-    return Chosen(machine_path, decide(root.resolve(machine_path)), named, tuple(args))
-
-
 def keep_writable(root: Root, report: InstallReport, chosen: list, rerun=(), *, owner_runs: bool = False) -> list:
     """The ``(item, Chosen)`` pairs this run writes. A tree of one user the user named, root
     running: kept with ``owner_runs`` (written by a child run as its owner, ``as_owner.py``), else
@@ -107,11 +103,6 @@ def keep_writable(root: Root, report: InstallReport, chosen: list, rerun=(), *, 
                                   "command": why.command})
         report.warnings.append(why.warning())
     return keep
-
-
-def given_trees(root: Root, trees) -> list[tuple[str, Path]]:
-    """Each ``--tree`` as typed and as a real path (converted once, here)."""
-    return [(t, root.given(t)) for t in trees]
 
 
 def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None, mirror: str | None = None,
@@ -142,11 +133,11 @@ def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None,
     ctx = Context(root, devices, others, load_manifests(manifests_dir or default_manifest_dir()),
                   Path(cache) if cache else default_cache_dir(root), state_dir or DEFAULT_STATE_DIR, check=check,
                   mirror=mirror, from_path=from_path, cross_version=cross_version, log=log, progress=progress)
-    given = given_trees(root, trees)
     installs, _link = find_installs(root)
     with _selecting(root):
-        lib_trees = [(t, choose(root, t[0], named=bool(given), args=["--tree", t[0]]))
-                     for t in (library_trees(root, given, installs) if libraries else [])]
+        given = given_trees(root, trees)
+        lib_trees = [((f.path, f.rocm_version), Chosen(f.path, f.trust, bool(given), ("--tree", f.path)))
+                     for f in (library_folders(root, given, installs) if libraries else [])]
         try:
             copies = _select_copies(root, given, pythons, installs)
         except RevError as exc:
@@ -156,8 +147,7 @@ def install(root: Root, *, trees=(), targets=(), manifests_dir=None, cache=None,
             copies = []
     report = InstallReport([str(d) for d in devices], devices_from, [], check, libraries_enabled=libraries)
     if not copies and not lib_trees:
-        raise RevError("NOTHING_SUPPORTED", f"no rocBLAS copy found under {root.base}; name one with "
-                                            f"--tree (an /opt/rocm-X.Y.Z install or its rocblas/library folder)")
+        raise nothing_found(root)
     found = bool(copies)
     copies = keep_writable(root, report, copies, rerun, owner_runs=True)
     lib_trees = keep_writable(root, report, lib_trees, rerun)
@@ -203,12 +193,13 @@ def _guarded(rec: Record, step: Callable[[], None]) -> None:
 
 
 def _select_copies(root: Root, given, pythons, installs) -> list[tuple]:
-    """Every rocBLAS copy on the machine, or only those in the ``--tree`` folders, each with its
-    trust decision (``Chosen``)."""
+    """Every rocBLAS copy on the machine, or only those in the ``--tree`` folders (``trees.select``),
+    each with its trust decision (``Chosen``)."""
     from rocmrevive.trees.pythonenv import find_envs
 
     envs, _problems = find_envs(root, pythons)
-    return [(c, _chosen(root, c, envs, named=bool(given))) for c in _copies(root, given, envs, installs)]
+    return [(c.found, _chosen(root, c, envs, named=bool(given)))
+            for c in rocblas_copies(root, given, installs=installs, envs=envs)]
 
 
 @contextlib.contextmanager
@@ -223,43 +214,16 @@ def _selecting(root: Root):
                                 f"retry") from None
 
 
-def _chosen(root: Root, copy, envs, *, named: bool) -> Chosen:
+def _chosen(root: Root, copy: Copy, envs, *, named: bool) -> Chosen:
     """A copy's decision; it is named when given with --tree, or when it lies in a --python
     environment. Its owner's command names the environment too (the version of a wheel's rocBLAS)."""
-    real = str(root.resolve(copy.path))
     args: list[str] = []
     for env in envs:
-        site = str(root.resolve(env.site_packages))
-        if real.startswith(site + os.sep):
+        if root.resolve(env.site_packages) in copy.real.parents:
             named = named or env.named
             args = ["--python", env.prefix or env.site_packages]
             break
-    return choose(root, copy.path, named=named, args=[*args, "--tree", copy.path])
-
-
-def _copies(root: Root, given, envs, installs) -> list:
-    from rocmrevive.diagnose.locate import rocblas_library_dirs
-    from rocmrevive.trees.rocblas import find_copies
-
-    if not given:
-        return find_copies(root, installs=installs, envs=envs)
-    libs: list[str] = []
-    for t, real in given:
-        if not real.exists():
-            raise RevError("USAGE", f"--tree {t}: no such folder under {root.base}")
-        try:
-            resolved = root.resolve(root.machine_path(real))
-        except ValueError as exc:
-            raise RevError("USAGE", f"--tree {t}: {exc}") from None
-        found = rocblas_library_dirs(resolved)
-        if not found:
-            raise RevError("NOTHING_SUPPORTED", f"--tree {t}: no rocBLAS Tensile library folder in it "
-                                                f"(looked for lib/rocblas/library and rocblas/*/library)")
-        libs += [root.machine_path(f) for f in found]
-    wanted = {root.resolve(x) for x in libs}
-    # find_copies names each real folder once, by the path its install or package knows it by
-    return [c for c in find_copies(root, installs=installs, envs=envs, extra=libs)
-            if root.resolve(c.path) in wanted]
+    return Chosen(copy.path, copy.trust, named, (*args, "--tree", copy.path))
 
 
 def _plan_libraries(ctx: Context, report: InstallReport, lib_trees, confirm) -> None:

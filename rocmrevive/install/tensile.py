@@ -18,27 +18,10 @@ from rocmrevive.install.core import Hooks, Staged, Status, Verdict, feed, instal
 from rocmrevive.install.extract import extracted, fetch_first, forget_extracted
 from rocmrevive.install.report import CopyPlan, record_applied
 from rocmrevive.install.unpinned import VERIFIED_BY_CONTENT
+from rocmrevive.sources.manifest import TARGET, choose_manifest  # noqa: F401 - TARGET: pipeline's
 from rocmrevive.txn.plan import Op
 
-TARGET = "gfx906"
 GATING = ("targets", "tensile")  # the host library's own device code is reported, not gated on
-
-
-def choose_manifest(manifests, rocblas_version: str | None):
-    """The gfx906 manifest with Tensile files for this rocBLAS version, or None."""
-    from packaging.version import InvalidVersion, Version
-
-    if rocblas_version is None:
-        return None
-    try:
-        v = Version(rocblas_version)
-    except InvalidVersion:
-        return None
-    for m in manifests:
-        if (m.target == TARGET and m.rocblas_versions is not None and m.components_of("tensile")
-                and m.rocblas_versions.contains(v, prereleases=True)):
-            return m
-    return None
 
 
 def _gating_ok(result) -> bool:
@@ -273,7 +256,7 @@ def _host_report(host_lib: Path | None):
 
 def plan_copy(ctx, copy, rec: CopyPlan) -> None:
     """Decide, stage, apply and verify one rocBLAS copy; the outcome lands in ``rec``."""
-    from rocmrevive.diagnose import locate
+    from rocmrevive.trees import layout as locate
 
     real_lib = ctx.root.resolve(copy.path)
     host_lib = locate.rocblas_host_library(real_lib)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from rocmrevive.errors import RevError
 
@@ -208,3 +208,21 @@ def spec_text(spec: SpecifierSet | None) -> str:
 def _patterns_re(patterns) -> re.Pattern:
     """One regular expression matching any of the file-name patterns (fnmatch, case-sensitive)."""
     return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
+
+
+TARGET = "gfx906"   # the processor rocmrevive's manifests serve
+
+
+def choose_manifest(manifests, rocblas_version: str | None):
+    """The gfx906 manifest with Tensile files for this rocBLAS version, or None."""
+    if rocblas_version is None:
+        return None
+    try:
+        v = Version(rocblas_version)
+    except InvalidVersion:
+        return None
+    for m in manifests:
+        if (m.target == TARGET and m.rocblas_versions is not None and m.components_of("tensile")
+                and m.rocblas_versions.contains(v, prereleases=True)):
+            return m
+    return None

@@ -10,10 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from rocmrevive.install.orphans import find_orphans
+from rocmrevive.diagnose.orphans import find_orphans
 from rocmrevive.rootfs import Root
 from rocmrevive.txn.history import Integrity
 from rocmrevive.txn.journal import PENDING, TxState
+from rocmrevive.smoke.record import read_last
+from rocmrevive.txn.divert import findings as divert_findings
+from rocmrevive.txn.history import list_transactions
+from rocmrevive.txn.state import resolve_inside
 
 # a tree's state: the worst of its transactions (interrupted first), else its live files' integrity
 INTEGRITY_ORDER = (Integrity.DRIFTED, Integrity.MISSING, Integrity.PARTIAL)
@@ -27,7 +31,7 @@ class StatusReport:
     pending: list[dict] = field(default_factory=list)
     smoke: Optional[dict] = None
     diversions: list[dict] = field(default_factory=list)
-    orphans: list = field(default_factory=list)   # install.orphans.Orphans: files no journal records
+    orphans: list = field(default_factory=list)   # diagnose.orphans.Orphans: files no journal records
     code: str = "OK"
     message: Optional[str] = None
 
@@ -86,11 +90,7 @@ def _verdict(rep: StatusReport) -> None:
 def machine_status(root: Root, *, state_dir: str, trees=(), orphans_from=None) -> StatusReport:
     """Every transaction (or those of ``trees``), each file hashed again, rolled up per tree;
     ``code`` is INTERRUPTED, DRIFT or OK with one line. ``orphans_from`` (cache folder,
-    manifests): also the installed files no journal records (install.orphans)."""
-    from rocmrevive.smoke.record import read_last
-    from rocmrevive.txn.divert import findings as divert_findings
-    from rocmrevive.txn.history import list_transactions
-    from rocmrevive.txn.state import resolve_inside
+    manifests): also the installed files no journal records (diagnose.orphans)."""
 
     txs = list_transactions(root, state_dir=state_dir)
     wanted: list[str] = []
