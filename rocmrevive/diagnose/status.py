@@ -15,9 +15,9 @@ from rocmrevive.rootfs import Root
 from rocmrevive.txn.history import Integrity
 from rocmrevive.txn.journal import PENDING, TxState
 from rocmrevive.smoke.record import read_last
+from rocmrevive.trees.select import given_trees
 from rocmrevive.txn.divert import findings as divert_findings
 from rocmrevive.txn.history import list_transactions
-from rocmrevive.txn.state import resolve_inside
 
 # a tree's state: the worst of its transactions (interrupted first), else its live files' integrity
 INTEGRITY_ORDER = (Integrity.DRIFTED, Integrity.MISSING, Integrity.PARTIAL)
@@ -88,16 +88,15 @@ def _verdict(rep: StatusReport) -> None:
 
 
 def machine_status(root: Root, *, state_dir: str, trees=(), orphans_from=None) -> StatusReport:
-    """Every transaction (or those of ``trees``), each file hashed again, rolled up per tree;
+    """Every transaction (or those of ``trees``, selected by ``trees.select``: RevError("USAGE") for
+    one that is not a folder), each file hashed again, rolled up per tree;
     ``code`` is INTERRUPTED, DRIFT or OK with one line. ``orphans_from`` (cache folder,
     manifests): also the installed files no journal records (diagnose.orphans)."""
-
+    # a tree names itself and every folder inside it: /opt/rocm-6.4.3 holds the
+    # transactions on /opt/rocm-6.4.3/lib/rocblas/library
+    wanted = [t.path.rstrip("/") or "/" for t in given_trees(root, trees)]
     txs = list_transactions(root, state_dir=state_dir)
-    wanted: list[str] = []
     if trees:
-        # a tree names itself and every folder inside it: /opt/rocm-6.4.3 holds the
-        # transactions on /opt/rocm-6.4.3/lib/rocblas/library
-        wanted = [root.machine_path(resolve_inside(root, t, what="tree")).rstrip("/") or "/" for t in trees]
         txs = [t for t in txs if t["tree"] and any(t["tree"] == w or t["tree"].startswith(w.rstrip("/") + "/")
                                                    for w in wanted)]
     by_tree: dict[str, list] = {}
