@@ -57,6 +57,11 @@ def test_library_folders_of_a_tree_and_of_the_machine(tmp_path):
     assert library_folders(root, [], installs) == [f]
     (g,) = library_folders(root, given_trees(root, ["/opt/rocm-6.4.3/lib"]), installs)
     assert g.real == f.real and g.rocm_version == "6.4.3"
+    # the tree's lib an absolute link, as a package may make it: followed inside the machine
+    lib = root.base / "opt/rocm-6.4.3/lib"
+    lib.unlink()
+    os.symlink("/opt/rocm-6.4.3/lib.real", lib)
+    assert library_folders(root, given_trees(root, ["/opt/rocm"]), installs) == [f]
 
 
 @pytest.mark.parametrize("typed, code, line", [

@@ -158,8 +158,9 @@ def library_folders(root: Root, trees: Sequence[Tree], installs: Sequence[RocmIn
             add(_resolved(root, f"{inst.path}/lib"), inst.version)
         return out
     for t in trees:
-        if (t.real / "lib").is_dir():
-            add(_resolved(root, f"{t.path.rstrip('/')}/lib"), version_of(t.real))
+        lib = _resolved(root, f"{t.path.rstrip('/')}/lib")   # a link lib -> lib64 is read inside the machine
+        if lib is not None and lib.is_dir():
+            add(lib, version_of(t.real))
         elif any(p.name.startswith("lib") and ".so" in p.name for p in t.real.iterdir()):
             add(t.real, version_of(t.real))
     return out
