@@ -33,6 +33,7 @@ else:  # pragma: no cover - Python 3.10
 
 from rocmrevive.errors import RevError
 from rocmrevive.fs import open_regular, printable_name, read_error, read_fd
+from urllib.parse import urlsplit
 
 CONFIG_FILE = "/etc/rocmrevive/config.toml"
 MAX_CONFIG = 64 << 10      # a few settings; more is not a config file (and is never read whole)
@@ -156,8 +157,6 @@ def did_you_mean(key: str) -> str:
 def mirror_problem(url: str) -> str | None:
     """What is wrong with a Debian mirror URL (http(s):// with a host, or file:// with a path), or
     None; the one rule for ``--mirror`` and the config file's ``mirror``."""
-    from urllib.parse import urlsplit
-
     try:
         u = urlsplit(url)
         u.port  # noqa: B018 - raises ValueError on a bad port

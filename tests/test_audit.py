@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from rocmrevive.cli.main import cli
 from rocmrevive.codeobj.targetid import TargetId
-from rocmrevive.diagnose.audit import CellStatus, audit_files, library_files
+from rocmrevive.diagnose.audit import CellStatus, audit_files
+from rocmrevive.trees.layout import library_files
 from tests.conftest import CACHE, REPO, TRIPLET
 from tests.test_tensile import link_file, link_folder
 

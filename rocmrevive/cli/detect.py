@@ -7,7 +7,6 @@ documented in docs/detect.md.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
@@ -37,20 +36,12 @@ def shared_options(fn):
     return fn
 
 
-def check_trees(root, trees, option: str = "--tree") -> None:
-    """Every ``--tree`` must be a folder on the machine: a typo is exit 2, not an empty copy."""
-    from rocmrevive.errors import RevError
+def check_trees(root, trees) -> None:
+    """Every ``--tree`` must be a folder on the machine: a typo is exit 2, not an empty copy
+    (``trees.select``, the one resolver, says so)."""
+    from rocmrevive.trees.select import given_trees
 
-    for t in trees or ():
-        try:
-            real = root.resolve(t)  # links resolved inside the machine, not on this host
-        except (OSError, ValueError, RevError):
-            real = None
-        if real is None or not real.is_dir():
-            what = "is not a folder" if real is not None and os.path.lexists(real) else "does not exist"
-            where = "" if root.is_host else f" under {root.base}"
-            raise RevError("USAGE", f"{option} {t} {what}{where}; give an /opt/rocm-X.Y.Z install or its "
-                                    "rocblas/library folder (`rocmrevive detect` lists them)")
+    given_trees(root, trees or ())
 
 
 def run_survey(ui: UI, pythons, trees, rocminfo_file, deep, no_search):

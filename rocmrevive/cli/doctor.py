@@ -143,8 +143,8 @@ def with_rocmrevive_findings(ui: UI, s, findings: list) -> list:
     from rocmrevive.diagnose.health import state_findings, verify_findings, with_source_fixes
     from rocmrevive.errors import RevError
     from rocmrevive.hardware.findings import Finding
-    from rocmrevive.install.status import machine_status
-    from rocmrevive.install.verify import verify_machine
+    from rocmrevive.diagnose.status import machine_status
+    from rocmrevive.diagnose.verify import verify_machine
     from rocmrevive.txn.state import DEFAULT_STATE_DIR
 
     sd = ui.state_dir or DEFAULT_STATE_DIR

@@ -25,7 +25,7 @@ def hook_state_dir_option(help: str):
 
 
 # where an install's downloads and extractions are, and which manifests: status and rollback read
-# them to recognise installed files no journal records (install.orphans)
+# them to recognise installed files no journal records (diagnose.orphans)
 cache_option = click.option("--cache", metavar="DIR", type=click.Path(file_okay=False),
                             help="Download cache (default /var/cache/rocmrevive under --root).")
 manifests_option = click.option("--manifests", "manifests_dir", metavar="DIR", type=click.Path(file_okay=False),
@@ -33,7 +33,7 @@ manifests_option = click.option("--manifests", "manifests_dir", metavar="DIR", t
 
 
 def orphan_sources(root, cache, manifests_dir):
-    """(cache folder, manifests) for install.orphans, as install itself resolves them."""
+    """(cache folder, manifests) for diagnose.orphans, as install itself resolves them."""
     from pathlib import Path
 
     from rocmrevive.sources.cache import default_cache_dir

@@ -9,18 +9,7 @@ import click
 from rocmrevive.cli.options import cache_option, manifests_option, orphan_sources, state_dir_option
 from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import Outcome
-
-
-def refuse_untrusted(root, results) -> None:
-    """Before an undo: each transaction's tree must still be one this run may write
-    (``trees.trust``); ``results`` are the dry run's, which name the tree."""
-    from rocmrevive.trees.trust import decide, undo_refusal
-
-    for res in results:
-        if res.tree and res.actions:
-            err = undo_refusal(res.txid, res.tree, decide(root.resolve(res.tree)))
-            if err is not None:
-                raise err
+from rocmrevive.trees.trust import refuse_untrusted_undo
 
 
 def _verbs(actions: list[dict], dry: bool) -> str:
@@ -85,7 +74,7 @@ def rollback(ui, txid, force, dry_run, orphans, state_dir, cache, manifests_dir)
         # it and then "the last one" too would undo more than asked. `recover` handles it.
         require_no_pending(ui.root, state_dir=state_dir)
         if not dry_run:
-            refuse_untrusted(ui.root, [do_rollback(ui.root, txid, force=True, state_dir=state_dir, dry_run=True)])
+            refuse_untrusted_undo(ui.root, [do_rollback(ui.root, txid, force=True, state_dir=state_dir, dry_run=True)])
         with ui.progress("restoring", None) as advance:
             res = do_rollback(ui.root, txid, force=force, state_dir=state_dir, dry_run=dry_run, progress=advance)
         data = res.to_json()
@@ -113,7 +102,7 @@ def rollback(ui, txid, force, dry_run, orphans, state_dir, cache, manifests_dir)
 def _remove_orphans(ui, dry_run: bool, state_dir: str, sources) -> Outcome:
     """``rollback --orphans``: one transaction per folder, each delete pinned to the recognised
     bytes (a file changed since is refused by the apply, and nothing of that folder is touched)."""
-    from rocmrevive.install.orphans import find_orphans
+    from rocmrevive.diagnose.orphans import find_orphans
     from rocmrevive.txn.apply import apply_plan
     from rocmrevive.txn.history import list_transactions
     from rocmrevive.txn.journal import TxState
@@ -153,7 +142,7 @@ def recover(ui, force, dry_run, state_dir):
 
     def work() -> Outcome:
         if not dry_run:
-            refuse_untrusted(ui.root, recover_pending(ui.root, state_dir=state_dir, force=True, dry_run=True))
+            refuse_untrusted_undo(ui.root, recover_pending(ui.root, state_dir=state_dir, force=True, dry_run=True))
         results = recover_pending(ui.root, state_dir=state_dir, force=force, dry_run=dry_run)
         docs = [r.to_json() for r in results]
         changed = bool(results) and not dry_run

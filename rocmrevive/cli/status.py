@@ -25,12 +25,9 @@ def status(ui, trees, state_dir, cache, manifests_dir):
     byte a manifest's files as an install extracted them into the cache, but that no journal
     records (the state folder was removed), are named: `rollback --orphans` removes them.
     """
-    from rocmrevive.install.status import machine_status
+    from rocmrevive.diagnose.status import machine_status
 
     def work() -> Outcome:
-        from rocmrevive.cli.detect import check_trees
-
-        check_trees(ui.root, trees)
         rep = machine_status(ui.root, state_dir=state_dir, trees=trees,
                              orphans_from=orphan_sources(ui.root, cache, manifests_dir))
         return Outcome(data=rep.to_json(), render=lambda con: _render(con, rep, ui.verbose), changed=False,

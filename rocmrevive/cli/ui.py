@@ -216,9 +216,9 @@ class UI:
         if dry_run:
             raise RevError("INTERRUPTED", f"transaction {', '.join(pending)} was interrupted; "
                                           f"run `rocmrevive recover` (a dry run changes nothing)")
-        from rocmrevive.cli.rollback import refuse_untrusted
+        from rocmrevive.trees.trust import refuse_untrusted_undo
 
-        refuse_untrusted(self.root, recover_pending(self.root, state_dir=sd, force=True, dry_run=True))
+        refuse_untrusted_undo(self.root, recover_pending(self.root, state_dir=sd, force=True, dry_run=True))
         for res in recover_pending(self.root, state_dir=sd):
             self.log(f"recovered interrupted transaction {res.txid}: {res.state}")
 

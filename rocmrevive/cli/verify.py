@@ -34,7 +34,7 @@ def verify(ui, trees, targets):
     verdict: serves, generic-only (only Tensile's generic fallback kernels: slow) or does-not-serve.
     Exit 0: all pass; 6: something fails (the first offenders are shown; --json lists all).
     """
-    from rocmrevive.install.verify import verify_machine
+    from rocmrevive.diagnose.verify import verify_machine
 
     def work() -> Outcome:
         with ui.progress("verifying", None, unit="checks") as advance:

@@ -151,7 +151,7 @@ def parse_ccob_header(data: bytes | memoryview) -> CcobHeader:
 
 def ccob_hash(uncompressed: bytes) -> int:
     """MD5(uncompressed).low(): the first 8 digest bytes as a little-endian u64 ([OB.cpp])."""
-    import hashlib  # imported when used: OpenSSL's start-up is a visible part of a folder scan
+    import hashlib  # noqa: PLC0415 — OpenSSL's start-up is a visible part of a folder scan
 
     return _md5_low(hashlib.md5(uncompressed))
 
@@ -221,7 +221,7 @@ class CcobStream:
 
     def __iter__(self):
         hdr = self.hdr
-        import hashlib
+        import hashlib  # noqa: PLC0415 — OpenSSL's start-up is a visible part of a folder scan
 
         md5 = hashlib.md5() if self.check_hash else None
         end = self.extent if self.extent is not None else len(self.view)
@@ -265,7 +265,7 @@ class CcobStream:
             self.extent = self.hdr.header_size + fed - len(dec.unused_data)
 
     def _zstd(self, payload):
-        import zstandard
+        import zstandard  # noqa: PLC0415 — a C extension loaded only for a compressed bundle
 
         reader = zstandard.ZstdDecompressor().stream_reader(_ViewReader(payload),
                                                             read_across_frames=True)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from rocmrevive.codeobj.targetid import ANY, OFF, ON, TargetId
+import msgpack
 
 ELF_MAGIC = b"\x7fELF"
 EM_AMDGPU = 224
@@ -321,7 +322,6 @@ def _read_kd_symbols(obj: AmdgpuElf, table: bytes, strs: bytes) -> None:
 def _read_notes(obj: AmdgpuElf, data: bytes) -> None:
     # Walk the notes by hand: AMDGPU's msgpack descriptors are decoded with msgpack, and one
     # Tensile .co holds one note per kernel (FORMATS §2), so this must stay cheap.
-    import msgpack
 
     off, end = 0, len(data)
     while off + 12 <= end:

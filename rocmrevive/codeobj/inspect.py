@@ -25,6 +25,8 @@ from rocmrevive.codeobj import bundle as B
 from rocmrevive.codeobj.elf import (ELF_MAGIC, header_problem, parse_header, machine_words,
                                     read_amdgpu_elf, section_table, truncation_problem)
 from rocmrevive.codeobj.targetid import Coverage, TargetId
+import msgpack
+import struct
 
 TENSILE_DAT_MAGIC = b"\x82\xa9solutions"
 CCOB_HEAD = 64 * 1024  # decompressed head of a CCOB: enough for the entry table (FORMATS §4)
@@ -215,8 +217,6 @@ def _inspect_bytes(path: str, data, deep: bool) -> FileReport:
 def msgpack_problem(data) -> str | None:
     """Why ``data`` is not exactly one complete msgpack object (truncated, damaged, or with
     bytes after it); None when it is. Walked without building anything."""
-    import msgpack
-
     u = msgpack.Unpacker(max_buffer_size=max(len(data), 1))
     u.feed(data)
     try:
@@ -338,8 +338,6 @@ def _walk_ccob(rep: FileReport, data, base: int, hdr: B.CcobHeader, deep: bool) 
 
 def _find_section(data, name: bytes):
     """(offset, size) of a section by name, from the section headers; None if absent."""
-    import struct
-
     hdr = parse_header(bytes(data[:64]))
     if hdr is None or hdr.ei_class != 2 or hdr.ei_data != 1:
         return None

@@ -16,17 +16,21 @@ passes the static ABI check on this machine (``graft`` in the cell's JSON; docs/
 from __future__ import annotations
 
 import os
-import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from rocmrevive.codeobj.sniff import sniff
 from rocmrevive.codeobj.targetid import LoadVerdict, TargetId
 from rocmrevive.diagnose.libraries import (GENERIC_BREAKS, GENERIC_WORKAROUND, ROCBLAS_TENSILE,
                                            KnownLibrary, library_for_file)
 from rocmrevive.strenum import StrEnum
+from rocmrevive.trees.installs import find_installs
+from rocmrevive.trees.layout import kpack_files, lib_dirs, library_files, rocblas_library_dirs, system_library_dirs
+from rocmrevive.trees.select import given_trees
+from rocmrevive.codeobj.inspect import inspect_file
+from rocmrevive.codeobj.kpack import file_report
+from rocmrevive.tensile.dat import arch_of_lazy_index, lazy_index_name
 
 # (library key, processor) -> what rocmrevive can do about a missing cell, or None
 RemedyFor = Callable[[str, str], "str | None"]
@@ -113,74 +117,12 @@ class AuditReport:
 
 # ------------------------------------------------------------------------------------------
 
-def library_files(dirs: Iterable[Path], *, by_content: bool = True) -> list[Path]:
-    """Shared libraries directly in ``dirs`` (``lib*.so``, ``lib*.so.N…``), and any other file
-    there whose header says device code (``codeobj.sniff``: a HIP library or code object by
-    another name), each real file once. Symbolic links are skipped: they name a file of the same
-    folder (``librocblas.so.4`` -> ``librocblas.so.4.4``), and following an absolute one could
-    leave ``--root``. ``by_content=False`` for a rocBLAS Tensile folder: its code objects are the
-    Tensile row's (``tensile_row``)."""
-    seen: set[tuple[int, int]] = set()
-    out: list[Path] = []
-    for d in dirs:
-        try:
-            with os.scandir(d) as it:
-                ents = sorted(it, key=lambda e: e.name)
-        except OSError:
-            continue
-        for e in ents:
-            named = e.name.startswith("lib") and (e.name.endswith(".so") or ".so." in e.name)
-            if (named or (by_content and _has_device_code(e.path))) and first_sight(e, seen):
-                out.append(Path(e.path))
-    return out
-
-
-def _has_device_code(path: str) -> bool:
-    """The header test of a file by another name (no link followed, never a FIFO)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    except OSError:
-        return False
-    try:
-        st = os.fstat(fd)
-        return stat.S_ISREG(st.st_mode) and sniff(fd, st.st_size) is not None
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
-def first_sight(entry: os.DirEntry | Path, seen: set[tuple[int, int]]) -> bool:
-    """True for a regular file (not a link) whose device and inode are not in ``seen`` yet (then
-    added): how a scan reads each real file once."""
-    try:
-        if entry.is_symlink() or not entry.is_file():
-            return False
-        st = entry.stat()
-    except OSError:
-        return False
-    key = (st.st_dev, st.st_ino)
-    if key in seen:
-        return False
-    seen.add(key)
-    return True
-
-
 KPACK = KnownLibrary(
     "therock-kpack", "TheRock kernel archive", r"^.*\.kpack$", True,
     "the libraries whose device code this archive holds (its TOC's binaries) fail on the card with "
     "'no kernel image' / hipErrorInvalidDeviceFunction",
     "install TheRock's device package for the card, of the tree's own release (`rocmrevive recipe --tree "
     "<the tree>` prints AMD's command); rocmrevive does not patch .kpack trees")
-
-
-def kpack_files(tree: Path) -> list[Path]:
-    """TheRock's ``<tree>/.kpack/*.kpack`` archives (none for other layouts)."""
-    try:
-        with os.scandir(tree / ".kpack") as it:
-            return sorted(Path(e.path) for e in it if e.name.endswith(".kpack") and e.is_file(follow_symlinks=False))
-    except OSError:
-        return []
 
 
 def audit_files(files: Iterable[Path], targets: list[TargetId], *,
@@ -196,8 +138,6 @@ def audit_files(files: Iterable[Path], targets: list[TargetId], *,
     ``graft_for(path, target)`` says whether a manifest grafts a build with the target into that
     library and whether it passes the ABI check here (the remedy column). ``show``
     turns a real path into what the report shows (the machine path under ``--root``)."""
-    from rocmrevive.codeobj.inspect import inspect_file
-
     t0 = time.perf_counter()
     rep = AuditReport(targets=list(targets))
     for path in files:
@@ -229,8 +169,6 @@ def audit_files(files: Iterable[Path], targets: list[TargetId], *,
 
 def kpack_row(path: Path, targets: list[TargetId], *, show: Callable[[Path], str] = str) -> LibraryRow:
     """A TheRock ``.kpack`` archive as one row: the targets its code objects (or its TOC) name."""
-    from rocmrevive.codeobj.kpack import file_report
-
     fr = file_report(path)
     row = LibraryRow(path=show(path), library=KPACK.key, name=f"{KPACK.name} {path.name}", kind="kpack",
                      processors=fr.processors, problems=list(fr.problems))
@@ -267,8 +205,6 @@ def tensile_row(library: Path, targets: list[TargetId], *, remedy_for: RemedyFor
                 show: Callable[[Path], str] = str) -> LibraryRow:
     """rocBLAS's Tensile folder as one row: a target is there when its lazy index is (the full
     cross-reference is ``rocmrevive verify``'s job)."""
-    from rocmrevive.tensile.dat import arch_of_lazy_index, lazy_index_name
-
     try:
         names = set(os.listdir(library))
     except OSError as exc:
@@ -326,37 +262,28 @@ def audit_inputs(root, trees: tuple[str, ...] | list[str]) -> tuple[list, list, 
     """What an audit reads: the shared libraries, rocBLAS library folders and .kpack archives of
     each ``--tree`` (a file, or a folder), or without one of every system library folder and ROCm
     install; and the trees as the machine names them (``files, tensile_dirs, kpacks, shown``)."""
-    from rocmrevive.diagnose import locate
-    from rocmrevive.errors import RevError
-
     files: list = []
     tensile: list = []
     kpacks: list = []
     shown: list[str] = []
     if trees:
-        for t in trees:
-            real = root.given(t)
-            if real.is_file():
-                files.append(real)
-            elif real.is_dir():
-                found = locate.rocblas_library_dirs(real)
-                dirs = locate.lib_dirs(real)
+        for t in given_trees(root, trees, files=True):
+            if t.real.is_dir():
+                found = rocblas_library_dirs(t.real)
+                dirs = lib_dirs(t.real)
                 files += library_files([d for d in dirs if d not in found])
                 files += library_files([d for d in dirs if d in found], by_content=False)
                 tensile += found
-                kpacks += kpack_files(real)
+                kpacks += kpack_files(t.real)
             else:
-                raise RevError("USAGE", f"--tree {t}: no such file or folder under {root.base}")
-            shown.append(root.machine_path(real))
+                files.append(t.real)
+            shown.append(t.path)
         return files, tensile, kpacks, shown
-    from rocmrevive.install.verify import system_library_dirs
-    from rocmrevive.trees.installs import find_installs
-
     dirs = system_library_dirs(root)
     files += library_files(dirs)
     for inst in find_installs(root)[0]:
         kpacks += kpack_files(root.path(inst.path))
     for d in dirs:
-        tensile += locate.rocblas_library_dirs(d)
+        tensile += rocblas_library_dirs(d)
     shown += [root.machine_path(d) for d in dirs]
     return files, tensile, kpacks, shown

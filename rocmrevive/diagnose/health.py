@@ -2,8 +2,8 @@
 killed run left open, installed files changed since (drift), a rocBLAS copy ``verify`` fails;
 and the right fix for a copy no manifest has a source for (``rocmrevive recipe``, not ``install``).
 
-The reports come from the layers above (``install.status.machine_status``,
-``install.verify.verify_machine``); this module only turns them into findings, so ``doctor``,
+The reports come from ``diagnose.status.machine_status`` and
+``diagnose.verify.verify_machine``; this module only turns them into findings, so ``doctor``,
 ``status`` and ``verify`` cannot disagree about the same machine.
 
     findings = state_findings(machine_status(root, state_dir=sd)) + verify_findings(verify_machine(root), set())
@@ -21,7 +21,7 @@ MISSING_ID = "rocblas-missing-gfx906"
 
 def state_findings(status) -> list[Finding]:
     """One error per pending transaction and per committed one whose files changed or went
-    (``status``: an ``install.status.StatusReport``)."""
+    (``status``: an ``diagnose.status.StatusReport``)."""
     out: list[Finding] = []
     for t in status.pending:
         if t.get("damage"):
@@ -66,7 +66,7 @@ def _damaged(t: dict) -> Finding:
 
 
 def verify_findings(report, flagged: Iterable[str], fix_for: Callable[[str], str] | None = None) -> list[Finding]:
-    """One error per rocBLAS copy ``verify`` fails (``report``: an ``install.verify.VerifyReport``),
+    """One error per rocBLAS copy ``verify`` fails (``report``: an ``diagnose.verify.VerifyReport``),
     except the copies in ``flagged`` (an error already names them: a copy with no gfx906 files at
     all fails every check, and one finding says it). ``fix_for(copy path)`` gives the fix."""
     skip = set(flagged)

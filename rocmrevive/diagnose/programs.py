@@ -32,6 +32,9 @@ from rocmrevive.diagnose.devicescan import Walked, places, walk
 from rocmrevive.diagnose.libraries import LIBGGML_HIP, KnownLibrary, RemedyPackage, remedy_packages
 from rocmrevive.diagnose.owners import Owner, Owners
 from rocmrevive.rootfs import Root
+from rocmrevive.codeobj.inspect import inspect_file
+from rocmrevive.trees.pythonenv import find_envs
+from rocmrevive.hardware.findings import Finding, Severity
 
 BREAKS = ("its own GPU kernels have no code for this card: it stops with hipErrorInvalidDeviceFunction "
           "('invalid device function' / 'no kernel image is available'), whatever rocBLAS carries; "
@@ -263,8 +266,6 @@ def _needs(real: Path) -> list[str]:
 def read_program(root: Root, mpath: str, kind: ProgramKind, where: str, targets: list[TargetId],
                  owner: Owner | None = None) -> Program | None:
     """The program at ``mpath`` with its cells, or None when the file has no device code."""
-    from rocmrevive.codeobj.inspect import inspect_file
-
     real = root.path(mpath)
     fr = inspect_file(real)
     if not fr.entries and fr.kind != "unreadable":
@@ -287,8 +288,6 @@ def read_program(root: Root, mpath: str, kind: ProgramKind, where: str, targets:
 def find_programs(root: Root, targets: list[TargetId], *, pythons=(), common: bool = True,
                   progress=None) -> ProgramReport:
     """Every HIP program and library found in the Python environments and install places."""
-    from rocmrevive.trees.pythonenv import find_envs
-
     envs, _problems = find_envs(root, pythons, common=common)
     where = places(root, list(dict.fromkeys(e.site_packages for e in envs)))
     rep = ProgramReport(list(targets), places=[p.path for p in where])
@@ -308,8 +307,6 @@ def find_programs(root: Root, targets: list[TargetId], *, pythons=(), common: bo
 
 def program_findings(rep: ProgramReport) -> list:
     """Doctor findings: one warning per program that cannot run on a detected card."""
-    from rocmrevive.hardware.findings import Finding, Severity
-
     out = []
     for p in rep.programs:
         bad = [c for c in p.cells.values() if c.status in (CellStatus.MISSING, CellStatus.OTHER_MODE)]

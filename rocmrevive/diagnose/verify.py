@@ -1,7 +1,9 @@
-"""The checks behind ``rocmrevive verify`` for one rocBLAS copy and the devices it must serve.
+"""``rocmrevive verify`` without the rendering: every rocBLAS copy (or those of ``--tree``,
+selected by ``trees.select``), each checked for every device, with the integrity of what
+rocmrevive installed in it.
 
-Per copy: ``integrity`` (rocmrevive's installed files still have their journal hashes; the
-caller computes it, because the journal lives in a higher layer). Per device:
+Per copy: ``integrity`` (rocmrevive's installed files still have their journal hashes,
+``integrity_check``). Per device:
 
 * ``targets``: every code object the Tensile lookup reaches loads on the device (processor,
   xnack/sramecc), and its code object version is one the tree's runtime loads;
@@ -12,6 +14,8 @@ caller computes it, because the journal lives in a higher layer). Per device:
     result = verify_copy(Path(".../rocblas/library"), [TargetId.parse("gfx906:sramecc+:xnack-")],
                          host_library=Path(".../librocblas.so.4.4"), rocm_version="6.4.3")
     result.ok, [c.to_json() for d in result.devices for c in d.checks]
+    rep = verify_machine(Root("/"), trees=(), targets=())
+    rep.ok, rep.failed[0]        # (CopyResult, DeviceResult | None, Check)
 """
 from __future__ import annotations
 
@@ -19,13 +23,26 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
+from types import SimpleNamespace
+from typing import Callable, Mapping, Sequence
 
 from packaging.version import InvalidVersion, Version
 
+from rocmrevive.codeobj.kpack import file_report
 from rocmrevive.codeobj.targetid import LoadVerdict, TargetId
+from rocmrevive.errors import RevError
+from rocmrevive.hardware.devices import resolve_devices
 from rocmrevive.strenum import StrEnum
 from rocmrevive.tensile.xref import TARGET_KINDS, XrefReport, cross_reference
+from rocmrevive.trees.installs import find_installs
+from rocmrevive.trees.layout import kpack_files
+from rocmrevive.trees.pythonenv import find_envs
+from rocmrevive.trees.recipe import therock_gfx906_command
+from rocmrevive.trees.rocblas import ollama_supported
+from rocmrevive.trees.select import given_trees, nothing_found, rocblas_copies
+from rocmrevive.txn.history import list_transactions
+from rocmrevive.txn.journal import PENDING, TxState
+from rocmrevive.codeobj.inspect import inspect_file
 
 
 
@@ -168,8 +185,6 @@ def verify_copy(library: Path, devices: list[TargetId], *, host_library: Path | 
     (file name → path) the folder is checked as it will read once those files are in it.
     ``host_report``: ``inspect_file(host_library)`` when the caller has it already."""
     if host_library is not None and host_report is None:
-        from rocmrevive.codeobj.inspect import inspect_file
-
         host_report = inspect_file(host_library)
     limit, basis = runtime_limit(rocm_version, host_report)
     res = CopyResult(library=show(library),
@@ -291,3 +306,134 @@ def _host_check(host_library: Path | None, rep, dev: TargetId, show) -> Check:
                      [{"kind": "host-incompatible-features", "file": name, "kernels": [],
                        "problem": f"embeds {targets}, which does not load on {dev}"}])
     return Check("host", CheckStatus.PASS, f"{Path(name).name} embeds {targets}")
+
+
+# ------------------------------------------------------------------------------------------
+# the whole machine: ``rocmrevive verify``
+
+@dataclass
+class VerifyReport:
+    devices: list
+    device_note: str
+    results: list = field(default_factory=list)      # diagnose.verify.CopyResult per copy
+    ollama: list = field(default_factory=list)       # per copy: Ollama's own check (None: not Ollama's)
+
+    @property
+    def failed(self) -> list:
+        """(copy result, device result or None, failed check), integrity failures last."""
+        out = [(r, d, c) for r in self.results for d in r.devices for c in d.checks if c.status == CheckStatus.FAIL]
+        return out + [(r, None, r.integrity) for r in self.results if r.integrity.status == CheckStatus.FAIL]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "targets": [str(d) for d in self.devices], "target_source": self.device_note,
+                "copies": [{**r.to_json(), **({"ollama": o} if o else {})} for r, o in zip(self.results, self.ollama)]}
+
+
+def verify_machine(root, *, trees=(), targets=(), progress: Callable[[int], None] = lambda n: None,
+                   state_dir: str | None = None) -> VerifyReport:
+    """Resolve the devices and copies (``trees.select``), then check each copy for each device
+    (``progress(n)`` after each copy, n checks done)."""
+    devices, device_note = resolve_devices(root, targets)
+    installs, _link = find_installs(root)
+    envs, _problems = find_envs(root)
+    copies = rocblas_copies(root, given_trees(root, trees), installs=installs, envs=envs)
+    if not copies:
+        raise nothing_found(root)
+    show = root.machine_path
+    rep = VerifyReport(devices, device_note)
+    for c in copies:
+        integrity = integrity_check(root, c.path, [show(c.host)] if c.host else [], state_dir=state_dir)
+        rep.results.append(verify_copy(c.real, devices, host_library=c.host, rocm_version=c.rocm_version,
+                                       integrity=integrity, show=show))
+        _kpack_checks(rep.results[-1], c.real, c.rocm_version, show)
+        rep.ollama.append(_ollama_check(c.path, c.real, devices))
+        progress(len(devices))
+    return rep
+
+
+def _kpack_checks(result, lib: Path, rocm_version, show) -> None:
+    """TheRock trees: a ``kpack`` check per device, whether the tree's ``.kpack`` archives carry
+    code for its processor (their TOC / code objects, ``codeobj.kpack``); on failure, AMD's own
+    device package of the same release is the fix."""
+    if lib.name != "library" or lib.parent.name != "rocblas":
+        return
+    archives = kpack_files(lib.parent.parent.parent)
+    if not archives:
+        return
+    reports = [file_report(a) for a in archives]
+    for dev in result.devices:
+        have = [r for r in reports if any(e.target.covers_processor(dev.target.processor) for e in r.entries)]
+        if have:
+            names = ", ".join(show(Path(r.path)) for r in have)
+            dev.checks.append(Check("kpack", CheckStatus.PASS, f"{len(have)} .kpack archive(s) carry {dev.target.processor}: {names}"))
+            continue
+        copy = SimpleNamespace(layout="amd", rocm_version=rocm_version)
+        cmd, _notes = therock_gfx906_command(copy, [dev.target.processor])
+        arches = sorted({p for r in reports for p in r.processors})
+        dev.checks.append(Check(
+            "kpack", CheckStatus.FAIL, f"TheRock tree: its {len(reports)} .kpack archive(s) carry {', '.join(arches) or 'nothing'}, "
+                           f"not {dev.target.processor}; AMD's own build: {cmd}",
+            [{"kind": "kpack-missing-target", "file": show(Path(r.path)), "kernels": [],
+              "problem": f"no {dev.target.processor} code"} for r in reports]))
+
+
+def _ollama_check(machine_lib: str, lib: Path, devices) -> dict | None:
+    """For a library folder inside an Ollama install (``…/ollama/<runner>/rocblas/library``):
+    the targets Ollama's own glob finds and, per device, whether Ollama keeps it."""
+    parts = machine_lib.rstrip("/").split("/")
+    if len(parts) < 4 or parts[-2:] != ["rocblas", "library"] or "ollama" not in parts[:-3]:
+        return None
+    supported = ollama_supported(str(lib))
+    return {"runner": "/".join(parts[:-2]), "glob": "rocblas/library/TensileLibrary_lazy_gfx*.dat",
+            "supported": supported,
+            "devices": {str(d): (getattr(d, "processor", None) or str(d).split(":")[0]) in supported
+                        for d in devices}}
+
+
+def integrity_check(root, machine_lib: str, machine_files: Sequence[str] = (), state_dir: str | None = None):
+    """Files rocmrevive installed in this copy (its library folder, and ``machine_files`` such
+    as its librocblas.so) still have their journal hashes."""
+    try:
+        txs = list_transactions(root, state_dir=state_dir) if state_dir else list_transactions(root)
+    except RevError as exc:
+        if exc.code == "PERMISSION":  # a user's verify: the files are checked, their journal hashes need root
+            return Check("integrity", CheckStatus.SKIP, f"not checked: {exc.message}")
+        return Check("integrity", CheckStatus.FAIL, f"cannot read the journal: {exc.message}",
+                     [{"kind": "journal-unreadable", "file": "", "kernels": [], "problem": exc.message}])
+    prefix = machine_lib.rstrip("/") + "/"
+
+    def here(paths):
+        return [p for p in paths or [] if p.startswith(prefix) or p in machine_files]
+
+    offenders: list[dict] = []
+    intact, txids = 0, []
+    for tx in txs:
+        if tx.get("state") in (*PENDING, TxState.IN_PROGRESS):
+            if tx.get("tree") and (tx["tree"].startswith(prefix) or prefix.startswith(tx["tree"].rstrip("/") + "/")):
+                offenders.append({"kind": "transaction-interrupted", "file": tx.get("journal") or "",
+                                  "kernels": [], "problem": f"transaction {tx['txid']} was interrupted: "
+                                                            "run `rocmrevive recover`"})
+            continue
+        if tx.get("state") != TxState.COMMITTED:
+            continue
+        mine = here(tx.get("intact")) + here(tx.get("drifted")) + here(tx.get("missing"))
+        if not mine:
+            continue
+        txids.append(tx["txid"])
+        intact += len(here(tx.get("intact")))
+        for p in here(tx.get("drifted")):
+            offenders.append({"kind": "file-changed", "file": p, "kernels": [],
+                              "problem": f"changed since transaction {tx['txid']} installed it"})
+        for p in here(tx.get("missing")):
+            offenders.append({"kind": "file-missing", "file": p, "kernels": [],
+                              "problem": f"installed by transaction {tx['txid']}, now missing "
+                                         "(an upgrade or reinstall replaced the tree?)"})
+    if offenders:
+        return Check("integrity", CheckStatus.FAIL, f"{len(offenders)} file(s) differ from the journal", offenders)
+    if not txids:
+        return Check("integrity", CheckStatus.SKIP, "rocmrevive has installed nothing in this copy")
+    return Check("integrity", CheckStatus.PASS, f"{intact} file(s) from transaction(s) {', '.join(txids)} intact")

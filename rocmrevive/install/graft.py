@@ -30,6 +30,7 @@ from rocmrevive.install.extract import cached_component_file, component_file, fe
 from rocmrevive.install.report import LibraryOutcome, refused
 from rocmrevive.install.run import InstallRun
 from rocmrevive.rootfs import Root
+from rocmrevive.trees.layout import tree_library
 from rocmrevive.trees.installs import read_version
 from rocmrevive.txn import divert
 
@@ -45,24 +46,6 @@ def library_components(manifests, rocm_version: str | None):
         v = None
     return [(m, comp) for m in manifests if m.target == TARGET for comp in m.components_of("library")
             if v is None or m.rocm_versions.contains(v, prereleases=True)]
-
-
-def tree_library(root: Root, libdir: str, soname: str) -> tuple[str | None, str]:
-    """The machine path of the file ``<libdir>/<soname>`` leads to (None when absent) and, when
-    it cannot be used, why. Only a regular file in the same folder is grafted over."""
-    link = f"{libdir.rstrip('/')}/{soname}"
-    if not os.path.lexists(root.path(link)):
-        return None, ""
-    try:
-        real = root.resolve(link)
-    except ValueError as exc:
-        return None, f"{link}: {exc}"
-    if not real.is_file():
-        return None, f"{link} leads to {root.machine_path(real)}, which is not a file"
-    if real.parent != root.resolve(libdir):
-        return None, (f"{link} leads to {root.machine_path(real)}, outside {libdir}; rocmrevive replaces "
-                      f"only a library that lives in the tree's own folder")
-    return root.machine_path(real), ""
 
 
 def serves(report, devices: Sequence[TargetId]) -> tuple[list[TargetId], list[str]]:
@@ -198,48 +181,6 @@ class LibraryGraft(Hooks):
                               targets=self.targets, rocm_version=self.lib.rocm_version)
         self.after = {"ok": after.ok, "lines": after.lines, "summary": after.summary}
         return Verdict(after.ok, self.after, why="; ".join(after.lines[:3]))
-
-
-def library_trees(root: Root, trees, installs) -> list[tuple[str, str | None]]:
-    """(library folder, ROCm version) of every tree whose host libraries may be grafted: the
-    ``lib`` folder of each ROCm install (or of each ``--tree``, given as real paths; a library
-    folder itself too)."""
-    from rocmrevive.trees.installs import read_version
-
-    out: list[tuple[str, str | None]] = []
-    seen: set[str] = set()
-
-    def add(libdir: str, version: str | None) -> None:
-        try:
-            real = str(root.resolve(libdir))
-        except ValueError:
-            return
-        if real not in seen and Path(real).is_dir():
-            seen.add(real)
-            out.append((root.machine_path(real), version))
-
-    def version_of(machine_dir: str) -> str | None:
-        real = str(root.resolve(machine_dir))
-        for inst in installs:
-            ireal = str(root.resolve(inst.path))
-            if real == ireal or real.startswith(ireal + os.sep):
-                return inst.version
-        parent = os.path.dirname(machine_dir.rstrip("/"))
-        return read_version(root, parent)[0] or read_version(root, machine_dir)[0]
-
-    if not trees:
-        for inst in installs:
-            add(f"{inst.path}/lib", inst.version)
-        return out
-    for _given, real in trees:
-        if not real.is_dir():
-            continue  # the Tensile part reports a bad --tree
-        mp = root.machine_path(real)
-        if (real / "lib").is_dir():
-            add(f"{mp.rstrip('/')}/lib", version_of(mp))
-        elif any(p.name.startswith("lib") and ".so" in p.name for p in real.iterdir()):
-            add(mp, version_of(mp))
-    return out
 
 
 def graft_remedy(root: Root, file_machine_path: str, target: TargetId, manifests, cache_dir: Path) -> dict | None:

@@ -23,7 +23,7 @@ from rocmrevive.errors import RevError
 from rocmrevive.hardware.devices import partition_devices
 from rocmrevive.install.as_owner import install_as_owner
 from rocmrevive.install.core import Status, feed  # noqa: F401 - feed: the progress protocol
-from rocmrevive.install.graft import graft_library, library_components, library_trees
+from rocmrevive.install.graft import graft_library, library_components
 from rocmrevive.install.report import CopyOutcome, InstallReport, LeftAlone, LibraryOutcome
 from rocmrevive.install.run import Confirm, InstallOptions, InstallRun, Log
 from rocmrevive.install.tensile import TARGET, install_copy
@@ -31,7 +31,9 @@ from rocmrevive.rootfs import Root
 from rocmrevive.sources.cache import default_cache_dir, read_only_caches
 from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
 from rocmrevive.trees.installs import find_installs
-from rocmrevive.trees.trust import TreeTrust, Trust, decide, not_writable
+from rocmrevive.trees.pythonenv import find_envs
+from rocmrevive.trees.select import Copy, given_trees, library_folders, nothing_found, rocblas_copies
+from rocmrevive.trees.trust import TreeTrust, Trust, not_writable
 from rocmrevive.txn.divert import reconcile
 from rocmrevive.txn.state import DEFAULT_STATE_DIR
 
@@ -55,11 +57,6 @@ class Chosen:
     args: tuple[str, ...]
 
 
-def choose(root: Root, machine_path: str, *, named: bool, args) -> Chosen:
-    """The trust decision for one selected tree, made once, here."""
-    return Chosen(machine_path, decide(root.resolve(machine_path)), named, tuple(args))
-
-
 def keep_writable(root: Root, left_alone: list[LeftAlone], chosen: list, rerun=(), *, owner_runs: bool = False) -> list:
     """The ``(item, Chosen)`` pairs this run writes. A tree of one user the user named, root
     running: kept with ``owner_runs`` (written by a child run as its owner, ``as_owner.py``), else
@@ -78,11 +75,6 @@ def keep_writable(root: Root, left_alone: list[LeftAlone], chosen: list, rerun=(
             raise why.error()
         left_alone.append(LeftAlone(c.path, c.trust.to_json(), why.warning(), why.command))
     return keep
-
-
-def given_trees(root: Root, trees) -> list[tuple[str, Path]]:
-    """Each ``--tree`` as typed and as a real path (converted once, here)."""
-    return [(t, root.given(t)) for t in trees]
 
 
 def install(root: Root, opts: InstallOptions, *, log: Log = lambda s: None, progress: Optional[Callable] = None,
@@ -108,11 +100,11 @@ def install(root: Root, opts: InstallOptions, *, log: Log = lambda s: None, prog
                      check=opts.check, mirror=opts.mirror, from_path=opts.from_path,
                      cross_version=opts.cross_version, log=log, progress=progress, confirm=confirm)
     trees, pythons, libraries = opts.trees, opts.pythons, opts.libraries
-    given = given_trees(root, trees)
     installs, _link = find_installs(root)
     with _selecting(root):
-        lib_trees = [(t, choose(root, t[0], named=bool(given), args=["--tree", t[0]]))
-                     for t in (library_trees(root, given, installs) if libraries else [])]
+        given = given_trees(root, trees)
+        lib_trees = [((f.path, f.rocm_version), Chosen(f.path, f.trust, bool(given), ("--tree", f.path)))
+                     for f in (library_folders(root, given, installs) if libraries else [])]
         try:
             copies = _select_copies(root, given, pythons, installs)
         except RevError as exc:
@@ -121,8 +113,7 @@ def install(root: Root, opts: InstallOptions, *, log: Log = lambda s: None, prog
                 raise
             copies = []
     if not copies and not lib_trees:
-        raise RevError("NOTHING_SUPPORTED", f"no rocBLAS copy found under {root.base}; name one with "
-                                            f"--tree (an /opt/rocm-X.Y.Z install or its rocblas/library folder)")
+        raise nothing_found(root)
     found = bool(copies)
     left_alone: list[LeftAlone] = []
     copies = keep_writable(root, left_alone, copies, opts.rerun, owner_runs=True)
@@ -152,12 +143,11 @@ def _install_one_copy(run: InstallRun, copy, chosen: Chosen) -> CopyOutcome:
 
 
 def _select_copies(root: Root, given, pythons, installs) -> list[tuple]:
-    """Every rocBLAS copy on the machine, or only those in the ``--tree`` folders, each with its
-    trust decision (``Chosen``)."""
-    from rocmrevive.trees.pythonenv import find_envs
-
+    """Every rocBLAS copy on the machine, or only those in the ``--tree`` folders (``trees.select``),
+    each with its trust decision (``Chosen``)."""
     envs, _problems = find_envs(root, pythons)
-    return [(c, _chosen(root, c, envs, named=bool(given))) for c in _copies(root, given, envs, installs)]
+    return [(c.found, _chosen(root, c, envs, named=bool(given)))
+            for c in rocblas_copies(root, given, installs=installs, envs=envs)]
 
 
 @contextlib.contextmanager
@@ -172,43 +162,16 @@ def _selecting(root: Root):
                                 f"retry") from None
 
 
-def _chosen(root: Root, copy, envs, *, named: bool) -> Chosen:
+def _chosen(root: Root, copy: Copy, envs, *, named: bool) -> Chosen:
     """A copy's decision; it is named when given with --tree, or when it lies in a --python
     environment. Its owner's command names the environment too (the version of a wheel's rocBLAS)."""
-    real = str(root.resolve(copy.path))
     args: list[str] = []
     for env in envs:
-        site = str(root.resolve(env.site_packages))
-        if real.startswith(site + os.sep):
+        if root.resolve(env.site_packages) in copy.real.parents:
             named = named or env.named
             args = ["--python", env.prefix or env.site_packages]
             break
-    return choose(root, copy.path, named=named, args=[*args, "--tree", copy.path])
-
-
-def _copies(root: Root, given, envs, installs) -> list:
-    from rocmrevive.diagnose.locate import rocblas_library_dirs
-    from rocmrevive.trees.rocblas import find_copies
-
-    if not given:
-        return find_copies(root, installs=installs, envs=envs)
-    libs: list[str] = []
-    for t, real in given:
-        if not real.exists():
-            raise RevError("USAGE", f"--tree {t}: no such folder under {root.base}")
-        try:
-            resolved = root.resolve(root.machine_path(real))
-        except ValueError as exc:
-            raise RevError("USAGE", f"--tree {t}: {exc}") from None
-        found = rocblas_library_dirs(resolved)
-        if not found:
-            raise RevError("NOTHING_SUPPORTED", f"--tree {t}: no rocBLAS Tensile library folder in it "
-                                                f"(looked for lib/rocblas/library and rocblas/*/library)")
-        libs += [root.machine_path(f) for f in found]
-    wanted = {root.resolve(x) for x in libs}
-    # find_copies names each real folder once, by the path its install or package knows it by
-    return [c for c in find_copies(root, installs=installs, envs=envs, extra=libs)
-            if root.resolve(c.path) in wanted]
+    return Chosen(copy.path, copy.trust, named, (*args, "--tree", copy.path))
 
 
 def _graft_libraries(run: InstallRun, lib_trees) -> list[LibraryOutcome]:

@@ -15,7 +15,6 @@ from typing import Callable, Sequence
 from rocmrevive import hashing  # a module: tests count its calls
 from rocmrevive.codeobj import inspect as objinspect  # a module: tests count its calls
 from rocmrevive.codeobj.targetid import TargetId
-from rocmrevive.diagnose import locate
 from rocmrevive.diagnose import verify as dverify  # a module: tests count its calls
 from rocmrevive.diagnose.verify import CheckStatus, CopyResult, runtime_limit
 from rocmrevive.errors import RevError
@@ -26,12 +25,12 @@ from rocmrevive.install.extract import extracted, fetch_first, forget_extracted
 from rocmrevive.install.report import CopyOutcome, refused
 from rocmrevive.install.run import InstallRun
 from rocmrevive.install.unpinned import VERIFIED_BY_CONTENT
-from rocmrevive.sources.manifest import choose_manifest
+from rocmrevive.sources.manifest import TARGET, choose_manifest
+from rocmrevive.trees import layout as locate
 from rocmrevive.trees.recipe import therock_gfx906_command
 from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.plan import Op
 
-TARGET = "gfx906"
 GATING = ("targets", "tensile")  # the host library's own device code is reported, not gated on
 
 

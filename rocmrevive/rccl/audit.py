@@ -32,6 +32,11 @@ from rocmrevive.errors import RevError
 from rocmrevive.hardware.sysfs import list_dir, read_text
 from rocmrevive.rccl.envfile import parse_env_text, path_list
 from rocmrevive.rootfs import Root
+from rocmrevive.hardware import scan
+from rocmrevive.trees.pythonenv import find_envs
+from rocmrevive.codeobj.inspect import inspect_file
+from rocmrevive.hostlib.elfdyn import DynamicError, read_dynamic
+from rocmrevive.trees.installs import find_installs
 
 LIB_RE = re.compile(r"^librccl(?:-[0-9a-f]{8})?\.so(?:\.\d+)*$")
 # AMD names the file after the ROCm release: librccl.so.1.0.60403 = ROCm 6.4.3
@@ -163,7 +168,6 @@ def machine_gpus(root: Root, targets=()) -> tuple[list[Gpu], str]:
             except ValueError as exc:
                 raise RevError("USAGE", f"--target {t}: {exc}") from None
         return out, "--target"
-    from rocmrevive.hardware import scan
 
     hw = scan(root)
     gpus = [Gpu(g.index, g.target, g.model.name, g.bdf) for g in hw.gpus if g.target is not None]
@@ -258,8 +262,6 @@ def find_copies(root: Root, *, pythons=(), env_files=(), vllm_nccl_so_path: str 
                 ) -> tuple[list[RcclCopy], dict[str, dict], list[str]]:
     """Every RCCL copy reachable on the machine (``search``) plus the ones named (``libs``,
     settings from ``env_files`` — real paths of files the user names — and the options)."""
-    from rocmrevive.trees.pythonenv import find_envs
-
     f = _Finder(root)
     settings, problems = read_env_files(root, env_files)
     if vllm_nccl_so_path:
@@ -306,8 +308,6 @@ def _named_by_settings(f: "_Finder", settings: dict[str, dict]) -> list[str]:
 
 def _search_machine(root: Root, f: "_Finder") -> None:
     """ROCm trees, rocmrevive's side-by-side installs and the loader's default folders."""
-    from rocmrevive.trees.installs import find_installs
-
     installs, _link = find_installs(root)
     for inst in installs:
         for sub in ("lib", "lib64"):
@@ -383,8 +383,6 @@ def _version(root: Root, copy: RcclCopy) -> None:
 
 def describe(root: Root, copy: RcclCopy, gpus: list[Gpu]) -> RcclCopy:
     """Fill in what the file is: device targets, SONAME, HIP runtime, version, coverage."""
-    from rocmrevive.codeobj.inspect import inspect_file
-    from rocmrevive.hostlib.elfdyn import DynamicError, read_dynamic
 
     real = root.path(copy.path)
     rep = inspect_file(real)

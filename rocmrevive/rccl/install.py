@@ -25,6 +25,19 @@ from rocmrevive.rccl.sources import RcclSource, pick_source
 from rocmrevive.rootfs import Root
 from rocmrevive.trees.trust import decide, refusal
 from rocmrevive.txn.result import TxOutcome
+from rocmrevive.hardware.sysfs import list_dir
+from rocmrevive.hostlib.elfdyn import soname_of
+from rocmrevive.trees.installs import find_installs
+from rocmrevive.trees.pythonenv import find_envs
+from rocmrevive.sources.unpack import extract_selected
+from rocmrevive.txn.fsutil import sha256_file
+from rocmrevive.install.core import install_component, staging_area
+from rocmrevive.install.extract import staging_parent
+from rocmrevive.sources.cache import default_cache_dir
+from rocmrevive.sources.fetch import fetch_source
+from rocmrevive.txn.state import DEFAULT_STATE_DIR
+from rocmrevive.codeobj.inspect import inspect_file
+from rocmrevive.hostlib.abi import check_library
 
 SONAME = "librccl.so.1"
 # where no side-by-side RCCL may go: AMD's trees and the distribution's folders
@@ -84,10 +97,6 @@ def _is_forbidden(prefix: str) -> bool:
 def hip_consumers(root: Root, pythons=(), tree: str | None = None) -> list[HipConsumer]:
     """The HIP runtimes programs on the machine are bound to: each ROCm install's and each
     PyTorch wheel's ``libamdhip64``."""
-    from rocmrevive.hardware.sysfs import list_dir
-    from rocmrevive.hostlib.elfdyn import soname_of
-    from rocmrevive.trees.installs import find_installs
-    from rocmrevive.trees.pythonenv import find_envs
 
     out = []
     installs, _ = find_installs(root)
@@ -119,8 +128,6 @@ def abi_search_dirs(root: Root, tree: str | None) -> list[str]:
 
 
 def _stage_library(src: RcclSource, artifact, staging: Path) -> Path:
-    from rocmrevive.sources.unpack import extract_selected
-
     got = extract_selected(Path(artifact), lambda name: name == src.member, staging,
                            member_prefix=src.member_prefix)
     if not got:
@@ -131,8 +138,6 @@ def _stage_library(src: RcclSource, artifact, staging: Path) -> Path:
 def _already_installed(root: Root, src: RcclSource, dest_dir: str, also_names, rep: InstallReport) -> bool:
     """The same source is in place, byte for byte, under every name asked for: nothing to fetch
     (an idempotent run, e.g. from Ansible, costs one hash of the library)."""
-    from rocmrevive.txn.fsutil import sha256_file
-
     text = root.path(f"{dest_dir}/{PROVENANCE}")
     try:
         prov = json.loads(text.read_text())
@@ -169,11 +174,6 @@ def install_rccl(root: Root, *, targets=(), source: str | None = None, from_path
     """Install the RCCL that serves every detected GPU side by side. Raises RevError:
     NOTHING_SUPPORTED (no known source has the targets), VERIFY_FAILED (the library lacks a
     target, or would not load here: the ABI verdict's lines say why), USAGE (a bad prefix)."""
-    from rocmrevive.install.core import install_component, staging_area
-    from rocmrevive.install.extract import staging_parent
-    from rocmrevive.sources.cache import default_cache_dir
-    from rocmrevive.sources.fetch import fetch_source
-    from rocmrevive.txn.state import DEFAULT_STATE_DIR
 
     gpus, devices_from = machine_gpus(root, targets)
     if not gpus:
@@ -225,8 +225,6 @@ class RcclSideBySide(Hooks):
         self.sha = ""
 
     def stage(self, area: Path) -> StagedFiles:
-        from rocmrevive.txn.fsutil import sha256_file
-
         staged = _stage_library(self.src, self.art.path, area / "pkg")
         self._check_device_code(staged)
         verdict, hip = self._check_abi(staged)
@@ -251,8 +249,6 @@ class RcclSideBySide(Hooks):
 
     def _check_device_code(self, staged: Path) -> None:
         """The device code, read from the extracted file itself, serves every GPU."""
-        from rocmrevive.codeobj.inspect import inspect_file
-
         rep, src = self.rep, self.src
         rep_co = inspect_file(staged)
         rep.staged_targets = rep_co.targets
@@ -267,8 +263,6 @@ class RcclSideBySide(Hooks):
     def _check_abi(self, staged: Path):
         """The host ABI, as the loader would see it from its new place. Returns (verdict, the HIP
         runtime it needs)."""
-        from rocmrevive.hostlib.abi import check_library
-
         rep, src, tree = self.rep, self.src, self.tree
         verdict = check_library(self.root, staged, search_dirs=abi_search_dirs(self.root, tree),
                                 origin=f"{self.dest_dir}/lib")
@@ -311,8 +305,6 @@ class RcclSideBySide(Hooks):
         return files
 
     def verify(self, result) -> Verdict:
-        from rocmrevive.codeobj.inspect import inspect_file
-        from rocmrevive.txn.fsutil import sha256_file
 
         real = self.root.path(self.lib)
         after = inspect_file(real)

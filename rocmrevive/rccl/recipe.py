@@ -24,6 +24,7 @@ from rocmrevive.errors import RevError
 from rocmrevive.rccl.audit import ROCMREVIVE_PREFIX, machine_gpus
 from rocmrevive.rootfs import Root
 from rocmrevive.trees.buildscript import BuildSteps, clone_and_build
+from rocmrevive.trees.installs import find_installs, read_version
 
 RCCL_REPO = "https://github.com/ROCm/rccl.git"
 MONOREPO = "https://github.com/ROCm/rocm-systems.git"   # RCCL moved to projects/rccl there (ROCm 7.x)
@@ -48,8 +49,6 @@ class Recipe:
 
 
 def _rocm(root: Root, rocm_path: str | None, rocm_version: str | None) -> tuple[str, str]:
-    from rocmrevive.trees.installs import find_installs, read_version
-
     if rocm_path:
         ver, _build, _problem = read_version(root, rocm_path)
         m = re.search(r"rocm-(\d+\.\d+(?:\.\d+)?)", rocm_path)

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rocmrevive.errors import RevError
+from packaging.version import Version
+from rocmrevive.sources.manifest import Source
 
 
 @dataclass(frozen=True)
@@ -43,9 +45,6 @@ class RcclSource:
 
     def as_source(self):
         """The ``Source`` the fetcher (``rocmrevive.sources.fetch.fetch_source``) takes."""
-        from packaging.version import Version
-
-        from rocmrevive.sources.manifest import Source
 
         return Source(manifest_id="rccl", name=self.name, kind="debian", package=self.package,
                       version=self.version, member_prefix=self.member_prefix, rocblas_version=None,

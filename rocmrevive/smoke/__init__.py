@@ -18,17 +18,14 @@ import time
 from typing import Callable
 
 from rocmrevive.rootfs import Root
-from rocmrevive.strenum import StrEnum
+from rocmrevive.smoke import llama as llama_mod
+from rocmrevive.smoke import record as record_mod
+from rocmrevive.smoke import torch_runner
+from rocmrevive.smoke.record import PartStatus, RunStatus
+
+__all__ = ["PARTS", "PartStatus", "run_smoke", "verdict"]
 
 PARTS = ("torch", "llama")
-
-
-class PartStatus(StrEnum):
-    """One part's outcome (``torch_runner`` and ``llama`` set it; ``verdict`` reads it)."""
-
-    PASSED = "passed"
-    FAILED = "failed"            # a check failed or a step hung
-    UNAVAILABLE = "unavailable"  # could not run here (no PyTorch, no GPU, no llama.cpp): ``reason`` says why
 
 
 def _now() -> str:
@@ -59,11 +56,6 @@ def run_smoke(root: Root, *, torch: bool, llama: bool, explicit: set[str] | None
               on_torch_record: Callable[[dict], None] | None = None,
               on_llama_run: Callable | None = None, write_record: bool = True) -> dict:
     """Run the selected parts; return {"parts": {...}, "code", "message", "record", ...}."""
-    from rocmrevive.smoke import llama as llama_mod
-    from rocmrevive.smoke import record as record_mod
-    from rocmrevive.smoke.record import RunStatus
-    from rocmrevive.smoke import torch_runner
-
     explicit = set(explicit or ())
     started, t0 = _now(), time.monotonic()
     parts: dict[str, dict] = {}

@@ -33,8 +33,8 @@ class TinyLlama:
 
 def _import_gguf():
     try:
-        import gguf  # noqa: F401
-        import numpy  # noqa: F401
+        import gguf  # noqa: F401, PLC0415 — gguf and numpy are the optional `smoke` extra
+        import numpy  # noqa: F401, PLC0415 — gguf and numpy are the optional `smoke` extra
     except ImportError as exc:
         raise RevError("USAGE", f"the `gguf` Python package is needed to write the test model "
                                 f"({exc}); install it with `pip install gguf`") from exc

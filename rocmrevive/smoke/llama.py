@@ -26,10 +26,12 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from rocmrevive.smoke import PartStatus
+from rocmrevive.smoke.record import PartStatus
 from rocmrevive.smoke.llama_output import (GEN_TOKENS as OUTPUT_TOKENS, PROMPT, SEED, GenRun, difference_message,
                                            find_generator, first_difference, generate_argv,
                                            generated_tokens)
+from rocmrevive.errors import RevError
+from rocmrevive.smoke.gguf_model import write_tiny_llama
 
 BENCH_NAMES = ("llama-bench",)
 CLI_NAMES = ("llama-completion", "llama-cli")
@@ -277,8 +279,6 @@ def run_llama_smoke(bin_dir: str | os.PathLike | None = None, *, timeout: float 
 
     tmp = None
     if model is None:
-        from rocmrevive.errors import RevError
-        from rocmrevive.smoke.gguf_model import write_tiny_llama
 
         tmp = tempfile.mkdtemp(prefix="rocmrevive-smoke-", dir=workdir)
         try:

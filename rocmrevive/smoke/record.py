@@ -17,6 +17,14 @@ RECORD_PATH = "/var/lib/rocmrevive/smoke/last.json"
 RECORD_SCHEMA = 1
 
 
+class PartStatus(StrEnum):
+    """One part's outcome (``torch_runner`` and ``llama`` set it; ``smoke.verdict`` reads it)."""
+
+    PASSED = "passed"
+    FAILED = "failed"            # a check failed or a step hung
+    UNAVAILABLE = "unavailable"  # could not run here (no PyTorch, no GPU, no llama.cpp): ``reason`` says why
+
+
 class RunStatus(StrEnum):
     """The record's ``status``: the whole run's outcome (``rocmrevive status`` shows it)."""
 

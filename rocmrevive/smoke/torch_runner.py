@@ -18,7 +18,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from rocmrevive.smoke import PartStatus
+from rocmrevive.smoke.record import PartStatus
+from rocmrevive.rootfs import Root
+from rocmrevive.trees.pythonenv import find_envs
 
 PROBE = Path(__file__).with_name("probe.py")
 FAULT_ENV = "ROCMREVIVE_PROBE_FAULT"
@@ -50,8 +52,6 @@ def candidate_pythons() -> list[tuple[str, str]]:
     by the Python-environment scan), then any torch, then this interpreter and python3 on PATH."""
     out: list[tuple[str, str]] = []
     try:
-        from rocmrevive.rootfs import Root
-        from rocmrevive.trees.pythonenv import find_envs
 
         envs, _ = find_envs(Root("/"), (), common=True)
     except Exception:  # noqa: BLE001 - the scan is a convenience; never a reason not to smoke

@@ -17,11 +17,10 @@ from pathlib import Path
 
 from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir, open_regular
+from rocmrevive.sources.unpack import extract_selected
 
 
 def extract_into(artifact: Path, base: Path, manifest_id: str, source, select) -> dict:
-    from rocmrevive.sources.unpack import extract_selected
-
     with Dir.open(base, create=True, what="extract folder") as bd, bd.sub(manifest_id, create=True) as md:
         final = source.name
         tmp = f".{final}.new-{secrets.token_hex(4)}"

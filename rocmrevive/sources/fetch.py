@@ -25,6 +25,7 @@ from rocmrevive.sources.http import Downloader
 from rocmrevive.sources.local import OtherArtifact, from_local
 from rocmrevive.sources.manifest import Source
 from rocmrevive.sources.resolve import not_found, resolve
+from urllib.parse import urlsplit
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -120,8 +121,6 @@ def _from_cache(source: Source, cache: Cache) -> FetchResult | None:
 
 def _mirror_base(mirror: str) -> str:
     """``--mirror`` as a base URL; a malformed one is a usage error (exit 2), not a crash."""
-    from urllib.parse import urlsplit
-
     try:
         u = urlsplit(mirror)
         u.port  # noqa: B018 - raises ValueError on a bad port

@@ -47,7 +47,7 @@ class _Transient(Exception):
 
 
 def _session():
-    import requests
+    import requests  # noqa: PLC0415 — requests takes a quarter of a second to import; only a download needs it
 
     s = requests.Session()
     s.headers["User-Agent"] = USER_AGENT
@@ -126,7 +126,7 @@ class Downloader:
         return data
 
     def _get_small(self, url: str, max_size: int) -> bytes:
-        import requests
+        import requests  # noqa: PLC0415 — requests takes a quarter of a second to import; only a download needs it
 
         failures = 0
         last = ""
@@ -442,18 +442,18 @@ def _write_error(exc: BaseException) -> BaseException:
 
 
 def _TRANSIENT_ERRORS() -> tuple:
-    import http.client
+    import http.client  # noqa: PLC0415 — requests takes a quarter of a second to import; only a download needs it
 
-    import requests
-    import urllib3
+    import requests  # noqa: PLC0415 — requests takes a quarter of a second to import; only a download needs it
+    import urllib3  # noqa: PLC0415 — requests takes a quarter of a second to import; only a download needs it
 
     return (_Transient, requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
             urllib3.exceptions.HTTPError, http.client.IncompleteRead, ConnectionError, TimeoutError)
 
 
 def _describe(exc: BaseException) -> str:
-    import requests
-    import urllib3
+    import requests  # noqa: PLC0415 — requests takes a quarter of a second to import; only a download needs it
+    import urllib3  # noqa: PLC0415 — requests takes a quarter of a second to import; only a download needs it
 
     if isinstance(exc, _Transient):
         return str(exc)

@@ -229,3 +229,6 @@ def spec_text(spec: SpecifierSet | None) -> str:
 def _patterns_re(patterns) -> re.Pattern:
     """One regular expression matching any of the file-name patterns (fnmatch, case-sensitive)."""
     return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
+
+
+TARGET = "gfx906"   # the processor rocmrevive's manifests serve

@@ -20,6 +20,7 @@ from packaging.version import InvalidVersion, Version
 from rocmrevive.errors import RevError
 from rocmrevive.sources.manifest import COMPONENT_KINDS, SCHEMA, SOURCE_KINDS, Component, Manifest, Source, spec_text
 from rocmrevive.sources.tomllines import TomlLines
+import difflib
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -189,8 +190,6 @@ class _Checker:
 
 
 def difflib_close(word: str, options: set[str]) -> str | None:
-    import difflib
-
     m = difflib.get_close_matches(word, sorted(options), n=1, cutoff=0.75)
     return m[0] if m else None
 

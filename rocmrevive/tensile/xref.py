@@ -23,6 +23,9 @@ from rocmrevive.codeobj.targetid import ANY, OFF, ON, TargetId
 from rocmrevive.tensile.dat import (HELPER_PREFIX, Solution, TensileFormatError, code_object_name,
                                     is_fallback_placeholder, lazy_index_name)
 from rocmrevive.tensile.logic import MAX_MASTER, TensileDat, predicate_processors, read_dat, select_rows, walk_tree
+from rocmrevive.codeobj.elf import ELF_MAGIC, read_amdgpu_elf, read_amdgpu_elf_file
+from rocmrevive.codeobj.bundle import MAX_CODE_OBJECT
+from rocmrevive.codeobj.inspect import iter_elf_payloads, open_regular
 
 # Finding kinds. Each says what is wrong in rocBLAS's own terms; ``detail`` says it in words.
 LAZY_INDEX_MISSING = "lazy-index-missing"
@@ -547,10 +550,6 @@ class _CodeObjectReader:
 def read_code_object_file(path: Path) -> CodeObjectFile:
     """Every device ELF in ``path`` with its target, kernels and descriptors. A raw ELF is
     read directly; bundles and CCOB go through ``codeobj.inspect.iter_elf_payloads``."""
-    from rocmrevive.codeobj.elf import ELF_MAGIC, read_amdgpu_elf, read_amdgpu_elf_file
-
-    from rocmrevive.codeobj.bundle import MAX_CODE_OBJECT
-    from rocmrevive.codeobj.inspect import open_regular
 
     name = path.name
     try:
@@ -569,11 +568,6 @@ def read_code_object_file(path: Path) -> CodeObjectFile:
     except OSError as exc:
         return CodeObjectFile(name, "unknown", problem=f"cannot read: {exc.strerror or exc}")
     co = CodeObjectFile(name, "bundle")
-    try:
-        from rocmrevive.codeobj.inspect import iter_elf_payloads
-    except ImportError:  # the code-object core is older than this module
-        co.problem = "bundled code objects need rocmrevive.codeobj.inspect, which is not available"
-        return co
     bad: list[str] = []
     try:
         for _obj, payload in iter_elf_payloads(path):

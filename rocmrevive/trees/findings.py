@@ -6,6 +6,7 @@ detected GPU needs, broken ``/opt/rocm`` links, layouts rocmrevive cannot patch 
 from __future__ import annotations
 
 from rocmrevive.hardware.findings import Finding, FixKind, Severity
+from rocmrevive.trees.recipe import therock_gfx906_command
 
 
 def tree_findings(s) -> list[Finding]:
@@ -85,8 +86,6 @@ def _gfx906_missing(c, what: str, m906: list) -> Finding:
 
 def _therock_layout(c, what: str, m906: list) -> Finding:
     """A copy in TheRock's per-arch/.kpack layout: an error when gfx906 GPUs need it, else a note."""
-    from rocmrevive.trees.recipe import therock_gfx906_command
-
     layout = ", ".join(x for x, on in (("per-arch folders", c.arch_folders),
                                        (f".kpack archives for {', '.join(c.kpack_arches) or '?'}", c.kpack))
                        if on)

@@ -32,7 +32,14 @@ from dataclasses import dataclass, field
 
 from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root
+from rocmrevive.sources.manifest import TARGET, choose_manifest
 from rocmrevive.trees.buildscript import BuildSteps, clone_and_build
+from rocmrevive.trees.installs import find_installs
+from rocmrevive.trees.pythonenv import find_envs
+from rocmrevive.trees.rocblas import ROCBLAS_OF_ROCM, RocblasCopy, find_copies
+from rocmrevive.trees.select import given_trees, rocblas_copies
+from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
+from rocmrevive.hardware.devices import resolve_devices
 
 ROCBLAS_REPO = "https://github.com/ROCm/rocBLAS.git"
 MONOREPO = "https://github.com/ROCm/rocm-libraries.git"   # rocBLAS also lives in projects/rocblas there
@@ -79,8 +86,6 @@ def _mm(version: str | None) -> str | None:
 
 def rocm_tag(rocblas_version: str | None, rocm_version: str | None) -> tuple[str, list[str]]:
     """The ROCm release whose ``rocm-X.Y.Z`` tag builds this rocBLAS, and notes on how it was chosen."""
-    from rocmrevive.trees.rocblas import ROCBLAS_OF_ROCM
-
     notes: list[str] = []
     mm = _mm(rocblas_version)
     rv = rocm_version if rocm_version and re.match(r"^\d+\.\d+\.\d+$", rocm_version) else None
@@ -108,31 +113,12 @@ def rocm_tag(rocblas_version: str | None, rocm_version: str | None) -> tuple[str
                    f"is known, so no tag can be chosen; pass --rocm-version X.Y.Z")
 
 
-def _copy_for(root: Root, tree: str | None, rocm_version: str | None):
-    from rocmrevive.trees.installs import find_installs
-    from rocmrevive.trees.pythonenv import find_envs
-    from rocmrevive.trees.rocblas import find_copies
-
+def _copy_for(root: Root, tree: str | None, rocm_version: str | None) -> RocblasCopy:
     installs, _link = find_installs(root)
     envs, _problems = find_envs(root)
-    copies = find_copies(root, installs=installs, envs=envs)
     if tree:
-        from rocmrevive.diagnose.locate import rocblas_library_dirs
-
-        real = root.path(tree)
-        if not real.exists():
-            raise RevError("USAGE", f"--tree {tree}: no such folder under {root.base}")
-        found = {str(root.resolve(root.machine_path(p))) for p in rocblas_library_dirs(real)}
-        if not found:
-            raise RevError("NOTHING_SUPPORTED", f"--tree {tree}: no rocBLAS Tensile library folder in it")
-        for c in copies:
-            try:
-                if str(root.resolve(c.path)) in found:
-                    return c
-            except (ValueError, OSError):
-                continue
-        extra = [root.machine_path(p) for p in rocblas_library_dirs(real)]
-        return find_copies(root, extra=extra[:1])[0]
+        return rocblas_copies(root, given_trees(root, [tree]), installs=installs, envs=envs)[0].found
+    copies = find_copies(root, installs=installs, envs=envs)
     lacking = [c for c in copies if "gfx906" not in c.targets]
     if not lacking:
         raise RevError("NOTHING_SUPPORTED", f"every rocBLAS copy under {root.base} already has gfx906 files; "
@@ -235,13 +221,10 @@ if [ "$check" -ne 20 ]; then echo "rocmrevive install --check failed (exit $chec
 def refuse_served(copy, procs: list[str]) -> None:
     """RevError("NOTHING_SUPPORTED") when a shipped manifest serves this copy: its pinned files
     install in a minute, where the build takes an hour (``--build`` writes it anyway)."""
-    from rocmrevive.sources.manifest import choose_manifest
-    from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
-
-    if "gfx906" not in procs:
+    if TARGET not in procs:
         return
     try:
-        m = choose_manifest(load_manifests(default_manifest_dir()), copy.rocblas_version, "gfx906")
+        m = choose_manifest(load_manifests(default_manifest_dir()), copy.rocblas_version, TARGET)
     except RevError:   # unreadable manifests: the build is the way left
         return
     if m is None or not m.sources_for(copy.rocblas_version):
@@ -255,8 +238,6 @@ def refuse_served(copy, procs: list[str]) -> None:
 
 def build_recipe(root: Root, *, tree: str | None = None, targets=(), rocm_version: str | None = None,
                  prefix: str | None = None, jobs: str = "$(nproc)", build: bool = False) -> Recipe:
-    from rocmrevive.hardware.devices import resolve_devices
-
     devices, devices_from = resolve_devices(root, targets)
     copy = _copy_for(root, tree, rocm_version)
     procs = sorted({d.processor for d in devices if d.processor not in copy.targets} or

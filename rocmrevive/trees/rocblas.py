@@ -38,6 +38,8 @@ from rocmrevive.hardware.sysfs import read_text
 from rocmrevive.rootfs import Root
 from rocmrevive.trees.installs import RocmInstall
 from rocmrevive.trees.pythonenv import PythonEnv
+from rocmrevive.hostlib.elfdyn import soname_of
+from rocmrevive.codeobj.kpack import read_kpack
 
 _LAZY = re.compile(r"^TensileLibrary_lazy_(gfx[0-9a-z]+)(?:-xnack[+-])?\.dat$")
 # A library built without lazy loading (Debian's rocBLAS 2.47): one master library,
@@ -171,7 +173,7 @@ def scan_library(real: str, copy: RocblasCopy) -> list[str]:
 
 
 def deep_scan(paths: list[str], progress=None) -> DeepScan:
-    from rocmrevive.codeobj.inspect import inspect_file  # the code-object core, loaded only when asked
+    from rocmrevive.codeobj.inspect import inspect_file  # noqa: PLC0415 — the code-object core, loaded only for a deep scan
 
     targets, not_code, problems = set(), [], []
     for p in sorted(paths):
@@ -209,8 +211,6 @@ def _soname_version(root: Root, libdir: str) -> tuple[str | None, str | None]:
 
 def _elf_soname(root: Root, mpath: str) -> tuple[str | None, str | None]:
     """DT_SONAME of an unversioned ``librocblas.so`` (PyTorch wheels ship it under that name)."""
-    from rocmrevive.hostlib.elfdyn import soname_of
-
     name = soname_of(root.path(mpath))
     m = _SONAME.match(name) if name else None
     return (_without_rocm_number(m.group(1)), f"SONAME {name}") if m else (None, None)
@@ -455,7 +455,6 @@ def therock_kpacks(root: Root, copy: RocblasCopy) -> None:
         return
     if not names:
         return
-    from rocmrevive.codeobj.kpack import read_kpack
 
     copy.kpack = True
     arches: set[str] = set()

@@ -274,3 +274,14 @@ def undo_refusal(txid: str, shown: str, trust: TreeTrust, euid: int | None = Non
                                   f"undo could be redirected; nothing was changed; make the tree {me}'s alone "
                                   f"(chown -R, chmod go-w) and run it again, or let its owner reinstall what "
                                   f"it held", details={"txid": txid, "tree": shown, "trust": trust.to_json()})
+
+
+def refuse_untrusted_undo(root, results) -> None:
+    """Before an undo (``rollback``, ``recover``, the recovery a command runs first): each
+    transaction's tree must still be one this run may write; ``results`` are the dry run's, which
+    name the tree. Raises the first ``undo_refusal``."""
+    for res in results:
+        if res.tree and res.actions:
+            err = undo_refusal(res.txid, res.tree, decide(root.resolve(res.tree)))
+            if err is not None:
+                raise err

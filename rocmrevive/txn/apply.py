@@ -42,6 +42,9 @@ from rocmrevive.txn.result import Progress, TxOutcome, TxResult, as_rev_error, e
 from rocmrevive.txn.state import DEFAULT_STATE_DIR, StateDir, now, refuse_pending
 from rocmrevive.txn.testseam import checkpoint
 from rocmrevive.txn.undo import Undo
+import signal
+import threading
+from rocmrevive import __version__
 
 _TEMP_ROUNDS = 5  # draws of fresh temporary names before giving up (a name is taken only on purpose)
 
@@ -301,8 +304,6 @@ class _Apply:
 @contextlib.contextmanager
 def _no_second_interrupt():
     """Ignore SIGINT while undoing (main thread only; elsewhere signals never arrive anyway)."""
-    import signal
-    import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -333,8 +334,6 @@ def _place_new(folders: Folders, temp: Path, dest: Path, shown: str) -> None:
 
 
 def _tool_version() -> str:
-    from rocmrevive import __version__
-
     return f"rocmrevive {__version__}"
 
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from rocmrevive.errors import RevError
 from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.journal import TxState
+from rocmrevive.txn.fsutil import sha256_file
 
 DIVERT_SUFFIX = ".rocmrevive-orig"
 PACKAGE = "rocmrevive"
@@ -245,8 +246,6 @@ def findings(root, state_dir: str) -> list[dict]:
             orig = tx.get("meta", {}).get("divert", {}).get("orig_sha256")
             real = root.path(path + DIVERT_SUFFIX)
             if orig and real.is_file():
-                from rocmrevive.txn.fsutil import sha256_file
-
                 if sha256_file(real)[0] != orig:
                     pkg = tx["meta"]["divert"].get("package") or "its package"
                     out.append({"txid": tx["txid"], "path": path + DIVERT_SUFFIX,

@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 from rocmrevive.errors import RevError
 from rocmrevive.strenum import StrEnum
+from rocmrevive.txn.fsutil import sha256_file
 
 
 class Op(StrEnum):
@@ -133,8 +134,6 @@ def plan_from_staged(root, tree: str, files: Mapping[str, str | os.PathLike], *,
 
         plan_from_staged(root, "/opt/rocm-6.4.3", {"/opt/rocm-6.4.3/lib/rocblas/library/X.co": stage / "X.co"})
     """
-    from rocmrevive.txn.fsutil import sha256_file
-
     known = known or {}
     changes = []
     for dest, staged in sorted(files.items()):
@@ -150,8 +149,6 @@ def plan_from_staged(root, tree: str, files: Mapping[str, str | os.PathLike], *,
 
 
 def _current_sha(root, dest: str) -> str | None:
-    from rocmrevive.txn.fsutil import sha256_file
-
     real = root.resolve(dest)
     if not os.path.lexists(real):
         return None

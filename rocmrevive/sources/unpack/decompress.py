@@ -30,6 +30,7 @@ from rocmrevive.hashing import CHUNK
 from rocmrevive.sources.unpack.limits import ArchiveError
 from rocmrevive.sources.unpack.stream import Stream
 from rocmrevive.sources.unpack.xzblocks import XzBlockStream, read_index
+import fcntl
 
 
 def compression_of(head: bytes) -> str | None:
@@ -77,7 +78,6 @@ class _PipeStream(Stream):
         self.fd = self._stdout.fileno()
         self.name = os.path.basename(cmd[0])
         try:  # a bigger pipe means fewer wake-ups between the decompressor and us
-            import fcntl
 
             fcntl.fcntl(self.fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), CHUNK)
         except OSError:
@@ -232,7 +232,7 @@ class _Range(io.RawIOBase):
 def _decoder_errors() -> tuple:
     errs: tuple = (lzma.LZMAError, OSError, EOFError, ValueError, zlib.error)
     try:
-        import zstandard
+        import zstandard  # noqa: PLC0415 — a C extension loaded only for a zstd stream
 
         errs += (zstandard.ZstdError,)
     except ImportError:  # pragma: no cover
@@ -290,7 +290,7 @@ def open_stream(f, offset: int, length: int, comp: str, external: bool) -> Strea
     if comp == "bz2":
         return _PyStream(bz2.BZ2File(raw))
     if comp == "zst":
-        import zstandard
+        import zstandard  # noqa: PLC0415 — a C extension loaded only for a zstd stream
 
         return _PyStream(zstandard.ZstdDecompressor().stream_reader(raw, read_size=CHUNK))
     raise ArchiveError(f"unsupported compression {comp}")

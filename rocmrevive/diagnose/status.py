@@ -10,10 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from rocmrevive.install.orphans import find_orphans
+from rocmrevive.diagnose.orphans import find_orphans
 from rocmrevive.rootfs import Root
 from rocmrevive.txn.history import Integrity
 from rocmrevive.txn.journal import PENDING, TxState
+from rocmrevive.smoke.record import read_last
+from rocmrevive.trees.select import given_trees
+from rocmrevive.txn.divert import findings as divert_findings
+from rocmrevive.txn.history import list_transactions
 
 # a tree's state: the worst of its transactions (interrupted first), else its live files' integrity
 INTEGRITY_ORDER = (Integrity.DRIFTED, Integrity.MISSING, Integrity.PARTIAL)
@@ -27,7 +31,7 @@ class StatusReport:
     pending: list[dict] = field(default_factory=list)
     smoke: Optional[dict] = None
     diversions: list[dict] = field(default_factory=list)
-    orphans: list = field(default_factory=list)   # install.orphans.Orphans: files no journal records
+    orphans: list = field(default_factory=list)   # diagnose.orphans.Orphans: files no journal records
     code: str = "OK"
     message: Optional[str] = None
 
@@ -84,20 +88,15 @@ def _verdict(rep: StatusReport) -> None:
 
 
 def machine_status(root: Root, *, state_dir: str, trees=(), orphans_from=None) -> StatusReport:
-    """Every transaction (or those of ``trees``), each file hashed again, rolled up per tree;
+    """Every transaction (or those of ``trees``, selected by ``trees.select``: RevError("USAGE") for
+    one that is not a folder), each file hashed again, rolled up per tree;
     ``code`` is INTERRUPTED, DRIFT or OK with one line. ``orphans_from`` (cache folder,
-    manifests): also the installed files no journal records (install.orphans)."""
-    from rocmrevive.smoke.record import read_last
-    from rocmrevive.txn.divert import findings as divert_findings
-    from rocmrevive.txn.history import list_transactions
-    from rocmrevive.txn.state import resolve_inside
-
+    manifests): also the installed files no journal records (diagnose.orphans)."""
+    # a tree names itself and every folder inside it: /opt/rocm-6.4.3 holds the
+    # transactions on /opt/rocm-6.4.3/lib/rocblas/library
+    wanted = [t.path.rstrip("/") or "/" for t in given_trees(root, trees)]
     txs = list_transactions(root, state_dir=state_dir)
-    wanted: list[str] = []
     if trees:
-        # a tree names itself and every folder inside it: /opt/rocm-6.4.3 holds the
-        # transactions on /opt/rocm-6.4.3/lib/rocblas/library
-        wanted = [root.machine_path(resolve_inside(root, t, what="tree")).rstrip("/") or "/" for t in trees]
         txs = [t for t in txs if t["tree"] and any(t["tree"] == w or t["tree"].startswith(w.rstrip("/") + "/")
                                                    for w in wanted)]
     by_tree: dict[str, list] = {}
