@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from rocmrevive.cli.policy import OnPending, policy
+from rocmrevive.cli.policy import OnPending, policy, register_root
 
 _ARGV: list[str] = []  # this run's arguments (``--json`` anywhere in them asks for JSON)
 
@@ -252,6 +252,7 @@ def _version(ctx, _param, value):
     ctx.exit(0)
 
 
+@register_root
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
               help="Show the version and exit.")

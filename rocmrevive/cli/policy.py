@@ -77,11 +77,21 @@ def policy_of(cmd: click.Command) -> Policy:
     return declared
 
 
+_ROOT: list[click.Group] = []   # the ``rocmrevive`` group, registered by cli/main.py as it is made
+
+
+def register_root(group: click.Group) -> click.Group:
+    """Make ``group`` the one ``command_at`` walks (cli/main.py; this module never imports it)."""
+    _ROOT[:] = [group]
+    return group
+
+
 def command_at(words: list[str]) -> click.Command | None:
     """The command a typed ``rocmrevive`` line names (``["rccl", "install", "--to", "X"]`` ->
     ``rccl install``; a group when no subcommand follows), None when the first word is none."""
-    from rocmrevive.cli.main import cli
-
+    if not _ROOT:
+        raise PolicyMissing("no command group registered (cli/main.py registers it on import)")
+    cli = _ROOT[0]
     ctx = click.Context(cli)
     cmd: click.Command = cli
     for word in words:
