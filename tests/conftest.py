@@ -2,10 +2,17 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from pathlib import Path
 
 import pytest
+
+# A run started in the background without job control (`make test &`, nohup) inherits SIGINT
+# ignored, and every rocmrevive the tests start would too: the Ctrl-C tests (a real SIGINT at the
+# prompt, the kill seam's INT) would then see nothing happen. Put the default back for the children.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("ROCMREVIVE_TEST_CACHE", "/var/tmp/rocmrevive-test-cache"))
