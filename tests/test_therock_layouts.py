@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import msgpack
 import pytest
 
 from rocmrevive.codeobj.inspect import inspect_file
@@ -216,3 +217,29 @@ def test_a_fat_binary_without_gfx906_fails_that_library(isolated, key, debian_pk
     assert fails[check] == [lay.host(key)]
     got = verdicts(root)
     assert {k for k, v in got.items() if v != "serves"} == ({"rocblas", "hipblas"} if key == "rocblas" else {key})
+
+
+# ---- a marker is the library's content: hostile ones are problem lines -----------------------
+
+@pytest.mark.parametrize("marker, problem", [
+    (msgpack.packb({"kpack_search_paths": ["/etc/.kpack/blas_lib.kpm"], "kernel_name": "lib/x"}), "not followed"),
+    (msgpack.packb({"kpack_search_paths": ["../../../../root/.kpack/blas_lib.kpm"], "kernel_name": "lib/x"}),
+     "not followed"),
+    (msgpack.packb({"kpack_search_paths": ["../secrets/blas_lib.kpm"], "kernel_name": "lib/x"}), "not followed"),
+    (msgpack.packb({"kpack_search_paths": "../.kpack/blas_lib.kpm", "kernel_name": 7}), "lacks kpack_search_paths"),
+    (b"\xc1" * 40, "not MessagePack"),
+    (msgpack.packb({"kpack_search_paths": ["x" * 5000], "kernel_name": "lib/x"}), "not MessagePack"),
+    (b"\0" * (70 << 10), "does not fit"),
+], ids=["absolute", "escaping", "not-a-kpack-folder", "wrong-types", "not-msgpack", "long-string", "oversized"])
+def test_a_hostile_marker_is_a_problem_line_and_leads_nowhere(tmp_path, codeobjects, marker, problem):
+    from rocmrevive.trees.therock import device_code
+
+    outside = tmp_path / ".kpack"     # what an escaping path would reach
+    outside.mkdir()
+    (outside / "blas_lib_gfx906.kpack").write_bytes(b"KPAK")
+    lib = tmp_path / "venv/lib/python3/site-packages/x/lib"
+    host = T.kpack_host_library(codeobjects["libhip_gfx906_gfx908"].path, lib / "libx.so",
+                                kernel_name="lib/x", artifact="blas", marker=marker)
+    dc = device_code(host)
+    assert dc.entries == [] and dc.archives == []
+    assert any(problem in p for p in dc.problems), dc.problems

@@ -136,19 +136,32 @@ def _span(shdr: bytes) -> tuple[int, int]:
     return int.from_bytes(shdr[24:32], "little"), int.from_bytes(shdr[32:40], "little")
 
 
-def marker_archives(host: Path, marker: dict) -> list[Path]:
-    """The archives a marker leads to: for each search path (``../.kpack/blas_lib.kpm``, relative
-    to the library's folder), the component's ``<component>_<arch>.kpack`` beside it."""
+_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}$")
+
+
+def marker_archives(host: Path, marker: dict) -> tuple[list[Path], list[str]]:
+    """The archives a marker leads to, and problems: for each search path (``../.kpack/blas_lib.kpm``,
+    relative to the library's folder), the component's ``<component>_<arch>.kpack`` beside it. The
+    marker is the library's content (a user's, in a venv): a path is followed only to a real
+    ``.kpack`` folder (not a link) in the library's own folder or one above it."""
     out: list[Path] = []
+    problems: list[str] = []
     for sp in marker["kpack_search_paths"]:
-        folder = os.path.normpath(os.path.join(host.parent, os.path.dirname(sp)))
+        folder = Path(os.path.normpath(os.path.join(host.parent, os.path.dirname(sp))))
         component = os.path.basename(sp)
         component = component[:-4] if component.endswith(".kpm") else component
-        for n in list_dir(Path(folder)):
-            p = Path(folder) / n
+        if (os.path.isabs(sp) or folder.name != ".kpack" or not _COMPONENT.match(component)
+                or not (folder.parent == host.parent or folder.parent in host.parent.parents)):
+            problems.append(f"its .rocm_kpack_ref names {sp[:200]!r}, not a .kpack folder at or above it: not followed")
+            continue
+        if folder.is_symlink():
+            problems.append(f"{folder} is a symbolic link: not followed")
+            continue
+        for n in list_dir(folder):
+            p = folder / n
             if n.startswith(component + "_") and n.endswith(".kpack") and p not in out:
                 out.append(p)
-    return out
+    return out, problems
 
 
 def device_code(host: Path, report: FileReport | None = None) -> DeviceCode:
@@ -164,7 +177,8 @@ def device_code(host: Path, report: FileReport | None = None) -> DeviceCode:
         if problem:
             dc.problems.append(problem)
         return dc
-    dc = DeviceCode(host, "kpack", kernel_name=marker["kernel_name"], archives=marker_archives(host, marker))
+    archives, problems = marker_archives(host, marker)
+    dc = DeviceCode(host, "kpack", kernel_name=marker["kernel_name"], archives=archives, problems=problems)
     dc.entries += rep.entries  # a split library keeps nothing in .hip_fatbin; anything left counts
     for a in dc.archives:
         fr = file_report(a)
@@ -173,8 +187,8 @@ def device_code(host: Path, report: FileReport | None = None) -> DeviceCode:
                 dc.entries.append(e)
                 dc.found_in[id(e)] = a
         dc.problems += [f"{a.name}: {p}" for p in fr.problems[:3]]
-    if not dc.archives:
-        dc.problems.append(f"its .rocm_kpack_ref names {', '.join(marker['kpack_search_paths'])}: no such archive")
+    if not dc.archives and not problems:
+        dc.problems.append(f"its .rocm_kpack_ref names {', '.join(marker['kpack_search_paths'])[:300]}: no such archive")
     return dc
 
 
