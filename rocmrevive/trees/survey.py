@@ -66,7 +66,8 @@ def survey(root: Root, *, pythons=(), trees=(), rocminfo_text: str | None = None
     copies = find_copies(root, installs=installs, envs=envs, extra=list(trees), deep=deep, progress=progress)
     mark_coverage(copies, hw.gpus)
     procs = sorted({g.processor for g in hw.gpus if g.processor})
-    return Survey(root, hw, installs, link, envs, copies, problems, find_trees(root, procs))
+    return Survey(root, hw, installs, link, envs, copies, problems,
+                  find_trees(root, procs, {i.path: i.version for i in installs}))
 
 
 def default_user() -> str:
