@@ -255,3 +255,21 @@ def test_verify_and_audit_take_the_tree_as_users_name_it(layout):
     assert {v["library"] for v in doc["copies"][0]["libraries"]} == set(T.KEYS)
     doc = jrun(root, "audit", "--tree", named, "--target", "gfx906", rc=0)
     assert doc["trees"] == [lay.prefix] and lay.host("rocsolver") in {r["path"] for r in doc["libraries"]}
+
+
+@pytest.mark.parametrize("drop", [(), ("rocsolver",)], ids=["all", "rocsolver-dropped"])
+def test_zstd_archives_are_judged_by_their_toc(stack, drop, debian_pkgs):
+    """TheRock's archives compress each kernel (RFC0008: zstd per kernel): rocmrevive reads their
+    TOC, not the frames, so a library's verdict comes from the entries under its kernel name."""
+    root, lay = stack
+    for artifact in ("blas", "miopen", "rccl"):
+        T.write_archive(root, lay, artifact, "gfx906", debian_pkgs, compression="zstd-per-kernel",
+                        drop=drop if artifact == "blas" else ())
+    k = read_kpack(root / lay.kpack_archive("blas", "gfx906").lstrip("/"))
+    assert k.compression == "zstd-per-kernel" and k.problems == [] and k.entries == []
+    got = verdicts(root)
+    assert {key for key, v in got.items() if v != "serves"} == set(drop)
+    if drop:
+        assert verify_failures(root, 6) == {"rocsolver": [lay.host("rocsolver")]}
+    else:
+        assert jrun(root, "verify", rc=0)["ok"] is True
