@@ -34,6 +34,7 @@ from rocmrevive.errors import RevError
 from rocmrevive.hardware.devices import resolve_devices
 from rocmrevive.strenum import StrEnum
 from rocmrevive.tensile.xref import TARGET_KINDS, XrefReport, cross_reference
+from rocmrevive.trees import therock
 from rocmrevive.trees.installs import find_installs
 from rocmrevive.trees.layout import kpack_files
 from rocmrevive.trees.pythonenv import find_envs
@@ -186,6 +187,11 @@ def verify_copy(library: Path, devices: list[TargetId], *, host_library: Path | 
     ``host_report``: ``inspect_file(host_library)`` when the caller has it already."""
     if host_library is not None and host_report is None:
         host_report = inspect_file(host_library)
+    from rocmrevive.codeobj.kpackref import host_report as with_archives  # TheRock's split libraries
+    from rocmrevive.tensile.folders import tensile_folder                  # TheRock's per-arch folders
+
+    if host_library is not None and host_report is not None:
+        host_report = with_archives(host_library, host_report)
     limit, basis = runtime_limit(rocm_version, host_report)
     res = CopyResult(library=show(library),
                      host_library=show(host_library) if host_library is not None else None,
@@ -195,7 +201,7 @@ def verify_copy(library: Path, devices: list[TargetId], *, host_library: Path | 
     tick = progress or (lambda done, total: None)
     tick(0, total)
     for dev in devices:
-        xr = cross_reference(library, dev, staged)
+        xr = cross_reference(library if staged else tensile_folder(library, dev.processor), dev, staged)
         d = DeviceResult(dev, xref=xr)
         for check in (lambda: _targets_check(xr, limit, basis), lambda: _tensile_check(xr),
                       lambda: _host_check(host_library, host_report, dev, show)):
@@ -317,6 +323,7 @@ class VerifyReport:
     device_note: str
     results: list = field(default_factory=list)      # diagnose.verify.CopyResult per copy
     ollama: list = field(default_factory=list)       # per copy: Ollama's own check (None: not Ollama's)
+    libraries: list = field(default_factory=list)    # per copy: TheRock tree's library verdicts (None: not one)
 
     @property
     def failed(self) -> list:
@@ -330,7 +337,8 @@ class VerifyReport:
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "targets": [str(d) for d in self.devices], "target_source": self.device_note,
-                "copies": [{**r.to_json(), **({"ollama": o} if o else {})} for r, o in zip(self.results, self.ollama)]}
+                "copies": [{**r.to_json(), **({"ollama": o} if o else {}), **({"libraries": lv} if lv is not None else {})}
+                           for r, o, lv in zip(self.results, self.ollama, self.libraries + [None] * len(self.results))]}
 
 
 def verify_machine(root, *, trees=(), targets=(), progress: Callable[[int], None] = lambda n: None,
@@ -350,6 +358,7 @@ def verify_machine(root, *, trees=(), targets=(), progress: Callable[[int], None
         rep.results.append(verify_copy(c.real, devices, host_library=c.host, rocm_version=c.rocm_version,
                                        integrity=integrity, show=show))
         _kpack_checks(rep.results[-1], c.real, c.rocm_version, show)
+        rep.libraries.append(therock_library_checks(root, rep.results[-1], c.real))  # every GPU library, by content
         rep.ollama.append(_ollama_check(c.path, c.real, devices))
         progress(len(devices))
     return rep
@@ -437,3 +446,27 @@ def integrity_check(root, machine_lib: str, machine_files: Sequence[str] = (), s
     if not txids:
         return Check("integrity", CheckStatus.SKIP, "rocmrevive has installed nothing in this copy")
     return Check("integrity", CheckStatus.PASS, f"{intact} file(s) from transaction(s) {', '.join(txids)} intact")
+
+
+def therock_library_checks(root, result, library: Path) -> list[dict] | None:
+    """For a rocBLAS copy in a TheRock tree: a check per other GPU library of the tree and device
+    (named by the library's key: ``rocsolver``, ``miopen``, ...) added to ``result`` (verify's
+    CopyResult), and every verdict as JSON; None for a copy in no such tree. rocBLAS itself is
+    judged by the copy's own checks (targets, tensile, host)."""
+    prefix = therock.tree_of(root, library)
+    if prefix is None:
+        return None
+    procs = sorted({d.target.processor for d in result.devices})
+    verdicts = therock.library_verdicts(root, prefix, procs)
+    for dev in result.devices:
+        for v in verdicts:
+            if v.processor != dev.target.processor or v.key == "rocblas" or v.status == "absent":
+                continue
+            if v.status == therock.SERVES:
+                what = "through rocBLAS" if v.source == "rocblas" else f"in {', '.join(v.evidence)}"
+                dev.checks.append(Check(v.key, CheckStatus.PASS, f"{v.name}: {v.processor} code {what}"))
+            else:
+                dev.checks.append(Check(v.key, CheckStatus.FAIL, f"{v.name} has no {v.processor} code",
+                                        [{"kind": "library-missing-target", "file": v.file or prefix, "kernels": [],
+                                          "problem": v.problem}]))
+    return [v.to_json() for v in verdicts]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from rocmrevive.hardware.findings import Finding, FixKind, Severity
 from rocmrevive.trees.recipe import therock_gfx906_command
+from rocmrevive.trees.therock import library_findings
 
 
 def tree_findings(s) -> list[Finding]:
@@ -15,7 +16,8 @@ def tree_findings(s) -> list[Finding]:
     gpus = {g.index: g for g in s.hardware.gpus}
     for c in s.copies:
         out += _copy_findings(s, c, [gpus[i] for i in c.missing_for_gpus if i in gpus])
-    return out
+
+    return out + library_findings(s)
 
 
 def _machine_findings(s) -> list[Finding]:

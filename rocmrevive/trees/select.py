@@ -19,6 +19,7 @@ from typing import Sequence
 
 from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root
+from rocmrevive.trees import therock
 from rocmrevive.trees.installs import RocmInstall, read_version
 from rocmrevive.trees.layout import rocblas_host_library, rocblas_library_dirs
 from rocmrevive.trees.pythonenv import PythonEnv
@@ -76,6 +77,7 @@ def given_trees(root: Root, typed, *, files: bool = False) -> list[Tree]:
             real = root.resolve(root.machine_path(root.given(t)))
         except ValueError as exc:
             raise RevError("USAGE", f"--tree {t}: {exc}") from None
+        real = therock.given_tree(root, real)   # TheRock's /opt/rocm, an MI50 forward-port's prefix
         if not (real.exists() if files else real.is_dir()):
             kind = "file or folder" if files else "folder"
             what = f"is not a {kind}" if os.path.lexists(real) else f"does not exist (no such {kind})"

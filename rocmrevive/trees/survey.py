@@ -19,6 +19,7 @@ from rocmrevive.trees.findings import tree_findings
 from rocmrevive.trees.installs import RocmInstall, RocmLink, find_installs
 from rocmrevive.trees.pythonenv import PythonEnv, find_envs
 from rocmrevive.trees.rocblas import RocblasCopy, find_copies, mark_coverage
+from rocmrevive.trees.therock import TheRockTree, find_trees
 
 
 @dataclass
@@ -30,6 +31,7 @@ class Survey:
     envs: list[PythonEnv]
     copies: list[RocblasCopy]
     problems: list[str] = field(default_factory=list)
+    therock: list[TheRockTree] = field(default_factory=list)   # TheRock trees, verdicts per library
 
     @property
     def supported(self) -> bool:
@@ -51,6 +53,7 @@ class Survey:
             "rocm_link": self.rocm_link.to_json() if self.rocm_link else None,
             "python_envs": [e.to_json() for e in self.envs if e.named or e.torch_version],
             "rocblas_copies": [c.to_json() for c in self.copies],
+            "therock_trees": [t.to_json() for t in self.therock],
             "problems": hw["hardware_problems"] + self.problems,
         }
 
@@ -62,7 +65,9 @@ def survey(root: Root, *, pythons=(), trees=(), rocminfo_text: str | None = None
     envs, problems = find_envs(root, pythons, common=common_envs)
     copies = find_copies(root, installs=installs, envs=envs, extra=list(trees), deep=deep, progress=progress)
     mark_coverage(copies, hw.gpus)
-    return Survey(root, hw, installs, link, envs, copies, problems)
+    procs = sorted({g.processor for g in hw.gpus if g.processor})
+    return Survey(root, hw, installs, link, envs, copies, problems,
+                  find_trees(root, procs, {i.path: i.version for i in installs}))
 
 
 def default_user() -> str:
