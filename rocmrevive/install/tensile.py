@@ -278,12 +278,11 @@ def plan_copy(ctx, copy, rec: CopyPlan) -> None:
     real_lib = ctx.root.resolve(copy.path)
     host_lib = locate.rocblas_host_library(real_lib)
     if copy.arch_folders or copy.kpack:
-        from rocmrevive.trees.recipe import therock_gfx906_command
+        from rocmrevive.trees.gfx906_choices import summary   # issue 31: no AMD package to name
 
-        cmd, _notes = therock_gfx906_command(copy, [TARGET])
         rec.status, rec.reason = Status.UNSUPPORTED, (f"a TheRock tree (ROCm {copy.rocm_version or '7.13+'}: per-target "
                                                       f".kpack archives / per-arch folders): rocmrevive does not patch it; "
-                                                      f"AMD builds {TARGET} itself: {cmd}")
+                                                      f"{summary(copy.rocm_version, copy.path)}")
         return
     before = _verify(copy, real_lib, host_lib, ctx.devices, show=ctx.root.machine_path)
     rec.verify_before = before.to_json()

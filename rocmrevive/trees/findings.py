@@ -85,20 +85,20 @@ def _gfx906_missing(c, what: str, m906: list) -> Finding:
 
 def _therock_layout(c, what: str, m906: list) -> Finding:
     """A copy in TheRock's per-arch/.kpack layout: an error when gfx906 GPUs need it, else a note."""
-    from rocmrevive.trees.recipe import therock_gfx906_command
+    from rocmrevive.trees.gfx906_choices import summary
 
     layout = ", ".join(x for x, on in (("per-arch folders", c.arch_folders),
                                        (f".kpack archives for {', '.join(c.kpack_arches) or '?'}", c.kpack))
                        if on)
     kpacks = {"kpack_archives": c.kpack_archives, "kpack_arches": c.kpack_arches}
     if m906:
-        cmd, _notes = therock_gfx906_command(c, ["gfx906"])
         return Finding(
             "rocblas-therock-gfx906", Severity.ERROR, c.path,
             f"{what} uses TheRock's layout ({layout}) and has no gfx906 device code",
-            "ROCm 7.13+ (TheRock) ships device code per GPU target as packages of its own; rocmrevive "
-            "does not patch such trees: AMD builds gfx906 itself", cmd, data=kpacks)
+            "ROCm 7.13+ (TheRock) ships device code per GPU target as packages of its own, and none for gfx906 "
+            "in a stable release; rocmrevive does not copy device code into such trees",
+            summary(c.rocm_version, c.path), data=kpacks)
     return Finding(
         "rocblas-new-layout", Severity.INFO, c.path, f"{what} uses TheRock's layout ({layout})",
         "ROCm 7.13+ builds move device code into per-target packages; rocmrevive reads them, "
-        "and leaves them to AMD's packages", "none", FixKind.NONE, data=kpacks)
+        "and leaves them to their own packages", "none", FixKind.NONE, data=kpacks)

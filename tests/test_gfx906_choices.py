@@ -1,0 +1,118 @@
+"""Issue 31: for a stock TheRock tree (7.13, 7.14, 10.0, 10.1) without gfx906 device code, no command
+rocmrevive prints may name a package, version, tarball, tag or address that does not exist for that
+release. Every line recipe, doctor, verify, audit, explain and install print for such a tree (human and
+JSON) is read by ``unresolvable`` against the checked table ``rocmrevive/data/therock-gfx906.toml``
+(each entry with its source); the lines the old code printed (AMD's "device package of the same
+release") are shown to fail the same reader. The trees are tests/fixtures/therock.py's (Debian's real
+rocBLAS 5.2 files and code objects in TheRock's .kpack layout), relabelled per release."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from rocmrevive.trees import gfx906_choices as G
+from tests.fixtures import therock as F
+from tests.test_install import rr
+
+pytestmark = [pytest.mark.debian]
+RELEASES = ["7.13.0", "7.14.0", "10.0.0", "10.1.0"]
+EXPLAIN = ("rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: No such file or directory "
+           "for GPU arch : gfx906")
+
+_URL = re.compile(r"https?://[^\s\"'`)\]\\]+")
+_PKG = re.compile(r"(?<![\w/.-])(amdrocm[\w.+-]*|rocm-sdk-[\w.-]+|amd-torch-device-[\w.-]+)(?:(==?)([\w.+~-]+))?")
+_REQ = re.compile(r"\brocm\[[^\]]*\](?:==?[\w.+-]+)?")
+_TARBALL = re.compile(r"therock-dist-[^\s\"'`]*?\.tar\.gz")
+_BRANCH = re.compile(r"--branch\s+(\S+)")
+
+
+def allowed(line: str | None) -> dict[str, set[str]]:
+    """What exists for release line ``line`` according to the table."""
+    t = G.table()
+    amd, b = t["amd"], t["build"]
+    urls = {amd["wheel_index"], amd["tarball_index"], b["repository"]}
+    pkgs = {amd["nightly_device_package"], *t["placeholders"]["names"]}
+    versions: set[str] = set()
+    for s in t["stack"]:
+        if line in s["releases"]:
+            urls |= {s["repository"], s["repository"] + ".git"}
+            pkgs |= set(s.get("packages", []))
+            versions |= {s["version"]} if "version" in s else set()
+    tags = {t["tags"][line]} if line in t["tags"] else set()
+    return {"urls": urls, "pkgs": pkgs, "versions": versions, "tags": tags,
+            "reqs": {amd["wheel_requirement"]}, "tarballs": {amd["tarball_name"]}}
+
+
+def unresolvable(text: str, rocm_version: str) -> list[str]:
+    """Each name in ``text`` that does not exist for ``rocm_version``'s release (empty: all resolve)."""
+    ok = allowed(G.release_line(rocm_version))
+    bad = [f"address {u}" for u in _URL.findall(text) if u.rstrip(".,;:") not in ok["urls"]]
+    for name, op, ver in _PKG.findall(text):
+        name = name.rstrip(".,;:")
+        if name not in ok["pkgs"]:
+            bad.append(f"package {name}")
+        elif op and ver not in ok["versions"]:
+            bad.append(f"version {name}{op}{ver}")
+    bad += [f"requirement {r}" for r in _REQ.findall(text) if r not in ok["reqs"]]
+    bad += [f"tarball {n}" for n in _TARBALL.findall(text) if n not in ok["tarballs"]]
+    bad += [f"tag {tag}" for tag in _BRANCH.findall(text) if tag not in ok["tags"]]
+    return bad
+
+
+def test_the_reader_flags_what_the_old_code_printed():
+    """The commands rocmrevive printed before issue 31: each names something that does not exist."""
+    old = [
+        'pip install --index-url https://rocm.nightlies.amd.com/whl-multi-arch/ "rocm[libraries,device-gfx906]==10.1.0"',
+        "curl -fLO https://rocm.nightlies.amd.com/tarball-multi-arch/therock-dist-linux-gfx906-10.1.0.tar.gz && "
+        "sudo mkdir -p /opt/rocm-10.1.0-gfx906 && sudo tar -xf therock-dist-linux-gfx906-10.1.0.tar.gz -C /opt/x",
+        "sudo apt-get install amdrocm10.1-gfx906",
+        "git clone --branch therock-10.1 https://github.com/ROCm/TheRock.git TheRock",
+        "sudo apt-get install amdrocm7.14-gfx906=7.14.0-gfx906+20260802001858",     # a 7.14 stack on 10.1
+    ]
+    for line in old:
+        assert unresolvable(line, "10.1.0"), line
+    assert unresolvable(old[0], "10.1.0") == ["requirement rocm[libraries,device-gfx906]==10.1.0"]
+    assert unresolvable(old[4], "7.14.0") == []        # the same line is right for a 7.14 tree
+
+
+def test_every_choice_resolves_for_every_release():
+    for v in RELEASES:
+        for layout in ("amd", "python-rocm-sdk"):
+            cs = G.choices(v, tree="/opt/x/lib/rocblas/library", layout=layout)
+            text = G.script(v, "/opt/x/lib/rocblas/library", ["gfx906"], cs)
+            assert unresolvable(text, v) == [], (v, layout)
+            kinds = [c.kind for c in cs]
+            assert kinds[-2:] == ["nightly-build", "local-build"]
+            assert ("whole-stack" in kinds) == (G.release_line(v) in ("7.14", "10.0")), (v, kinds)
+            assert all(c.check.startswith("rocmrevive verify") for c in cs)
+    assert "sudo apt-get install amdrocm7.14-gfx906=7.14.0-gfx906+20260802001858" in G.script(
+        "7.14.0", "/t", ["gfx906"], G.choices("7.14.0", tree="/t"))
+    ten_one = G.script("10.1.0", "/t", ["gfx906"], G.choices("10.1.0", tree="/t"))
+    assert "--branch" not in ten_one and "not in rocmrevive's table" in ten_one   # no tag verified for 10.1
+
+
+@pytest.fixture(scope="module", params=RELEASES)
+def release_machine(request, tmp_path_factory, debian_pkgs):
+    v = request.param
+    return v, F.build_therock_machine(tmp_path_factory.mktemp(f"therock-{v}") / "m", debian_pkgs, rocm=v)
+
+
+def test_everything_printed_for_the_tree_resolves(release_machine, tmp_path):
+    v, m = release_machine
+    tree = f"/opt/rocm-{v}"
+    printed: list[str] = []
+    runs = [("recipe",), ("doctor",), ("verify", "--tree", tree), ("audit", "--tree", tree, "--no-programs"),
+            ("explain", EXPLAIN), ("install", "--check", "--yes", "--cache", str(tmp_path / "c"))]
+    for args in runs:
+        for fmt in ((), ("--json",)):
+            r = rr(m, *fmt, *args)
+            assert r.returncode in (0, 3, 6, 11, 20), (args, r.returncode, r.stderr[-1500:])
+            printed.append(r.stdout + r.stderr)
+            if fmt:
+                json.loads(r.stdout)
+    text = "\n".join(printed)
+    assert "AMD publishes no gfx906 device package for ROCm " + G.release_line(v) in text
+    assert f"rocmrevive recipe --tree {tree}" in text or f"--tree {tree}/lib/rocblas/library" in text
+    assert unresolvable(text, v) == []
