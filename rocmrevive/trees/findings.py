@@ -25,6 +25,16 @@ def _machine_findings(s) -> list[Finding]:
                            "the ROCm release it pointed at was removed",
                            f"sudo ln -sfn <rocm-X.Y.Z> {s.rocm_link.path}  (one of: "
                            + (", ".join(i.path for i in s.installs) or "no install left") + ")"))
+    for w in getattr(s, "device_wheels", []):
+        if w.placeholder:
+            prefix = w.site.rsplit("/lib/", 1)[0] if "/lib/" in w.site else None
+            pip = f"{prefix}/bin/pip" if prefix else "pip"
+            out.append(Finding(
+                "device-wheel-no-code", Severity.ERROR if s.hardware.gfx906 else Severity.WARNING, w.site, w.line(),
+                "the package index serves 0.0.1.dev0 placeholders under TheRock's device package names; pip "
+                "installs them without error and they hold no code object",
+                f"{pip} uninstall {w.name}; the device code comes from elsewhere (`rocmrevive recipe` on a TheRock "
+                f"tree lists the choices for gfx906)", data=w.to_json()))
     if s.hardware.gfx906 and not s.copies:
         out.append(Finding("no-rocblas", Severity.INFO, "machine", "no rocBLAS copy found",
                            "no ROCm under /opt, no distribution package, no PyTorch ROCm wheel in the "

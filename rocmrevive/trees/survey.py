@@ -17,6 +17,7 @@ from rocmrevive.hardware.gpus import HardwareReport, scan
 from rocmrevive.rootfs import Root
 from rocmrevive.trees.findings import tree_findings
 from rocmrevive.trees.installs import RocmInstall, RocmLink, find_installs
+from rocmrevive.trees.device_wheels import DeviceWheel, find_device_wheels
 from rocmrevive.trees.pythonenv import PythonEnv, find_envs
 from rocmrevive.trees.rocblas import RocblasCopy, find_copies, mark_coverage
 
@@ -30,6 +31,7 @@ class Survey:
     envs: list[PythonEnv]
     copies: list[RocblasCopy]
     problems: list[str] = field(default_factory=list)
+    device_wheels: list[DeviceWheel] = field(default_factory=list)   # TheRock device wheels, by content
 
     @property
     def supported(self) -> bool:
@@ -51,6 +53,7 @@ class Survey:
             "rocm_link": self.rocm_link.to_json() if self.rocm_link else None,
             "python_envs": [e.to_json() for e in self.envs if e.named or e.torch_version],
             "rocblas_copies": [c.to_json() for c in self.copies],
+            "device_wheels": [w.to_json() for w in self.device_wheels],
             "problems": hw["hardware_problems"] + self.problems,
         }
 
@@ -62,7 +65,7 @@ def survey(root: Root, *, pythons=(), trees=(), rocminfo_text: str | None = None
     envs, problems = find_envs(root, pythons, common=common_envs)
     copies = find_copies(root, installs=installs, envs=envs, extra=list(trees), deep=deep, progress=progress)
     mark_coverage(copies, hw.gpus)
-    return Survey(root, hw, installs, link, envs, copies, problems)
+    return Survey(root, hw, installs, link, envs, copies, problems, find_device_wheels(root, envs))
 
 
 def default_user() -> str:
