@@ -235,6 +235,27 @@ def _wheel_line(w: dict) -> str:
     return d.line()
 
 
+def render_therock(console, doc: dict) -> None:
+    """TheRock trees (ROCm 7.13+ and the whole-stack gfx906 builds): per library, whether its own
+    device code serves each GPU processor, and where that code is."""
+    say = _plain(console)
+    for t in doc.get("therock_trees", []):
+        head = f"TheRock tree {t['path']}: {t['kind']}, ROCm {t['release'] or '?'}"
+        if t["build"]:
+            head += f", packages {t['build']}"
+        say(head)
+        if t["via"]:
+            say("  reached through " + "; ".join(t["via"]))
+        if t["device_targets"] or t["kpack_archives"]:
+            say(f"  device packages for: {', '.join(t['device_targets']) or '-'}; "
+                f"{len(t['kpack_archives'])} .kpack archive(s)")
+        for v in t["libraries"]:
+            if v["status"] == "absent":
+                continue
+            where = ", ".join(v["evidence"]) if v["status"] == "serves" else f"{v['file']}: {v['problem']}"
+            say(f"  {v['name']:<10} {v['processor']}: {v['status']} ({v['source']}): {where}")
+
+
 def render_detect(doc: dict):
     def render(console) -> None:
         say = _plain(console)
@@ -249,6 +270,7 @@ def render_detect(doc: dict):
             ri = doc["rocminfo"]
             say("rocminfo: " + ("agrees with sysfs" if ri["matches"] else "; ".join(ri["problems"])))
         render_trees(console, doc)
+        render_therock(console, doc)
         for p in doc["problems"]:
             say(f"problem: {p}")
     return render

@@ -86,7 +86,7 @@ class LibraryRow:
 
     @property
     def is_gpu_library(self) -> bool:
-        return bool(self.processors) or self.kind in ("host-elf", "tensile-library")
+        return bool(self.processors) or self.kind in ("host-elf", "host-elf-kpack", "tensile-library")
 
     def to_json(self) -> dict:
         return {"path": self.path, "library": self.library, "name": self.name, "kind": self.kind,
@@ -202,8 +202,10 @@ def audit_files(files: Iterable[Path], targets: list[TargetId], *,
 
     t0 = time.perf_counter()
     rep = AuditReport(targets=list(targets))
+    from rocmrevive.trees.therock import host_report  # TheRock: a split library's code is in its .kpack archives
+
     for path in files:
-        fr = inspect_file(path)
+        fr = host_report(path, inspect_file(path))
         if progress:
             progress(1)
         known = library_for_file(path.name)
@@ -278,6 +280,8 @@ def tensile_row(library: Path, targets: list[TargetId], *, remedy_for: RemedyFor
         problem = [f"cannot list: {exc.strerror or exc}"]
     else:
         problem = []
+    names |= {n for d in names if d.startswith("gfx") and (library / d).is_dir()   # TheRock's per-arch folders
+              for n in os.listdir(library / d) if n == lazy_index_name(d)}
     arches = sorted({a for a in map(arch_of_lazy_index, names) if a})
     row = LibraryRow(path=show(library), library=ROCBLAS_TENSILE.key, name=ROCBLAS_TENSILE.name,
                      kind="tensile-library", processors=arches, problems=problem)

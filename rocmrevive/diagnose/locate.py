@@ -19,12 +19,15 @@ from pathlib import Path
 _TRIPLETS = ("x86_64-linux-gnu", "aarch64-linux-gnu")
 
 
-def _is_tensile_library(d: Path) -> bool:
+def _is_tensile_library(d: Path, nested: bool = True) -> bool:
+    """Tensile files in ``d``, or (TheRock 7.14+) in its per-arch folders ``d/gfx…/``."""
     try:
         with os.scandir(d) as it:
-            return any(e.name.startswith("TensileLibrary") for e in it)
+            ents = list(it)
     except OSError:
         return False
+    return any(e.name.startswith("TensileLibrary") for e in ents) or nested and any(
+        re.fullmatch(r"gfx[0-9a-f]+", e.name) and e.is_dir() and _is_tensile_library(Path(e.path), False) for e in ents)
 
 
 def lib_dirs(tree: Path) -> list[Path]:

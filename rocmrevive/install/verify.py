@@ -19,6 +19,7 @@ class VerifyReport:
     device_note: str
     results: list = field(default_factory=list)      # diagnose.verify.CopyResult per copy
     ollama: list = field(default_factory=list)       # per copy: Ollama's own check (None: not Ollama's)
+    libraries: list = field(default_factory=list)    # per copy: TheRock tree's library verdicts (None: not one)
 
     @property
     def failed(self) -> list:
@@ -34,7 +35,8 @@ class VerifyReport:
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "targets": [str(d) for d in self.devices], "target_source": self.device_note,
-                "copies": [{**r.to_json(), **({"ollama": o} if o else {})} for r, o in zip(self.results, self.ollama)]}
+                "copies": [{**r.to_json(), **({"ollama": o} if o else {}), **({"libraries": lv} if lv is not None else {})}
+                           for r, o, lv in zip(self.results, self.ollama, self.libraries + [None] * len(self.results))]}
 
 
 def verify_machine(root, *, trees=(), targets=(), progress: Callable[[int], None] = lambda n: None,
@@ -55,6 +57,9 @@ def verify_machine(root, *, trees=(), targets=(), progress: Callable[[int], None
         rep.results.append(verify_copy(lib, devices, host_library=host, rocm_version=version,
                                        integrity=integrity, show=show))
         _kpack_checks(rep.results[-1], lib, version, show)
+        from rocmrevive.trees.therock import library_checks  # TheRock trees: every GPU library, by content
+
+        rep.libraries.append(library_checks(root, rep.results[-1], lib))
         rep.ollama.append(_ollama_check(show(lib), lib, devices))
         progress(len(devices))
     return rep

@@ -14,7 +14,9 @@ def tree_findings(s) -> list[Finding]:
     gpus = {g.index: g for g in s.hardware.gpus}
     for c in s.copies:
         out += _copy_findings(s, c, [gpus[i] for i in c.missing_for_gpus if i in gpus])
-    return out
+    from rocmrevive.trees.therock import library_findings  # TheRock trees: per library
+
+    return out + library_findings(s)
 
 
 def _machine_findings(s) -> list[Finding]:

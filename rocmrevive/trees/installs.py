@@ -1,6 +1,8 @@
 """ROCm installs under ``/opt``: every ``/opt/rocm-X.Y.Z`` (and a real ``/opt/rocm`` folder), its
 version from ``.info/version`` (``6.4.3-128``; AMD's packages write it, ECOSYSTEM §2.1), and where
-the ``/opt/rocm`` link leads (possibly through ``/etc/alternatives/rocm``).
+the ``/opt/rocm`` link leads (possibly through ``/etc/alternatives/rocm``). TheRock's packages
+(ROCm 7.13+) install to ``/opt/rocm/core-X.Y`` and make ``/opt/rocm`` a folder of alternatives
+links: each prefix is an install, the folder is not (``trees.therock``).
 
     installs, link = find_installs(Root("/")); [i.version for i in installs]
 """
@@ -61,6 +63,19 @@ def read_version(root: Root, install: str) -> tuple[str | None, str | None, str 
     return m.group(1), m.group(2), None
 
 
+def _install(root: Root, mpath: str, folder_version: str | None, default: bool) -> RocmInstall:
+    inst = RocmInstall(mpath, None, None, None)
+    inst.version, inst.build, problem = read_version(root, mpath)
+    if problem:
+        inst.problems.append(problem)
+    if inst.version:
+        inst.version_source = ".info/version"
+    elif folder_version:
+        inst.version, inst.version_source = folder_version, "folder name"
+    inst.default = default
+    return inst
+
+
 def find_installs(root: Root) -> tuple[list[RocmInstall], RocmLink | None]:
     link = None
     lpath = root.path(f"{OPT}/rocm")
@@ -73,23 +88,19 @@ def find_installs(root: Root) -> tuple[list[RocmInstall], RocmLink | None]:
             resolved, exists = None, False
         link = RocmLink(f"{OPT}/rocm", target, resolved, exists)
     out = []
+    from rocmrevive.trees import therock  # TheRock: /opt/rocm is a folder of links around core-X.Y
+
+    umbrella = therock.is_umbrella(root)
     for name in list_dir(root.path(OPT)):
         m = _NAME.match(name)
-        if not m:
+        if not m or (name == "rocm" and umbrella):
             continue
         mpath = f"{OPT}/{name}"
         real = root.path(mpath)
         if real.is_symlink() or not real.is_dir():
             continue
-        inst = RocmInstall(mpath, None, None, None)
-        inst.version, inst.build, problem = read_version(root, mpath)
-        if problem:
-            inst.problems.append(problem)
-        if inst.version:
-            inst.version_source = ".info/version"
-        elif m.group(1):
-            inst.version, inst.version_source = m.group(1), "folder name"
-        inst.default = bool(link and link.resolved == mpath)
-        out.append(inst)
+        out.append(_install(root, mpath, m.group(1), bool(link and link.resolved == mpath)))
+    for mpath, default in therock.prefixes(root):
+        out.append(_install(root, mpath, None, default))
     out.sort(key=lambda i: (i.version_tuple or (0,), i.path))
     return out, link

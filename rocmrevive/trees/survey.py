@@ -20,6 +20,7 @@ from rocmrevive.trees.installs import RocmInstall, RocmLink, find_installs
 from rocmrevive.trees.device_wheels import DeviceWheel, find_device_wheels
 from rocmrevive.trees.pythonenv import PythonEnv, find_envs
 from rocmrevive.trees.rocblas import RocblasCopy, find_copies, mark_coverage
+from rocmrevive.trees.therock import TheRockTree, find_trees
 
 
 @dataclass
@@ -32,6 +33,7 @@ class Survey:
     copies: list[RocblasCopy]
     problems: list[str] = field(default_factory=list)
     device_wheels: list[DeviceWheel] = field(default_factory=list)   # TheRock device wheels, by content
+    therock: list[TheRockTree] = field(default_factory=list)   # TheRock trees, verdicts per library
 
     @property
     def supported(self) -> bool:
@@ -54,6 +56,7 @@ class Survey:
             "python_envs": [e.to_json() for e in self.envs if e.named or e.torch_version],
             "rocblas_copies": [c.to_json() for c in self.copies],
             "device_wheels": [w.to_json() for w in self.device_wheels],
+            "therock_trees": [t.to_json() for t in self.therock],
             "problems": hw["hardware_problems"] + self.problems,
         }
 
@@ -65,7 +68,9 @@ def survey(root: Root, *, pythons=(), trees=(), rocminfo_text: str | None = None
     envs, problems = find_envs(root, pythons, common=common_envs)
     copies = find_copies(root, installs=installs, envs=envs, extra=list(trees), deep=deep, progress=progress)
     mark_coverage(copies, hw.gpus)
-    return Survey(root, hw, installs, link, envs, copies, problems, find_device_wheels(root, envs))
+    procs = sorted({g.processor for g in hw.gpus if g.processor})
+    return Survey(root, hw, installs, link, envs, copies, problems, therock=find_trees(root, procs),
+                  device_wheels=find_device_wheels(root, envs))
 
 
 def default_user() -> str:
