@@ -232,7 +232,7 @@ def test_a_fat_binary_without_gfx906_fails_that_library(isolated, key, debian_pk
     (b"\0" * (70 << 10), "does not fit"),
 ], ids=["absolute", "escaping", "not-a-kpack-folder", "wrong-types", "not-msgpack", "long-string", "oversized"])
 def test_a_hostile_marker_is_a_problem_line_and_leads_nowhere(tmp_path, codeobjects, marker, problem):
-    from rocmrevive.trees.therock import device_code
+    from rocmrevive.codeobj.kpackref import device_code
 
     outside = tmp_path / ".kpack"     # what an escaping path would reach
     outside.mkdir()

@@ -202,7 +202,7 @@ def audit_files(files: Iterable[Path], targets: list[TargetId], *,
 
     t0 = time.perf_counter()
     rep = AuditReport(targets=list(targets))
-    from rocmrevive.trees.therock import host_report  # TheRock: a split library's code is in its .kpack archives
+    from rocmrevive.codeobj.kpackref import host_report  # TheRock: a split library's code is in its .kpack archives
 
     for path in files:
         fr = host_report(path, inspect_file(path))

@@ -171,10 +171,11 @@ def verify_copy(library: Path, devices: list[TargetId], *, host_library: Path | 
         from rocmrevive.codeobj.inspect import inspect_file
 
         host_report = inspect_file(host_library)
-    from rocmrevive.trees import therock  # TheRock: a split host library's code is in its .kpack archives
+    from rocmrevive.codeobj.kpackref import host_report as with_archives  # TheRock's split libraries
+    from rocmrevive.tensile.folders import tensile_folder                  # TheRock's per-arch folders
 
     if host_library is not None and host_report is not None:
-        host_report = therock.host_report(host_library, host_report)
+        host_report = with_archives(host_library, host_report)
     limit, basis = runtime_limit(rocm_version, host_report)
     res = CopyResult(library=show(library),
                      host_library=show(host_library) if host_library is not None else None,
@@ -184,7 +185,7 @@ def verify_copy(library: Path, devices: list[TargetId], *, host_library: Path | 
     tick = progress or (lambda done, total: None)
     tick(0, total)
     for dev in devices:
-        xr = cross_reference(library if staged else therock.tensile_folder(library, dev.processor), dev, staged)
+        xr = cross_reference(library if staged else tensile_folder(library, dev.processor), dev, staged)
         d = DeviceResult(dev, xref=xr)
         for check in (lambda: _targets_check(xr, limit, basis), lambda: _tensile_check(xr),
                       lambda: _host_check(host_library, host_report, dev, show)):

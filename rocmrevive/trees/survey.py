@@ -69,7 +69,8 @@ def survey(root: Root, *, pythons=(), trees=(), rocminfo_text: str | None = None
     copies = find_copies(root, installs=installs, envs=envs, extra=list(trees), deep=deep, progress=progress)
     mark_coverage(copies, hw.gpus)
     procs = sorted({g.processor for g in hw.gpus if g.processor})
-    return Survey(root, hw, installs, link, envs, copies, problems, therock=find_trees(root, procs),
+    return Survey(root, hw, installs, link, envs, copies, problems,
+                  therock=find_trees(root, procs, {i.path: i.version for i in installs}),
                   device_wheels=find_device_wheels(root, envs))
 
 

@@ -14,34 +14,31 @@ Trees found:
   tarball       an ``/opt/rocm-X.Y.Z`` folder with a ``.kpack`` folder (TheRock's tarballs)
 
 Per library (rocBLAS, hipBLAS, rocSOLVER, rocSPARSE, MIOpen, RCCL) and GPU processor, where its
-device code is: the host library's own ``.hip_fatbin``; or, for a host library TheRock split (a
-``.rocm_kpack_ref`` marker: MessagePack ``{kpack_search_paths, kernel_name}``), the archives of the
-component the marker names (``<prefix>/.kpack/<component>_<arch>.kpack``), entries taken from
-their TOC under the marker's kernel name, each blob's ELF header giving the exact target. rocBLAS
-also needs its Tensile lazy index for the processor (flat, or in TheRock's per-arch folder
-``rocblas/library/<arch>/``); hipBLAS has no device code of its own and follows rocBLAS.
+device code is (``codeobj.kpackref``): the host library's own ``.hip_fatbin``; or, for a host
+library TheRock split (a ``.rocm_kpack_ref`` marker), the archives of the component the marker
+names (``<prefix>/.kpack/<component>_<arch>.kpack``), entries taken from their TOC under the
+marker's kernel name, each blob's ELF header giving the exact target. rocBLAS also needs its
+Tensile lazy index for the processor (flat, or in TheRock's per-arch folder
+``rocblas/library/<arch>/``, ``tensile.folders``); hipBLAS has no device code of its own and
+follows rocBLAS.
 
-    trees = find_trees(Root("/"))
+    trees = find_trees(Root("/"), ["gfx906"])
     [(v.name, v.processor, v.status, v.file) for v in trees[0].libraries]
 """
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from rocmrevive.codeobj.elf import parse_header, section_table
-from rocmrevive.codeobj.inspect import CodeObject, FileReport
-from rocmrevive.errors import RevError
+from rocmrevive.codeobj.kpackref import DeviceCode, device_code
 from rocmrevive.hardware.sysfs import list_dir, read_text
 from rocmrevive.rootfs import Root
+from rocmrevive.tensile.folders import tensile_folder
 
 UMBRELLA = "/opt/rocm"
 _CORE = re.compile(r"^core(?:-asan)?-(\d+)\.(\d+)$")
-_MARKER = b".rocm_kpack_ref"
-MARKER_MAX = 64 << 10      # a marker is a few hundred bytes; more is not read
 _DPKG_MAX = 256 << 20
 
 
@@ -57,150 +54,6 @@ LIBRARIES = (LibSpec("rocblas", "rocBLAS", "librocblas.so"), LibSpec("hipblas", 
              LibSpec("rocsolver", "rocSOLVER", "librocsolver.so"), LibSpec("rocsparse", "rocSPARSE", "librocsparse.so"),
              LibSpec("miopen", "MIOpen", "libMIOpen.so"), LibSpec("rccl", "RCCL", "librccl.so"))
 SERVES, MISSING = "serves", "does-not-serve"
-
-
-# ---- one host library's device code ------------------------------------------------------
-
-@dataclass
-class DeviceCode:
-    host: Path
-    source: str                                    # "fat-binary" | "kpack" | "none"
-    entries: list[CodeObject] = field(default_factory=list)
-    archives: list[Path] = field(default_factory=list)
-    kernel_name: str | None = None
-    problems: list[str] = field(default_factory=list)
-    found_in: dict[int, Path] = field(default_factory=dict)   # id(entry) -> the archive it is in
-
-    @property
-    def processors(self) -> list[str]:
-        return sorted({e.target.processor for e in self.entries})
-
-    def covering(self, processor: str) -> list[CodeObject]:
-        return [e for e in self.entries if e.target.covers_processor(processor)]
-
-
-def kpack_marker(path: str | os.PathLike) -> tuple[dict | None, str | None]:
-    """The ``.rocm_kpack_ref`` marker of a host library: (marker, None), (None, None) when it has
-    none, (None, problem) when it cannot be read. Opened without following a link at its name,
-    sections found through the section table, the marker size-capped and decoded within limits."""
-    import msgpack
-
-    from rocmrevive.fs import open_regular
-
-    try:
-        fd = open_regular(path)
-    except (RevError, OSError) as exc:
-        return None, exc.message if isinstance(exc, RevError) else f"cannot read: {exc.strerror or exc}"
-    try:
-        size = os.fstat(fd).st_size
-        hdr = parse_header(os.pread(fd, 64, 0))
-        if hdr is None or hdr.ei_class != 2 or hdr.ei_data != 1:
-            return None, None
-
-        def read(n: int, at: int) -> bytes:
-            return os.pread(fd, n, at)
-        try:
-            table = section_table(hdr, read, size)
-        except ValueError as exc:
-            return None, f"section table: {exc}"
-        shdrs = [table[i:i + 64] for i in range(0, len(table), 64)]
-        if not shdrs or hdr.e_shstrndx >= len(shdrs):
-            return None, None
-        names_off, names_len = _span(shdrs[hdr.e_shstrndx])
-        if names_off + names_len > size or names_len > (1 << 20):
-            return None, "section name table lies past the end of the file"
-        names = os.pread(fd, names_len, names_off)
-        for sh in shdrs:
-            at = int.from_bytes(sh[0:4], "little")
-            if names[at:at + len(_MARKER) + 1] != _MARKER + b"\0":
-                continue
-            off, length = _span(sh)
-            if length > MARKER_MAX or off + length > size:
-                return None, f".rocm_kpack_ref of {length} bytes at {off} does not fit (at most {MARKER_MAX})"
-            try:
-                doc = msgpack.unpackb(os.pread(fd, length, off), raw=False, max_str_len=4096,
-                                      max_array_len=64, max_map_len=64, max_bin_len=0, max_ext_len=0)
-            except Exception as exc:  # noqa: BLE001 - any decoding failure is a problem line
-                return None, f".rocm_kpack_ref is not MessagePack ({type(exc).__name__})"
-            paths = doc.get("kpack_search_paths") if isinstance(doc, dict) else None
-            name = doc.get("kernel_name") if isinstance(doc, dict) else None
-            if not isinstance(name, str) or not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-                return None, ".rocm_kpack_ref lacks kpack_search_paths (a list) or kernel_name (a string)"
-            return {"kpack_search_paths": paths, "kernel_name": name}, None
-        return None, None
-    finally:
-        os.close(fd)
-
-
-def _span(shdr: bytes) -> tuple[int, int]:
-    return int.from_bytes(shdr[24:32], "little"), int.from_bytes(shdr[32:40], "little")
-
-
-_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}$")
-
-
-def marker_archives(host: Path, marker: dict) -> tuple[list[Path], list[str]]:
-    """The archives a marker leads to, and problems: for each search path (``../.kpack/blas_lib.kpm``,
-    relative to the library's folder), the component's ``<component>_<arch>.kpack`` beside it. The
-    marker is the library's content (a user's, in a venv): a path is followed only to a real
-    ``.kpack`` folder (not a link) in the library's own folder or one above it."""
-    out: list[Path] = []
-    problems: list[str] = []
-    for sp in marker["kpack_search_paths"]:
-        folder = Path(os.path.normpath(os.path.join(host.parent, os.path.dirname(sp))))
-        component = os.path.basename(sp)
-        component = component[:-4] if component.endswith(".kpm") else component
-        if (os.path.isabs(sp) or folder.name != ".kpack" or not _COMPONENT.match(component)
-                or not (folder.parent == host.parent or folder.parent in host.parent.parents)):
-            problems.append(f"its .rocm_kpack_ref names {sp[:200]!r}, not a .kpack folder at or above it: not followed")
-            continue
-        if folder.is_symlink():
-            problems.append(f"{folder} is a symbolic link: not followed")
-            continue
-        for n in list_dir(folder):
-            p = folder / n
-            if n.startswith(component + "_") and n.endswith(".kpack") and p not in out:
-                out.append(p)
-    return out, problems
-
-
-def device_code(host: Path, report: FileReport | None = None) -> DeviceCode:
-    """Where ``host``'s device code is and which code objects it holds (``report``: its
-    ``inspect_file`` when the caller has it)."""
-    from rocmrevive.codeobj.inspect import inspect_file
-    from rocmrevive.codeobj.kpack import file_report
-
-    rep = report if report is not None else inspect_file(host)
-    marker, problem = kpack_marker(host)
-    if marker is None:
-        dc = DeviceCode(host, "fat-binary" if rep.entries else "none", list(rep.entries), problems=list(rep.problems))
-        if problem:
-            dc.problems.append(problem)
-        return dc
-    archives, problems = marker_archives(host, marker)
-    dc = DeviceCode(host, "kpack", kernel_name=marker["kernel_name"], archives=archives, problems=problems)
-    dc.entries += rep.entries  # a split library keeps nothing in .hip_fatbin; anything left counts
-    for a in dc.archives:
-        fr = file_report(a)
-        for e in fr.entries:
-            if (e.entry_id or "").rsplit("@", 1)[0] == dc.kernel_name:
-                dc.entries.append(e)
-                dc.found_in[id(e)] = a
-        dc.problems += [f"{a.name}: {p}" for p in fr.problems[:3]]
-    if not dc.archives and not problems:
-        dc.problems.append(f"its .rocm_kpack_ref names {', '.join(marker['kpack_search_paths'])[:300]}: no such archive")
-    return dc
-
-
-def host_report(host: Path, report: FileReport) -> FileReport:
-    """``report`` (``inspect_file`` of a host library) with the code objects of its ``.kpack``
-    archives when TheRock split it: what ``verify``'s host check reads (unchanged otherwise)."""
-    dc = device_code(host, report)
-    if dc.source != "kpack":
-        return report
-    names = ", ".join(a.name for a in dc.archives) or "no archive"
-    return FileReport(report.path, "host-elf-kpack", report.size, dc.entries, dc.problems,
-                      f"device code in .kpack archives ({names}) under {dc.kernel_name}")
 
 
 # ---- the trees -----------------------------------------------------------------------------
@@ -270,8 +123,9 @@ def prefixes(root: Root) -> list[tuple[str, bool]]:
     return out
 
 
-def find_trees(root: Root, processors: list[str] = ()) -> list[TheRockTree]:
-    """Every TheRock tree under ``root``; with ``processors``, each library's verdict for each."""
+def find_trees(root: Root, processors: list[str] = (), releases: dict[str, str | None] | None = None) -> list[TheRockTree]:
+    """Every TheRock tree under ``root``; with ``processors``, each library's verdict for each;
+    ``releases``: install path -> ROCm version (``trees.installs``' reading of ``.info/version``)."""
     trees: list[TheRockTree] = []
     dpkg = _amdrocm_packages(root)
     if is_umbrella(root):
@@ -291,11 +145,7 @@ def find_trees(root: Root, processors: list[str] = ()) -> list[TheRockTree]:
         elif n.startswith("rocm-") and root.path(f"{base}/.kpack").is_dir():
             trees.append(TheRockTree(base, "tarball"))
     for t in trees:
-        from rocmrevive.trees.installs import read_version
-
-        t.release, _build, problem = read_version(root, t.path)
-        if problem:
-            t.problems.append(problem)
+        t.release = (releases or {}).get(t.path)
         t.kpack_archives = [f"{t.path}/.kpack/{n}" for n in list_dir(root.path(f"{t.path}/.kpack")) if n.endswith(".kpack")]
         if processors:
             t.libraries = library_verdicts(root, t.path, processors)
@@ -349,13 +199,6 @@ def host_library(lib_dir: Path, stem: str) -> Path | None:
     files = [n for n in cands if (lib_dir / n).is_file() and not (lib_dir / n).is_symlink()] or \
             [n for n in cands if (lib_dir / n).exists()]
     return lib_dir / sorted(files, key=lambda n: (-len(n), n))[0] if files else None
-
-
-def tensile_folder(library: Path, processor: str) -> Path:
-    """The folder rocBLAS reads ``processor``'s Tensile files from: TheRock's per-arch folder
-    ``library/<processor>/`` when there is one, else ``library`` itself."""
-    sub = library / processor
-    return sub if sub.is_dir() and any(n.startswith("TensileLibrary") for n in list_dir(sub)) else library
 
 
 def library_verdicts(root: Root, prefix: str, processors: list[str],
@@ -416,11 +259,8 @@ def _verdict(spec: LibSpec, proc: str, host: Path | None, dc: DeviceCode | None,
 
 
 def _lazy_index(library: Path, proc: str) -> Path | None:
-    for folder in (library / proc, library):
-        p = folder / f"TensileLibrary_lazy_{proc}.dat"
-        if p.is_file():
-            return p
-    return None
+    p = tensile_folder(library, proc) / f"TensileLibrary_lazy_{proc}.dat"
+    return p if p.is_file() else None
 
 
 # ---- doctor --------------------------------------------------------------------------------
