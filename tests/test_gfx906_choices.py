@@ -116,3 +116,42 @@ def test_everything_printed_for_the_tree_resolves(release_machine, tmp_path):
     assert "AMD publishes no gfx906 device package for ROCm " + G.release_line(v) in text
     assert f"rocmrevive recipe --tree {tree}" in text or f"--tree {tree}/lib/rocblas/library" in text
     assert unresolvable(text, v) == []
+
+
+@pytest.fixture(scope="module", params=["stock-10.1", "whole-stack-7.14", "isolated-10.0"])
+def layout_machine(request, tmp_path_factory, debian_pkgs, codeobjects):
+    """tests/fixtures/therock_layouts.py's machines: AMD's stock 10.1 packages (no gfx906), the
+    7.14 whole-stack gfx906 install, RomuloSK's isolated 10.0 prefix."""
+    from tests.fixtures import therock_layouts as L
+
+    name = request.param
+    return L.LAYOUTS[name], L.BUILDERS[name](tmp_path_factory.mktemp(name) / "m", debian_pkgs, codeobjects)
+
+
+def test_everything_printed_for_the_layouts_resolves(layout_machine, tmp_path):
+    """Stock 10.1: the choices, every name resolving for 10.1 (no stack, no tag exists for it);
+    the whole stacks serve gfx906: no choices printed, and nothing unresolvable either."""
+    lay, m = layout_machine
+    printed: list[str] = []
+    runs = [("recipe", "--tree", lay.tensile), ("doctor",), ("verify", "--tree", lay.prefix),
+            ("audit", "--tree", lay.prefix, "--no-programs"), ("explain", EXPLAIN),
+            ("install", "--check", "--yes", "--cache", str(tmp_path / "c"))]
+    for args in runs:
+        for fmt in ((), ("--json",)):
+            r = rr(m, *fmt, *args)
+            assert r.returncode in (0, 3, 6, 11, 20), (args, r.returncode, r.stderr[-1500:])
+            printed.append(r.stdout + r.stderr)
+    text = "\n".join(printed)
+    assert unresolvable(text, lay.rocm) == [], (lay.name, unresolvable(text, lay.rocm))
+    no_package = "AMD publishes no gfx906 device package for ROCm " + G.release_line(lay.rocm)
+    assert (no_package in text) == (lay.name == "stock-10.1"), lay.name
+    if lay.name == "stock-10.1":
+        doc = json.loads(rr(m, "--json", "recipe", "--tree", lay.tensile).stdout)
+        assert [c["kind"] for c in doc["choices"]] == ["nightly-build", "local-build"]
+        assert "--branch" not in doc["script"]            # no TheRock tag of 10.1 is verified
+    else:   # a whole gfx906 stack: nothing to choose, nothing to install
+        r = rr(m, "--json", "recipe", "--tree", lay.tensile)
+        assert r.returncode == 3 and "already carries gfx906 device code" in json.loads(r.stdout)["error"]["message"]
+        r = rr(m, "--json", "install", "--check", "--yes", "--cache", str(tmp_path / "c2"))
+        doc = json.loads(r.stdout)
+        assert r.returncode == 0 and {c["status"] for c in doc["copies"]} == {"satisfied"}, (r.returncode, doc)

@@ -280,6 +280,12 @@ def plan_copy(ctx, copy, rec: CopyPlan) -> None:
     if copy.arch_folders or copy.kpack:
         from rocmrevive.trees.gfx906_choices import summary   # issue 31: no AMD package to name
 
+        have = set(copy.targets) | set(copy.kpack_arches)   # a whole gfx906 stack (7.14, 10.0) serves itself
+        if all(d.processor in have for d in ctx.devices):
+            rec.status, rec.reason = Status.SATISFIED, (f"a TheRock tree that carries {TARGET} device code "
+                                                        f"({', '.join(sorted(have))}): nothing to install; "
+                                                        f"`rocmrevive verify` checks it library by library")
+            return
         rec.status, rec.reason = Status.UNSUPPORTED, (f"a TheRock tree (ROCm {copy.rocm_version or '7.13+'}: per-target "
                                                       f".kpack archives / per-arch folders): rocmrevive does not patch it; "
                                                       f"{summary(copy.rocm_version, copy.path)}")

@@ -57,6 +57,12 @@ def release_line(rocm_version: str | None) -> str | None:
     return f"{m.group(1)}.{m.group(2)}" if m else None
 
 
+def therock_release(rocm_version: str | None) -> bool:
+    """True for a release TheRock builds (7.13 and later: 7.13, 7.14, 10.x; there is no 8 or 9)."""
+    m = re.match(r"^(\d+)\.(\d+)", rocm_version or "")
+    return bool(m) and (int(m.group(1)), int(m.group(2))) >= (7, 13)
+
+
 def _stacks(line: str | None) -> list[dict]:
     return [s for s in table()["stack"] if line in s["releases"]]
 

@@ -245,7 +245,14 @@ def build_recipe(root: Root, *, tree: str | None = None, targets=(), rocm_versio
                    {d.processor for d in devices}, key=lambda p: (p != "gfx906", p))
     if not procs:
         raise RevError("NOTHING_SUPPORTED", f"no GPU target to build for under {root.base}; pass --target")
-    if copy.kpack or copy.arch_folders:
+    from rocmrevive.trees.gfx906_choices import therock_release
+
+    if copy.kpack or copy.arch_folders or therock_release(copy.rocm_version):
+        have = set(copy.targets) | set(copy.kpack_arches)
+        if not targets and all(d.processor in have for d in devices):
+            raise RevError("NOTHING_SUPPORTED", f"{copy.path} is a TheRock tree that already carries "
+                                                f"{', '.join(sorted({d.processor for d in devices}))} device code: nothing to "
+                                                f"choose; `rocmrevive verify --tree {shlex.quote(copy.path)}` checks it")
         return _therock_recipe(copy, procs)
     if not build:
         refuse_served(copy, procs)
