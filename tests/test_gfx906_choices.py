@@ -155,3 +155,26 @@ def test_everything_printed_for_the_layouts_resolves(layout_machine, tmp_path):
         r = rr(m, "--json", "install", "--check", "--yes", "--cache", str(tmp_path / "c2"))
         doc = json.loads(r.stdout)
         assert r.returncode == 0 and {c["status"] for c in doc["copies"]} == {"satisfied"}, (r.returncode, doc)
+
+
+def test_recipe_names_the_build_the_tree_says_it_is(tmp_path, debian_pkgs):
+    """TheRock writes share/therock/therock_manifest.json (commit, CI run, package version) into every
+    tree; the nightly choice names that run as the only same build. A manifest planted as a link is
+    refused, never read."""
+    m = F.build_therock_machine(tmp_path / "m", debian_pkgs, rocm="10.1.0")
+    man = m / "opt/rocm-10.1.0/share/therock/therock_manifest.json"
+    man.parent.mkdir(parents=True)
+    man.write_text(json.dumps({"the_rock_commit": "0123abcd" * 5, "github_run_id": "28484694006",
+                               "rocm_package_version": "10.1.0a20260930", "submodules": []}))
+    doc = json.loads(rr(m, "--json", "recipe").stdout)
+    assert doc["build"] == {"manifest": "/opt/rocm-10.1.0/share/therock/therock_manifest.json",
+                            "the_rock_commit": "0123abcd" * 5, "github_run_id": "28484694006",
+                            "rocm_package_version": "10.1.0a20260930"}
+    (nightly,) = [c for c in doc["choices"] if c["kind"] == "nightly-build"]
+    assert any("run 28484694006, package version 10.1.0a20260930" in e for e in nightly["entails"])
+    assert unresolvable(doc["script"], "10.1.0") == []
+    man.unlink()
+    man.symlink_to("/etc/passwd")
+    doc = json.loads(rr(m, "--json", "recipe").stdout)
+    assert list(doc["build"]) == ["problem"] and "link" in doc["build"]["problem"]
+    assert not any("run " in e for c in doc["choices"] for e in c["entails"])

@@ -19,6 +19,7 @@ doctor, verify, install and explain print for these trees against that table.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import shlex
 import sys
@@ -67,6 +68,39 @@ def _stacks(line: str | None) -> list[dict]:
     return [s for s in table()["stack"] if line in s["releases"]]
 
 
+MANIFEST = "share/therock/therock_manifest.json"   # TheRock's build identity (generate_therock_manifest.py)
+MAX_MANIFEST = 1 << 20
+
+
+def build_identity(root, prefix: str) -> dict:
+    """The build a TheRock tree says it is (``<prefix>/share/therock/therock_manifest.json``:
+    the TheRock commit, the CI run, the package version), read as hostile input: no link
+    followed, no FIFO, at most 1 MiB. ``{}`` when absent; ``{"problem": ...}`` when refused."""
+    import json
+
+    from rocmrevive.errors import RevError
+    from rocmrevive.fs import open_regular, read_fd
+
+    path = f"{prefix.rstrip('/')}/{MANIFEST}"
+    try:
+        fd = open_regular(root.path(path), max_size=MAX_MANIFEST, what=path)
+    except FileNotFoundError:
+        return {}
+    except (OSError, RevError) as exc:
+        return {"problem": getattr(exc, "message", None) or f"{path}: {exc}"}
+    try:
+        doc = json.loads(read_fd(fd, max_size=MAX_MANIFEST, what=path))
+    except (ValueError, RevError) as exc:
+        return {"problem": f"{path}: not TheRock's manifest ({getattr(exc, 'message', None) or exc})"}
+    finally:
+        os.close(fd)
+    if not isinstance(doc, dict):
+        return {"problem": f"{path}: not TheRock's manifest (not an object)"}
+    out = {k: doc.get(k) for k in ("the_rock_commit", "github_run_id", "rocm_package_version")
+           if isinstance(doc.get(k), (str, int))}
+    return {"manifest": path, **{k: str(v)[:80] for k, v in out.items()}}
+
+
 def summary(rocm_version: str | None, tree: str, *, recipe: str | None = None) -> str:
     """The one line a finding, a verify check and install's reason print: why there is no AMD
     package to install, and the command that lists the real choices (``recipe``, as typed)."""
@@ -79,7 +113,7 @@ def summary(rocm_version: str | None, tree: str, *, recipe: str | None = None) -
             f"build: `{cmd}` lists them with what each entails")
 
 
-def choices(rocm_version: str | None, *, tree: str, layout: str = "amd") -> list[Choice]:
+def choices(rocm_version: str | None, *, tree: str, layout: str = "amd", build: dict | None = None) -> list[Choice]:
     """The choices for a TheRock tree of ``rocm_version`` (``layout`` ``python-rocm-sdk`` for a
     venv's wheels) whose rocBLAS folder is ``tree`` (a whole stack's own tree is checked by its own
     verify line; ``tree`` is named in the text around the choices)."""
@@ -110,6 +144,11 @@ def choices(rocm_version: str | None, *, tree: str, layout: str = "amd") -> list
         "a nightly is a different build from this tree's core: its device code is not version-matched to these host "
         "libraries, so it is installed as a tree or venv of its own, never copied into this one",
     ]
+    if build and build.get("github_run_id"):
+        nightly_entails.append(
+            f"this tree's {MANIFEST} names TheRock commit {build.get('the_rock_commit') or '?'}, run "
+            f"{build['github_run_id']}, package version {build.get('rocm_package_version') or '?'}: a stable release is "
+            f"a promoted nightly, and only that run's own gfx906 output would be the same build")
     if layout == "python-rocm-sdk":
         cmds = ["python3 -m venv ~/rocm-nightly-gfx906",
                 f"~/rocm-nightly-gfx906/bin/pip install --index-url {amd['wheel_index']} \"{amd['wheel_requirement']}\""]

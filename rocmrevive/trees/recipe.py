@@ -64,13 +64,14 @@ class Recipe:
     expected: list[str] = field(default_factory=list)   # files that must be in `library`
     notes: list[str] = field(default_factory=list)
     choices: list = field(default_factory=list)          # TheRock trees: gfx906_choices.Choice
+    build: dict = field(default_factory=dict)            # TheRock trees: the build identity they name
 
     def to_json(self) -> dict:
         return {"tree": self.tree, "rocblas_version": self.rocblas_version, "rocm_version": self.rocm_version,
                 "rocm_path": self.rocm_path, "targets": self.targets, "kind": self.kind, "tag": self.tag,
                 "repo": self.repo, "prefix": self.prefix, "output_library": self.library,
                 "expected_files": self.expected, "install": self.install, "notes": self.notes,
-                "choices": [c.to_json() for c in self.choices], "script": self.script}
+                "choices": [c.to_json() for c in self.choices], "build": self.build, "script": self.script}
 
 
 def _mm(version: str | None) -> str | None:
@@ -149,19 +150,23 @@ def _rocm_path_of(copy) -> str | None:
     return m.group(1) if m else None
 
 
-def _therock_recipe(copy, procs: list[str]) -> Recipe:
+def _therock_recipe(root: Root, copy, procs: list[str]) -> Recipe:
     """A TheRock tree carries device code per target in .kpack archives; for gfx906 there is no
     AMD package of the tree's release: the recipe lists the real choices (``gfx906_choices``)."""
     from rocmrevive.trees import gfx906_choices as G
 
-    cs = G.choices(copy.rocm_version, tree=copy.path, layout=copy.layout)
+    m = re.match(r"^(.*)/lib(?:64)?/rocblas/library$", copy.path)
+    build = G.build_identity(root, m.group(1)) if m else {}
+    cs = G.choices(copy.rocm_version, tree=copy.path, layout=copy.layout, build=build)
     script = "#!/usr/bin/env bash\n" + G.script(copy.rocm_version, copy.path, procs, cs) + "\n"
     notes = [G.summary(copy.rocm_version, copy.path).split(": `")[0],
              "rocmrevive does not copy device code into a .kpack tree: its host libraries find it by name through "
              "their .rocm_kpack_ref marker and check no build identity (docs/therock-payloads.md)"]
+    if build.get("problem"):
+        notes.append(build["problem"])
     return Recipe(copy.path, copy.rocblas_version, copy.rocm_version, _rocm_path_of(copy), procs,
                   "therock-choices", None, None, None, None, f"rocmrevive verify --tree {shlex.quote(copy.path)}",
-                  script, [], notes, cs)
+                  script, [], notes, cs, build)
 
 
 def _source_build_script(copy, *, tag: str, rocm_path: str, prefix: str, procs: list[str], devices_from: str,
@@ -253,7 +258,7 @@ def build_recipe(root: Root, *, tree: str | None = None, targets=(), rocm_versio
             raise RevError("NOTHING_SUPPORTED", f"{copy.path} is a TheRock tree that already carries "
                                                 f"{', '.join(sorted({d.processor for d in devices}))} device code: nothing to "
                                                 f"choose; `rocmrevive verify --tree {shlex.quote(copy.path)}` checks it")
-        return _therock_recipe(copy, procs)
+        return _therock_recipe(root, copy, procs)
     if not build:
         refuse_served(copy, procs)
     q = shlex.quote
