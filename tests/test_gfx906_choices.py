@@ -48,6 +48,8 @@ def allowed(line: str | None) -> dict[str, set[str]]:
 def unresolvable(text: str, rocm_version: str) -> list[str]:
     """Each name in ``text`` that does not exist for ``rocm_version``'s release (empty: all resolve)."""
     ok = allowed(G.release_line(rocm_version))
+    if G.nightly(rocm_version):         # a nightly's own device wheel exists at its own version
+        ok["versions"].add(rocm_version)
     bad = [f"address {u}" for u in _URL.findall(text) if u.rstrip(".,;:") not in ok["urls"]]
     for name, op, ver in _PKG.findall(text):
         name = name.rstrip(".,;:")
@@ -178,3 +180,40 @@ def test_recipe_names_the_build_the_tree_says_it_is(tmp_path, debian_pkgs):
     doc = json.loads(rr(m, "--json", "recipe").stdout)
     assert list(doc["build"]) == ["problem"] and "link" in doc["build"]["problem"]
     assert not any("run " in e for c in doc["choices"] for e in c["entails"])
+
+
+def test_a_nightly_venv_gets_its_own_builds_device_wheel(tmp_path, debian_pkgs):
+    """TheRock nightly wheels in a venv (rocm-sdk-libraries 7.15.0a20260630, a .kpack for gfx1100 only):
+    the same build's gfx906 device wheel exists on the nightly index at that very version, and is the
+    first choice; nothing printed names anything else."""
+    from tests.conftest import TRIPLET
+    from tests.fixtures.rocm71 import machine_with_tree
+
+    ver = "7.15.0a20260630"
+    root, _tree = machine_with_tree(tmp_path / "m", "7.13.0", (5, 2, 0))
+    venv = "/home/alice/rocm-venv"
+    site = f"{venv}/lib/python3.12/site-packages"
+    pkg = root / site.lstrip("/") / "_rocm_sdk_libraries_custom"
+    lib = pkg / "lib/rocblas/library"
+    lib.mkdir(parents=True)
+    (root / venv.lstrip("/") / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.12.3\n")
+    (root / site.lstrip("/") / f"rocm_sdk_libraries-{ver}.dist-info").mkdir()
+    src = debian_pkgs[F.PKG52] / TRIPLET / "rocblas/5/library"
+    for e in src.iterdir():
+        if "gfx1100" in e.name or "gfx" not in e.name:
+            (lib / e.name).write_bytes(e.read_bytes())
+    F.write_kpack(pkg / ".kpack/blas_lib_gfx1100.kpack", group="blas", family="gfx1100",
+                  kernels={"lib/librocblas.so.5": {"gfx1100": (src / "Kernels.so-000-gfx1100.hsaco").read_bytes()}})
+    tree = f"{site}/_rocm_sdk_libraries_custom/lib/rocblas/library"
+    doc = json.loads(rr(root, "--json", "recipe", "--tree", tree).stdout)
+    assert doc["rocm_version"] == ver and [c["kind"] for c in doc["choices"]] == ["same-build-payload", "local-build"]
+    assert doc["choices"][0]["commands"] == [
+        f'{venv}/bin/pip install --index-url https://rocm.nightlies.amd.com/whl-multi-arch/ '
+        f'"rocm-sdk-device-gfx906=={ver}"']
+    printed = [rr(root, *fmt, *args) for args in (("recipe", "--tree", tree), ("doctor", "--python", venv),
+                                                   ("verify", "--tree", tree)) for fmt in ((), ("--json",))]
+    assert [r.returncode for r in printed] == [0, 0, 11, 11, 6, 6], [(r.returncode, r.stderr[-300:]) for r in printed]
+    text = "\n".join(r.stdout + r.stderr for r in printed)
+    assert f"rocm-sdk-device-gfx906=={ver} on its nightly index" in text
+    assert unresolvable(text, ver) == []
+    assert unresolvable(text.replace(ver, "7.15.0"), "7.15.0")      # the same pin for a stable 7.15: refused

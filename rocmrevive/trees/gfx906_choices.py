@@ -64,6 +64,15 @@ def therock_release(rocm_version: str | None) -> bool:
     return bool(m) and (int(m.group(1)), int(m.group(2))) >= (7, 13)
 
 
+_NIGHTLY = re.compile(r"^\d+\.\d+\.\d+(?:a\d{8}|rc\d+|\.dev\d+)")
+
+
+def nightly(rocm_version: str | None) -> bool:
+    """True for a TheRock nightly or dev version (``7.15.0a20260630``): AMD publishes gfx906 device
+    packages to those streams, at the very same version."""
+    return bool(_NIGHTLY.match(rocm_version or ""))
+
+
 def _stacks(line: str | None) -> list[dict]:
     return [s for s in table()["stack"] if line in s["releases"]]
 
@@ -104,6 +113,11 @@ def build_identity(root, prefix: str) -> dict:
 def summary(rocm_version: str | None, tree: str, *, recipe: str | None = None) -> str:
     """The one line a finding, a verify check and install's reason print: why there is no AMD
     package to install, and the command that lists the real choices (``recipe``, as typed)."""
+    if nightly(rocm_version):
+        cmd = recipe or f"rocmrevive recipe --tree {shlex.quote(tree)}"
+        return (f"these are TheRock nightly {rocm_version} libraries: AMD's gfx906 device code of this same build is "
+                f"{table()['amd']['nightly_device_package']}=={rocm_version} on its nightly index ('Build Passing' "
+                f"only, not tested): `{cmd}` prints the command")
     line = release_line(rocm_version) or "7.13+"
     stacks = ", ".join(s["name"].split(",")[0].split("'")[0] for s in _stacks(release_line(rocm_version)))
     cmd = recipe or f"rocmrevive recipe --tree {shlex.quote(tree)}"
@@ -139,6 +153,16 @@ def choices(rocm_version: str | None, *, tree: str, layout: str = "amd", build: 
                  f"python3 {s['install_script']} --archive <build output>/{s['archive']} --prefix {s['prefix']}"],
                 f"rocmrevive verify --tree {s['prefix']}", list(s["sources"])))
     amd = t["amd"]
+    if layout == "python-rocm-sdk" and nightly(rocm_version):
+        prefix = tree.split("/lib/python")[0] if "/lib/python" in tree else None
+        pip = f"{prefix}/bin/pip" if prefix else "pip"
+        out.append(Choice(
+            "same-build-payload", f"AMD's gfx906 device wheel of this same nightly ({rocm_version})",
+            [f"{amd['nightly_device_package']}=={rocm_version} is the device half of the very build whose host wheels "
+             f"this environment has (TheRock publishes it to the dev and nightly streams)",
+             f"gfx906: {amd['support']}", "pip installs it into this environment; pip uninstall takes it out again"],
+            [f"{pip} install --index-url {amd['wheel_index']} \"{amd['nightly_device_package']}=={rocm_version}\""],
+            f"rocmrevive verify --tree {tree}", list(amd["sources"])))
     nightly_entails = [
         f"AMD's gfx906 device code exists only as nightly builds ({amd['nightly_device_package']}; {amd['support']})",
         "a nightly is a different build from this tree's core: its device code is not version-matched to these host "
@@ -159,8 +183,9 @@ def choices(rocm_version: str | None, *, tree: str, layout: str = "amd", build: 
                 f"target, gfx906 among them)",
                 f"sudo mkdir -p {dest} && sudo tar -xf {amd['tarball_name']} -C {dest}"]
         check = f"rocmrevive verify --tree {dest}"
-    out.append(Choice("nightly-build", "AMD's nightly gfx906 build, as a tree of its own", nightly_entails, cmds,
-                      check, list(amd["sources"])))
+    if not any(c.kind == "same-build-payload" for c in out):
+        out.append(Choice("nightly-build", "AMD's nightly gfx906 build, as a tree of its own", nightly_entails, cmds,
+                          check, list(amd["sources"])))
     b = t["build"]
     tag = t["tags"].get(line)
     clone = (f"git clone --branch {tag} {b['repository']} TheRock" if tag else
