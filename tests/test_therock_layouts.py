@@ -243,3 +243,15 @@ def test_a_hostile_marker_is_a_problem_line_and_leads_nowhere(tmp_path, codeobje
     dc = device_code(host)
     assert dc.entries == [] and dc.archives == []
     assert any(problem in p for p in dc.problems), dc.problems
+
+
+def test_verify_and_audit_take_the_tree_as_users_name_it(layout):
+    """``--tree /opt/rocm`` (TheRock's folder of links: they resolve inside the machine) is the
+    prefix ``/opt/rocm/core`` leads to; an MI50 forward-port's prefix is its ``rocm/``."""
+    root, lay = layout
+    named = T.MI50_PREFIX if lay.name == "isolated-10.0" else "/opt/rocm"
+    doc = jrun(root, "verify", "--tree", named, rc=6 if lay.name == "stock-10.1" else 0)
+    assert [c["library"] for c in doc["copies"]] == [lay.tensile]
+    assert {v["library"] for v in doc["copies"][0]["libraries"]} == set(T.KEYS)
+    doc = jrun(root, "audit", "--tree", named, "--target", "gfx906", rc=0)
+    assert doc["trees"] == [lay.prefix] and lay.host("rocsolver") in {r["path"] for r in doc["libraries"]}

@@ -341,7 +341,9 @@ def audit_inputs(root, trees: tuple[str, ...] | list[str]) -> tuple[list, list, 
     shown: list[str] = []
     if trees:
         for t in trees:
-            real = root.given(t)
+            from rocmrevive.trees.therock import given_tree  # TheRock's /opt/rocm, an MI50 prefix
+
+            real = given_tree(root, root.given(t))
             if real.is_file():
                 files.append(real)
             elif real.is_dir():

@@ -140,7 +140,9 @@ def resolve_copies(root, trees) -> list[tuple[Path, Path, str | None]]:
     out: list[tuple[Path, Path, str | None]] = []
     if trees:
         for t in trees:
-            real = root.given(t)
+            from rocmrevive.trees.therock import given_tree  # TheRock's /opt/rocm, an MI50 prefix
+
+            real = given_tree(root, root.given(t))
             if not real.exists():
                 raise RevError("USAGE", f"--tree {t}: no such folder under {root.base}")
             libs = locate.rocblas_library_dirs(real)

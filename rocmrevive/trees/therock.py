@@ -123,6 +123,21 @@ def prefixes(root: Root) -> list[tuple[str, bool]]:
     return out
 
 
+def given_tree(root: Root, real: Path) -> Path:
+    """A ``--tree`` as the folder that holds the libraries: TheRock's ``/opt/rocm`` (a folder of
+    links, which resolve inside the machine, not on this host) is the prefix ``/opt/rocm/core``
+    leads to; an MI50 forward-port's prefix is its ``rocm/``; anything else is itself."""
+    if root.machine_path(real) == UMBRELLA and is_umbrella(root):
+        try:
+            return root.resolve(f"{UMBRELLA}/core")
+        except (ValueError, OSError):
+            return real
+    inner = real / "rocm"
+    if (real / "mi50-install.json").is_file() and inner.is_dir() and not inner.is_symlink():
+        return inner
+    return real
+
+
 def find_trees(root: Root, processors: list[str] = (), releases: dict[str, str | None] | None = None) -> list[TheRockTree]:
     """Every TheRock tree under ``root``; with ``processors``, each library's verdict for each;
     ``releases``: install path -> ROCm version (``trees.installs``' reading of ``.info/version``)."""
