@@ -157,6 +157,12 @@ def test_everything_printed_for_the_layouts_resolves(layout_machine, tmp_path):
         r = rr(m, "--json", "install", "--check", "--yes", "--cache", str(tmp_path / "c2"))
         doc = json.loads(r.stdout)
         assert r.returncode == 0 and {c["status"] for c in doc["copies"]} == {"satisfied"}, (r.returncode, doc)
+        # the check the choice prints for this stack is the one that passes on it (the same verify)
+        (stack,) = [c for c in G.choices(lay.rocm, tree=lay.tensile) if c.kind == "whole-stack"]
+        args = stack.check.split()[1:]
+        assert args[:2] == ["verify", "--tree"]
+        r = rr(m, *args)
+        assert r.returncode == 0, (stack.check, r.stdout[-1500:], r.stderr[-500:])
 
 
 def test_recipe_names_the_build_the_tree_says_it_is(tmp_path, debian_pkgs):
