@@ -121,10 +121,20 @@ def summary(rocm_version: str | None, tree: str, *, recipe: str | None = None) -
     line = release_line(rocm_version) or "7.13+"
     stacks = ", ".join(s["name"].split(",")[0].split("'")[0] for s in _stacks(release_line(rocm_version)))
     cmd = recipe or f"rocmrevive recipe --tree {shlex.quote(tree)}"
+    first = f"a whole gfx906 stack ({stacks}), " if stacks else ""
     return (f"AMD publishes no gfx906 device package for ROCm {line} (TheRock ships rocm-sdk-device-gfx906 to its "
-            f"nightly stream only; gfx906 is 'Build Passing' there, not tested); the choices are a whole gfx906 "
-            f"stack{f' ({stacks})' if stacks else ''}, AMD's nightly gfx906 build as a tree of its own, or a local "
-            f"build: `{cmd}` lists them with what each entails")
+            f"nightly stream only; gfx906 is 'Build Passing' there, not tested); the choices are {first}AMD's "
+            f"nightly gfx906 build as a tree of its own, or a local build: `{cmd}` lists them with what each entails")
+
+
+def other_stacks(rocm_version: str | None) -> str | None:
+    """For a release no whole gfx906 stack is built for: the line naming those built for others."""
+    line = release_line(rocm_version)
+    if _stacks(line):
+        return None
+    named = "; ".join(f"{s['name'].split(',')[0].split(chr(39))[0]} builds ROCm {', '.join(s['releases'])}"
+                      for s in table()["stack"])
+    return f"no whole gfx906 stack is built for ROCm {line or '?'} ({named}): either means another release than this tree's"
 
 
 def choices(rocm_version: str | None, *, tree: str, layout: str = "amd", build: dict | None = None) -> list[Choice]:
@@ -206,7 +216,10 @@ def script(rocm_version: str | None, tree: str, procs: list[str], cs: list[Choic
     and commands (nothing runs by itself: the user picks one)."""
     lines = [f"# {tree} is a TheRock tree (ROCm {rocm_version or '?'}): device code per target in .kpack archives,",
              f"# and none for {', '.join(procs)}. " + summary(rocm_version, tree).split(": `")[0] + ".",
-             "# Pick ONE of the choices below; each is checked afterwards with rocmrevive's own verify.", ""]
+             "# Pick ONE of the choices below; each is checked afterwards with rocmrevive's own verify."]
+    if other_stacks(rocm_version):
+        lines.append(f"# ({other_stacks(rocm_version)}.)")
+    lines.append("")
     for i, c in enumerate(cs, 1):
         lines.append(f"# --- choice {i}: {c.title} ({c.kind})")
         lines += [f"#   - {e}" for e in c.entails]
