@@ -117,7 +117,7 @@ def prefixes(root: Root) -> list[tuple[str, bool]]:
         default = root.machine_path(root.resolve(f"{UMBRELLA}/core"))
     except (ValueError, OSError):
         pass
-    for t in find_trees(root):
+    for t in find_trees(root, packages=False):
         if t.kind != "tarball":
             out.append((t.path, t.path == default))
     return out
@@ -138,12 +138,15 @@ def given_tree(root: Root, real: Path) -> Path:
     return real
 
 
-def find_trees(root: Root, processors: list[str] = (), releases: dict[str, str | None] | None = None) -> list[TheRockTree]:
+def find_trees(root: Root, processors: list[str] = (), releases: dict[str, str | None] | None = None, *,
+               packages: bool = True) -> list[TheRockTree]:
     """Every TheRock tree under ``root``; with ``processors``, each library's verdict for each;
-    ``releases``: install path -> ROCm version (``trees.installs``' reading of ``.info/version``)."""
+    ``releases``: install path -> ROCm version (``trees.installs``' reading of ``.info/version``);
+    ``packages=False``: the dpkg database is not read (the kind of a packaged tree is then ``packages``)."""
     trees: list[TheRockTree] = []
-    dpkg = _amdrocm_packages(root)
-    if is_umbrella(root):
+    umbrella = is_umbrella(root)
+    dpkg = _amdrocm_packages(root) if packages and umbrella else {}
+    if umbrella:
         for n in list_dir(root.path(UMBRELLA)):
             m = _CORE.match(n)
             if m and not root.path(f"{UMBRELLA}/{n}").is_symlink() and root.path(f"{UMBRELLA}/{n}").is_dir():
