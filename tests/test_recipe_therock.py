@@ -1,5 +1,6 @@
 """TheRock (ROCm 7.13+) trees: `.kpack` archives read by structure in inspect, detect, doctor,
-audit, recipe and install; for gfx906 rocmrevive names AMD's own build instead of patching.
+audit, recipe and install; for gfx906 rocmrevive lists the real choices (no AMD package exists for a
+stable release: tests/test_gfx906_choices.py checks every printed name against the table).
 The tree is tests/fixtures/therock.py (Debian's real files in TheRock's layout)."""
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from tests.fixtures import therock as F
 from tests.test_install import rr, tree_hash
 
 pytestmark = [pytest.mark.debian]
-TARBALL = "therock-dist-linux-gfx906-7.13.0.tar.gz"
+NO_PACKAGE = "AMD publishes no gfx906 device package for ROCm 7.13"
 
 
 @pytest.fixture
@@ -50,7 +51,7 @@ def test_inspect_reads_a_kpack(machine):
     assert "group blas" in f["note"] and "lib/librocblas.so.5" in json.dumps(f["entries"])
 
 
-def test_detect_and_doctor_name_amds_gfx906_build(machine):
+def test_detect_and_doctor_name_the_choices(machine):
     doc = jrun(machine, "detect", rc=0)
     (c,) = [c for c in doc["rocblas_copies"] if c["path"] == F.LIB]
     assert c["kpack"] is True and c["kpack_arches"] == ["gfx1100", "gfx1101"]
@@ -59,14 +60,16 @@ def test_detect_and_doctor_name_amds_gfx906_build(machine):
     r = rr(machine, "--json", "doctor")
     doc = json.loads(r.stdout)
     (f,) = [f for f in doc["findings"] if f["id"] == "rocblas-therock-gfx906"]
-    assert f["severity"] == "error" and TARBALL in f["fix"] and "rocm.nightlies.amd.com/tarball-multi-arch/" in f["fix"]
+    assert f["severity"] == "error" and NO_PACKAGE in f["fix"] and f"rocmrevive recipe --tree {F.LIB}" in f["fix"]
 
 
-def test_recipe_points_to_amds_device_package(machine):
+def test_recipe_lists_the_choices(machine):
     doc = jrun(machine, "recipe", rc=0)
-    assert doc["kind"] == "therock-device-package" and doc["tag"] is None
-    assert TARBALL in doc["install"] and "/opt/rocm-7.13.0-gfx906" in doc["install"]
-    assert any("does not patch .kpack trees" in n for n in doc["notes"])
+    assert doc["kind"] == "therock-choices" and doc["tag"] is None
+    assert [c["kind"] for c in doc["choices"]] == ["nightly-build", "local-build"]   # no whole stack for 7.13
+    assert "git clone --branch therock-7.13 https://github.com/ROCm/TheRock.git TheRock" in doc["choices"][1]["commands"]
+    assert doc["install"] == f"rocmrevive verify --tree {F.LIB}"
+    assert any("does not copy device code into a .kpack tree" in n for n in doc["notes"])
 
 
 def test_install_refuses_with_the_command_and_changes_nothing(machine, tmp_path):
@@ -74,7 +77,7 @@ def test_install_refuses_with_the_command_and_changes_nothing(machine, tmp_path)
     r = rr(machine, "--json", "install", "--yes", "--cache", str(tmp_path / "c"))
     doc = json.loads(r.stdout)
     (copy,) = doc["copies"]
-    assert copy["status"] == "unsupported" and TARBALL in copy["reason"]
+    assert copy["status"] == "unsupported" and NO_PACKAGE in copy["reason"]
     assert tree_hash(machine / "opt") == before
 
 
@@ -84,7 +87,7 @@ def test_audit_lists_the_archives_and_the_missing_card(machine):
     k = rows[f"{F.TREE}/.kpack/blas_lib_gfx1100.kpack"]
     assert k["kind"] == "kpack" and k["processors"] == ["gfx1100"]
     cell = k["cells"]["gfx906:sramecc+:xnack-"]
-    assert cell["status"] == "missing" and "TheRock's device package" in cell["remedy"]
+    assert cell["status"] == "missing" and "for gfx906 AMD publishes none in a stable release" in cell["remedy"]
     doc = jrun(machine, "audit", "--tree", F.TREE, "--target", "gfx1101", "--no-programs", rc=0)
     rows = {r["path"]: r for r in doc["libraries"]}
     assert rows[f"{F.TREE}/.kpack/blas_lib_gfx1101.kpack"]["cells"]["gfx1101"]["status"] == "embedded"
@@ -96,7 +99,7 @@ def test_verify_checks_the_archives_per_card(machine):
     (copy,) = json.loads(r.stdout)["copies"]
     (dev,) = copy["devices"]
     (k,) = [c for c in dev["checks"] if c["name"] == "kpack"]
-    assert k["status"] == "fail" and TARBALL in k["summary"] and "carry gfx1100, gfx1101" in k["summary"]
+    assert k["status"] == "fail" and NO_PACKAGE in k["summary"] and "carry gfx1100, gfx1101" in k["summary"]
     doc = jrun(machine, "verify", "--tree", F.TREE, "--target", "gfx1100", rc=0)
     (dev,) = doc["copies"][0]["devices"]
     assert [c["status"] for c in dev["checks"] if c["name"] == "kpack"] == ["pass"]

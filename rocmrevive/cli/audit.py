@@ -59,7 +59,8 @@ def audit(ui, trees, targets, show_all, manifests_dir, cache, pythons, no_progra
             from rocmrevive.diagnose.programs import find_programs
 
             programs = find_programs(ui.root, devices, pythons=pythons)
-        if not files and not tensile and not kpacks and not (programs and programs.programs):
+        wheels = _device_wheels(ui.root, pythons) if programs is not None else []
+        if not files and not tensile and not kpacks and not (programs and programs.programs) and not wheels:
             raise RevError("NOTHING_SUPPORTED",
                            "no shared library found" + (f" in {', '.join(trees)}" if trees else
                                                         f" in {ui.root.base} (/opt/rocm*, system folders with a HIP "
@@ -76,16 +77,29 @@ def audit(ui, trees, targets, show_all, manifests_dir, cache, pythons, no_progra
         if programs is not None:
             pj = programs.to_json()
             data.update(programs=pj["programs"], programs_cannot_run=pj["cannot_run"],
-                        program_files_read=pj["files_read"])
+                        program_files_read=pj["files_read"], device_wheels=[w.to_json() for w in wheels])
 
         def render(con) -> None:
             _render(con, rep, show_all)
             if programs is not None:
                 render_programs(con, programs)
+            for w in wheels:
+                con.print(("placeholder: " if w.placeholder else "device wheel: ") + w.line(), markup=False,
+                          highlight=False)
 
         return Outcome(data=data, render=render)
 
     ui.run("audit", work)
+
+
+def _device_wheels(root, pythons) -> list:
+    """TheRock device wheels of the environments the program scan reads, judged by content
+    (``trees.device_wheels``): a 0.0.1.dev0 placeholder holds no code object."""
+    from rocmrevive.trees.device_wheels import find_device_wheels
+    from rocmrevive.trees.pythonenv import find_envs
+
+    envs, _problems = find_envs(root, pythons)
+    return find_device_wheels(root, envs)
 
 
 def _manifests(manifests_dir=None) -> list:

@@ -1,6 +1,6 @@
 """``rocmrevive recipe``: the exact rocBLAS build for a tree whose version no manifest source
 matches (ROCm 7.0.x / 7.1.x: rocBLAS 5.0 / 5.1), for the detected targets, ending with the
-``install --from`` that takes the result; for a TheRock tree, AMD's own gfx906 package."""
+``install --from`` that takes the result; for a TheRock tree, the real choices for gfx906."""
 from __future__ import annotations
 
 import click
@@ -31,8 +31,10 @@ def recipe(ui, tree, targets, rocm_version, prefix, build, output):
     (<prefix>/lib/rocblas/library), and ends with `rocmrevive install --from <prefix>`, which
     accepts the result only when it proves itself by content. A tree a shipped manifest serves
     needs no build: recipe says so and exits 3 (--build writes it anyway). For a TheRock tree (ROCm 7.13+,
-    .kpack archives) it names AMD's own gfx906 package of the same release instead. Writes
-    nothing unless -o is given.
+    .kpack archives), for which AMD publishes no gfx906 package in a stable release, it lists the
+    real choices instead (a whole gfx906 stack, AMD's nightly build as a tree of its own, a local
+    build), each with what it entails and the verify that checks it. Writes nothing unless -o is
+    given.
     """
     from rocmrevive.trees.recipe import build_recipe
 

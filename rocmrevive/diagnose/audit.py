@@ -121,8 +121,10 @@ KPACK = KnownLibrary(
     "therock-kpack", "TheRock kernel archive", r"^.*\.kpack$", True,
     "the libraries whose device code this archive holds (its TOC's binaries) fail on the card with "
     "'no kernel image' / hipErrorInvalidDeviceFunction",
-    "install TheRock's device package for the card, of the tree's own release (`rocmrevive recipe --tree "
-    "<the tree>` prints AMD's command); rocmrevive does not patch .kpack trees")
+    "TheRock's device package for the card, of the tree's release; for gfx906 AMD publishes none in a stable "
+    "release: `rocmrevive recipe --tree <the tree>` "
+    "lists the choices (a whole gfx906 stack, AMD's nightly build as a tree of its own, a local build); "
+    "rocmrevive does not copy device code into .kpack trees")
 
 
 def audit_files(files: Iterable[Path], targets: list[TargetId], *,

@@ -23,7 +23,6 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Callable, Mapping, Sequence
 
 from packaging.version import InvalidVersion, Version
@@ -35,10 +34,10 @@ from rocmrevive.hardware.devices import resolve_devices
 from rocmrevive.strenum import StrEnum
 from rocmrevive.tensile.xref import TARGET_KINDS, XrefReport, cross_reference
 from rocmrevive.trees import therock
+from rocmrevive.trees.gfx906_choices import summary
 from rocmrevive.trees.installs import find_installs
 from rocmrevive.trees.layout import kpack_files
 from rocmrevive.trees.pythonenv import find_envs
-from rocmrevive.trees.recipe import therock_gfx906_command
 from rocmrevive.trees.rocblas import ollama_supported
 from rocmrevive.trees.select import given_trees, nothing_found, rocblas_copies
 from rocmrevive.txn.history import list_transactions
@@ -366,8 +365,8 @@ def verify_machine(root, *, trees=(), targets=(), progress: Callable[[int], None
 
 def _kpack_checks(result, lib: Path, rocm_version, show) -> None:
     """TheRock trees: a ``kpack`` check per device, whether the tree's ``.kpack`` archives carry
-    code for its processor (their TOC / code objects, ``codeobj.kpack``); on failure, AMD's own
-    device package of the same release is the fix."""
+    code for its processor (their TOC / code objects, ``codeobj.kpack``); on failure, the line
+    names the real choices (``trees.gfx906_choices.summary``)."""
     if lib.name != "library" or lib.parent.name != "rocblas":
         return
     archives = kpack_files(lib.parent.parent.parent)
@@ -380,12 +379,11 @@ def _kpack_checks(result, lib: Path, rocm_version, show) -> None:
             names = ", ".join(show(Path(r.path)) for r in have)
             dev.checks.append(Check("kpack", CheckStatus.PASS, f"{len(have)} .kpack archive(s) carry {dev.target.processor}: {names}"))
             continue
-        copy = SimpleNamespace(layout="amd", rocm_version=rocm_version)
-        cmd, _notes = therock_gfx906_command(copy, [dev.target.processor])
         arches = sorted({p for r in reports for p in r.processors})
         dev.checks.append(Check(
             "kpack", CheckStatus.FAIL, f"TheRock tree: its {len(reports)} .kpack archive(s) carry {', '.join(arches) or 'nothing'}, "
-                           f"not {dev.target.processor}; AMD's own build: {cmd}",
+                           f"not {dev.target.processor}; " + (summary(rocm_version, show(lib)) if dev.target.processor == "gfx906"
+                                                else f"TheRock's device package for {dev.target.processor} of the tree's release"),
             [{"kind": "kpack-missing-target", "file": show(Path(r.path)), "kernels": [],
               "problem": f"no {dev.target.processor} code"} for r in reports]))
 

@@ -27,7 +27,7 @@ from rocmrevive.install.run import InstallRun
 from rocmrevive.install.unpinned import VERIFIED_BY_CONTENT
 from rocmrevive.sources.manifest import TARGET, choose_manifest
 from rocmrevive.trees import layout as locate
-from rocmrevive.trees.recipe import therock_gfx906_command
+from rocmrevive.trees.gfx906_choices import summary
 from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.plan import Op
 
@@ -274,10 +274,15 @@ def install_copy(run: InstallRun, copy, *, trust: dict | None = None) -> CopyOut
         real_lib = run.root.resolve(copy.path)
         host_lib = locate.rocblas_host_library(real_lib)
         if copy.arch_folders or copy.kpack:
-            cmd, _notes = therock_gfx906_command(copy, [TARGET])
+            have = set(copy.targets) | set(copy.kpack_arches)   # a whole gfx906 stack (7.14, 10.0) serves itself
+            if all(d.processor in have for d in run.devices):
+                return replace(out, status=Status.SATISFIED,
+                               reason=(f"a TheRock tree that carries {TARGET} device code ({', '.join(sorted(have))}): "
+                                       f"nothing to install; `rocmrevive verify` checks it library by library"))
             return replace(out, status=Status.UNSUPPORTED,
                            reason=(f"a TheRock tree (ROCm {copy.rocm_version or '7.13+'}: per-target .kpack archives / "
-                                   f"per-arch folders): rocmrevive does not patch it; AMD builds {TARGET} itself: {cmd}"))
+                                   f"per-arch folders): rocmrevive does not patch it; "
+                                   f"{summary(copy.rocm_version, copy.path)}"))
         before = _verify(copy, real_lib, host_lib, run.devices, show=run.root.machine_path)
         out = replace(out, verify_before=before.to_json())
         if _gating_ok(before):

@@ -239,6 +239,11 @@ def _vllm_notes(rep: P2PReport, chosen) -> None:
     if "gfx906" in procs:
         rep.notes.append("vLLM 0.32-0.34 count gfx906 as CDNA (MFMA-only paged attention, FP8): "
                          "`rocmrevive patch apply vllm-rocm-gfx906-not-cdna` (no variable changes it)")
+        rep.notes.append("vLLM 0.32-0.34 read gfx906 as capability (9, 0), so a bf16 model runs in bf16 when no dtype "
+                         "is chosen; gfx906 has no bf16 arithmetic (bf16 runs on its fp32 units: about 6 TFLOPS "
+                         "against 11 for fp16): pass --dtype float16, or `rocmrevive patch apply "
+                         "vllm-rocm-gfx906-fp16-default` to make --dtype auto take fp16 there (an explicit --dtype is "
+                         "kept; no variable sets vLLM's dtype)")
     if len(set(procs)) > 1:
         rep.notes.append(f"vLLM decides the architecture once, from the first GPU amd-smi lists (usually GPU0, {procs[0]}), "
                          f"for every GPU: run one vLLM per architecture (HIP_VISIBLE_DEVICES), not one "

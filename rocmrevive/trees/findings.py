@@ -6,7 +6,7 @@ detected GPU needs, broken ``/opt/rocm`` links, layouts rocmrevive cannot patch 
 from __future__ import annotations
 
 from rocmrevive.hardware.findings import Finding, FixKind, Severity
-from rocmrevive.trees.recipe import therock_gfx906_command
+from rocmrevive.trees.gfx906_choices import summary
 from rocmrevive.trees.therock import library_findings
 
 
@@ -28,6 +28,16 @@ def _machine_findings(s) -> list[Finding]:
                            "the ROCm release it pointed at was removed",
                            f"sudo ln -sfn <rocm-X.Y.Z> {s.rocm_link.path}  (one of: "
                            + (", ".join(i.path for i in s.installs) or "no install left") + ")"))
+    for w in getattr(s, "device_wheels", []):
+        if w.placeholder:
+            prefix = w.site.rsplit("/lib/", 1)[0] if "/lib/" in w.site else None
+            pip = f"{prefix}/bin/pip" if prefix else "pip"
+            out.append(Finding(
+                "device-wheel-no-code", Severity.ERROR if s.hardware.gfx906 else Severity.WARNING, w.site, w.line(),
+                "the package index serves 0.0.1.dev0 placeholders under TheRock's device package names; pip "
+                "installs them without error and they hold no code object",
+                f"{pip} uninstall {w.name}; the device code comes from elsewhere (`rocmrevive recipe` on a TheRock "
+                f"tree lists the choices for gfx906)", data=w.to_json()))
     if s.hardware.gfx906 and not s.copies:
         out.append(Finding("no-rocblas", Severity.INFO, "machine", "no rocBLAS copy found",
                            "no ROCm under /opt, no distribution package, no PyTorch ROCm wheel in the "
@@ -93,13 +103,13 @@ def _therock_layout(c, what: str, m906: list) -> Finding:
                        if on)
     kpacks = {"kpack_archives": c.kpack_archives, "kpack_arches": c.kpack_arches}
     if m906:
-        cmd, _notes = therock_gfx906_command(c, ["gfx906"])
         return Finding(
             "rocblas-therock-gfx906", Severity.ERROR, c.path,
             f"{what} uses TheRock's layout ({layout}) and has no gfx906 device code",
-            "ROCm 7.13+ (TheRock) ships device code per GPU target as packages of its own; rocmrevive "
-            "does not patch such trees: AMD builds gfx906 itself", cmd, data=kpacks)
+            "ROCm 7.13+ (TheRock) ships device code per GPU target as packages of its own, and none for gfx906 "
+            "in a stable release; rocmrevive does not copy device code into such trees",
+            summary(c.rocm_version, c.path), data=kpacks)
     return Finding(
         "rocblas-new-layout", Severity.INFO, c.path, f"{what} uses TheRock's layout ({layout})",
         "ROCm 7.13+ builds move device code into per-target packages; rocmrevive reads them, "
-        "and leaves them to AMD's packages", "none", FixKind.NONE, data=kpacks)
+        "and leaves them to their own packages", "none", FixKind.NONE, data=kpacks)

@@ -21,8 +21,10 @@ Facts the script relies on (rocBLAS's own release pages and CMakeLists):
 * Debian builds rocBLAS 5.2 (ROCm 7.2.4 sources) for gfx906 with 156 gfx906 files, so the 7.x
   sources still carry gfx906's Tensile logic.
 
-TheRock trees (ROCm 7.13+: device code in ``.kpack`` archives) get AMD's own gfx906 build instead:
-the ``device-gfx906`` package of the same release (``therock_gfx906_command``).
+TheRock trees (ROCm 7.13+: device code in ``.kpack`` archives) get no build script: AMD publishes no
+gfx906 device package for a stable release, and the recipe lists the real choices instead
+(``trees.gfx906_choices``: a whole gfx906 stack, AMD's nightly build as a tree of its own, a local
+build of TheRock), each checked afterwards with the same verify.
 """
 from __future__ import annotations
 
@@ -44,8 +46,6 @@ from rocmrevive.hardware.devices import resolve_devices
 ROCBLAS_REPO = "https://github.com/ROCm/rocBLAS.git"
 MONOREPO = "https://github.com/ROCm/rocm-libraries.git"   # rocBLAS also lives in projects/rocblas there
 PREFIX_BASE = "/opt/rocmrevive/rocblas"
-THEROCK_WHEELS = "https://rocm.nightlies.amd.com/whl-multi-arch/"
-THEROCK_TARBALLS = "https://rocm.nightlies.amd.com/tarball-multi-arch/"
 
 # What ROCm/rocBLAS's release page for the tag ``rocm-X.Y.Z`` names (the release line's rocBLAS
 # minor for the others comes from ``trees.rocblas.ROCBLAS_OF_ROCM``).
@@ -61,7 +61,7 @@ class Recipe:
     rocm_version: str | None
     rocm_path: str | None
     targets: list[str]
-    kind: str                 # "source-build" | "therock-device-package"
+    kind: str                 # "source-build" | "therock-choices"
     tag: str | None
     repo: str | None
     prefix: str | None
@@ -70,13 +70,15 @@ class Recipe:
     script: str
     expected: list[str] = field(default_factory=list)   # files that must be in `library`
     notes: list[str] = field(default_factory=list)
+    choices: list = field(default_factory=list)          # TheRock trees: gfx906_choices.Choice
+    build: dict = field(default_factory=dict)            # TheRock trees: the build identity they name
 
     def to_json(self) -> dict:
         return {"tree": self.tree, "rocblas_version": self.rocblas_version, "rocm_version": self.rocm_version,
                 "rocm_path": self.rocm_path, "targets": self.targets, "kind": self.kind, "tag": self.tag,
                 "repo": self.repo, "prefix": self.prefix, "output_library": self.library,
                 "expected_files": self.expected, "install": self.install, "notes": self.notes,
-                "script": self.script}
+                "choices": [c.to_json() for c in self.choices], "build": self.build, "script": self.script}
 
 
 def _mm(version: str | None) -> str | None:
@@ -134,38 +136,23 @@ def _rocm_path_of(copy) -> str | None:
     return m.group(1) if m else None
 
 
-def therock_gfx906_command(copy, targets: list[str]) -> tuple[str, list[str]]:
-    """AMD's own gfx906 build for a TheRock tree: its device package of the same release."""
-    ver = copy.rocm_version
-    devices = " ".join(f"device-{t}" for t in targets)
-    extras = ",".join(["libraries"] + [f"device-{t}" for t in targets])
-    pin = f"=={ver}" if ver else ""
-    if copy.layout == "python-rocm-sdk":
-        cmd = f"pip install --index-url {THEROCK_WHEELS} \"rocm[{extras}]{pin}\""
-    else:
-        fam = targets[0] if len(targets) == 1 else "multiarch"
-        name = f"therock-dist-linux-{fam}-{ver or '<version>'}.tar.gz"
-        dest = f"/opt/rocm-{ver or '<version>'}-{'-'.join(targets)}"
-        cmd = (f"curl -fLO {THEROCK_TARBALLS}{name} && sudo mkdir -p {dest} && sudo tar -xf {name} -C {dest}")
-    notes = [f"TheRock builds gfx906 itself (its {devices} package); rocmrevive does not patch .kpack trees: "
-             f"the host libraries find device code through their .rocm_kpack_ref marker, not in a folder rocmrevive "
-             f"could add files to",
-             "the release must be the tree's own: device code from another nightly does not match its host libraries",
-             "a per-family tarball carries one family's .kpack files; with several targets the multiarch tarball "
-             "carries them all"]
-    return cmd, notes
+def _therock_recipe(root: Root, copy, procs: list[str]) -> Recipe:
+    """A TheRock tree carries device code per target in .kpack archives; for gfx906 there is no
+    AMD package of the tree's release: the recipe lists the real choices (``gfx906_choices``)."""
+    from rocmrevive.trees import gfx906_choices as G
 
-
-def _therock_recipe(copy, procs: list[str]) -> Recipe:
-    """A TheRock tree carries device code per target in .kpack archives: AMD's own package of the
-    same release is the recipe, not a build."""
-    cmd, notes = therock_gfx906_command(copy, procs)
-    script = (f"#!/usr/bin/env bash\n# {copy.path} is a TheRock tree (ROCm {copy.rocm_version or '?'}): device code "
-              f"per target in .kpack archives.\n# AMD builds {', '.join(procs)} itself; install its package of the "
-              f"same release instead of patching:\nset -euo pipefail\n{cmd}\n"
-              f"rocmrevive verify --tree {shlex.quote(copy.path)}\n")
+    m = re.match(r"^(.*)/lib(?:64)?/rocblas/library$", copy.path)
+    build = G.build_identity(root, m.group(1)) if m else {}
+    cs = G.choices(copy.rocm_version, tree=copy.path, layout=copy.layout, build=build)
+    script = "#!/usr/bin/env bash\n" + G.script(copy.rocm_version, copy.path, procs, cs) + "\n"
+    notes = [G.summary(copy.rocm_version, copy.path).split(": `")[0],
+             "rocmrevive does not copy device code into a .kpack tree: its host libraries find it by name through "
+             "their .rocm_kpack_ref marker and check no build identity (docs/therock-payloads.md)"]
+    if build.get("problem"):
+        notes.append(build["problem"])
     return Recipe(copy.path, copy.rocblas_version, copy.rocm_version, _rocm_path_of(copy), procs,
-                  "therock-device-package", None, None, None, None, cmd, script, [], notes)
+                  "therock-choices", None, None, None, None, f"rocmrevive verify --tree {shlex.quote(copy.path)}",
+                  script, [], notes, cs, build)
 
 
 def _source_build_script(copy, *, tag: str, rocm_path: str, prefix: str, procs: list[str], devices_from: str,
@@ -244,8 +231,15 @@ def build_recipe(root: Root, *, tree: str | None = None, targets=(), rocm_versio
                    {d.processor for d in devices}, key=lambda p: (p != "gfx906", p))
     if not procs:
         raise RevError("NOTHING_SUPPORTED", f"no GPU target to build for under {root.base}; pass --target")
-    if copy.kpack or copy.arch_folders:
-        return _therock_recipe(copy, procs)
+    from rocmrevive.trees.gfx906_choices import therock_release
+
+    if copy.kpack or copy.arch_folders or therock_release(copy.rocm_version):
+        have = set(copy.targets) | set(copy.kpack_arches)
+        if not targets and all(d.processor in have for d in devices):
+            raise RevError("NOTHING_SUPPORTED", f"{copy.path} is a TheRock tree that already carries "
+                                                f"{', '.join(sorted({d.processor for d in devices}))} device code: nothing to "
+                                                f"choose; `rocmrevive verify --tree {shlex.quote(copy.path)}` checks it")
+        return _therock_recipe(root, copy, procs)
     if not build:
         refuse_served(copy, procs)
     q = shlex.quote

@@ -392,8 +392,22 @@ def _python_copies(root: Root, env: PythonEnv) -> list[RocblasCopy]:
             _place_by_rocm(c, c.rocm_version, f"ROCm {c.rocm_version} (torch.version.hip {env.torch_hip})")
         found.append(c)
     for lib in _glob(root, f"{glob.escape(env.site_packages)}/_rocm_sdk_libraries_*/*/rocblas/library"):
-        found.append(_plain_copy(root, lib, "python-rocm-sdk", env.label))
+        c = _plain_copy(root, lib, "python-rocm-sdk", env.label)
+        c.rocm_version, c.rocm_version_source = _rocm_sdk_version(root, env.site_packages)
+        found.append(c)
     return found
+
+
+def _rocm_sdk_version(root: Root, site: str) -> tuple[str | None, str | None]:
+    """The version of TheRock's ``rocm-sdk-libraries`` wheel in ``site`` (``7.15.0a20260630`` for a
+    nightly), from its ``.dist-info`` folder's name: nothing of the user's venv is opened."""
+    from rocmrevive.hardware.sysfs import list_dir
+
+    for name in list_dir(root.path(site)):
+        m = re.match(r"^rocm_sdk_libraries-([0-9][0-9A-Za-z.+]*)\.dist-info$", name)
+        if m:
+            return m.group(1), f"{name} (folder name)"
+    return None, None
 
 
 def _bundle_copies(root: Root) -> list[RocblasCopy]:

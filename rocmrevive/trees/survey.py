@@ -17,6 +17,7 @@ from rocmrevive.hardware.gpus import HardwareReport, scan
 from rocmrevive.rootfs import Root
 from rocmrevive.trees.findings import tree_findings
 from rocmrevive.trees.installs import RocmInstall, RocmLink, find_installs
+from rocmrevive.trees.device_wheels import DeviceWheel, find_device_wheels
 from rocmrevive.trees.pythonenv import PythonEnv, find_envs
 from rocmrevive.trees.rocblas import RocblasCopy, find_copies, mark_coverage
 from rocmrevive.trees.therock import TheRockTree, find_trees
@@ -31,6 +32,7 @@ class Survey:
     envs: list[PythonEnv]
     copies: list[RocblasCopy]
     problems: list[str] = field(default_factory=list)
+    device_wheels: list[DeviceWheel] = field(default_factory=list)   # TheRock device wheels, by content
     therock: list[TheRockTree] = field(default_factory=list)   # TheRock trees, verdicts per library
 
     @property
@@ -53,6 +55,7 @@ class Survey:
             "rocm_link": self.rocm_link.to_json() if self.rocm_link else None,
             "python_envs": [e.to_json() for e in self.envs if e.named or e.torch_version],
             "rocblas_copies": [c.to_json() for c in self.copies],
+            "device_wheels": [w.to_json() for w in self.device_wheels],
             "therock_trees": [t.to_json() for t in self.therock],
             "problems": hw["hardware_problems"] + self.problems,
         }
@@ -67,7 +70,8 @@ def survey(root: Root, *, pythons=(), trees=(), rocminfo_text: str | None = None
     mark_coverage(copies, hw.gpus)
     procs = sorted({g.processor for g in hw.gpus if g.processor})
     return Survey(root, hw, installs, link, envs, copies, problems,
-                  find_trees(root, procs, {i.path: i.version for i in installs}))
+                  therock=find_trees(root, procs, {i.path: i.version for i in installs}),
+                  device_wheels=find_device_wheels(root, envs))
 
 
 def default_user() -> str:
