@@ -24,9 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rocmrevive.rootfs import Root  # noqa: E402
+from rocmrevive.txn.apply import apply_plan  # noqa: E402
 from rocmrevive.txn.fsutil import sha256_file  # noqa: E402
 from rocmrevive.txn.plan import FileChange, Op, Plan  # noqa: E402
-from rocmrevive.txn.apply import apply_plan  # noqa: E402
 from rocmrevive.txn.undo import rollback  # noqa: E402
 
 LIB = "/opt/rocm-6.4.3/lib/rocblas/library"

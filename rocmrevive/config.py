@@ -31,9 +31,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from urllib.parse import urlsplit
+
 from rocmrevive.errors import RevError
 from rocmrevive.fs import open_regular, printable_name, read_error, read_fd
-from urllib.parse import urlsplit
 
 CONFIG_FILE = "/etc/rocmrevive/config.toml"
 MAX_CONFIG = 64 << 10      # a few settings; more is not a config file (and is never read whole)

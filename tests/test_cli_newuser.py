@@ -19,8 +19,15 @@ import time
 from pathlib import Path
 
 from tests.security_support import AS_NOBODY, folder_for_nobody
-from tests.test_contract_readonly import _site_for_nobody, demo_machine, doc_of, env, rr, src_args
-from tests.test_contract_readonly import source  # noqa: F401  (the module fixture)
+from tests.test_contract_readonly import (
+    _site_for_nobody,
+    demo_machine,
+    doc_of,
+    env,
+    rr,
+    source,  # noqa: F401  (the module fixture)
+    src_args,
+)
 from tests.test_install import tree_hash
 
 LIB = "opt/rocm-6.4.3/lib/rocblas/library"

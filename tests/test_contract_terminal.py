@@ -16,6 +16,7 @@ import subprocess
 import sys
 import termios
 import time
+
 import pytest
 
 from tests.test_contract_readonly import LIB, LOCK, demo_machine, doc_of, env, rr, source, src_args  # noqa: F401
@@ -359,7 +360,7 @@ def test_doctor_at_80_columns_keeps_fix_commands_whole_and_continuations_indente
 
 
 def two_copies(root) -> None:
-    import minirocblas as mr   # on sys.path through tests.test_contract_readonly
+    import minirocblas as mr  # on sys.path through tests.test_contract_readonly
 
     mr.build_tree(root, rocm_version="6.4.1", arches_present=("gfx908",))
 

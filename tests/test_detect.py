@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from machines import CAPTURES, capture, machine  # noqa: F401
 from machines.build import build
+
 from rocmrevive.cli.main import cli
 
 REPO = Path(__file__).resolve().parent.parent

@@ -16,14 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from rocmrevive.rootfs import Root
+from rocmrevive.trees.device_wheels import find_device_wheels
+from rocmrevive.trees.pythonenv import find_envs
 from tests.fixtures.therock import write_kpack
 from tests.fixtures.wheels import unpack_wheel
 from tests.machines.build import build
 from tests.test_install import rr
-
-from rocmrevive.rootfs import Root
-from rocmrevive.trees.device_wheels import find_device_wheels
-from rocmrevive.trees.pythonenv import find_envs
 
 VENV = "/home/alice/venvs/rocm"
 SITE = f"{VENV}/lib/python3.12/site-packages"

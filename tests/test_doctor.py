@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from machines import capture, fresh_machine, machine  # noqa: F401
+
 from rocmrevive.cli.main import cli
 
 
@@ -121,8 +121,8 @@ LIB643 = "/opt/rocm-6.4.3/lib/rocblas/library"
 def installed(tmp_path):
     """The dual-MI50 machine after a real `install` of gfx906 files from a .deb into its mini
     rocBLAS 4.4.1 tree (tests/test_install.py's demo)."""
-    from tests.test_install import mr, rr, write_manifest
     from tests.machines.build import build
+    from tests.test_install import mr, rr, write_manifest
 
     root = build("dual-mi50", tmp_path / "m")
     mr.build_tree(root, rocm_version="6.4.3", arches_present=("gfx908",), replace=True)

@@ -10,8 +10,8 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from machines import fresh_machine, machine  # noqa: F401
+
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.hardware.gpus import device_target, scan
 from rocmrevive.hardware.models import name_gpu

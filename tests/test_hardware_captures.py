@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 
-
 from machines import CAPTURES, capture, machine  # noqa: F401
 from machines.catalog import GFX908_PROPERTIES, MACHINES
+
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.hardware.gpus import scan
 from rocmrevive.hardware.models import PROCESSOR_BY_PCI_ID

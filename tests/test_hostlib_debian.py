@@ -13,11 +13,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test_hostlib import agree, ldd_r, parse_loader_trace
 
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.hostlib.abi import check_library
 from rocmrevive.rootfs import Root
-from test_hostlib import agree, ldd_r, parse_loader_trace
 from tests.fixtures import fixcache
 
 pytestmark = pytest.mark.debian

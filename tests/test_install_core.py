@@ -9,8 +9,7 @@ import pytest
 
 from rocmrevive.cli.options import STATE_DIR
 from rocmrevive.errors import RevError
-from rocmrevive.install.core import (Decline, Hooks, StagedFiles, Status, Verdict, install_component,
-                                     staging_area)
+from rocmrevive.install.core import Decline, Hooks, StagedFiles, Status, Verdict, install_component, staging_area
 from rocmrevive.rootfs import Root
 from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.state import DEFAULT_STATE_DIR

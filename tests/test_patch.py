@@ -20,14 +20,21 @@ from pathlib import Path
 
 import pytest
 
+from rocmrevive.errors import RevError
+from rocmrevive.install.patches import (
+    PatchMismatch,
+    apply_hunks,
+    apply_patch,
+    find_dist,
+    load_patches,
+    parse_diff,
+    patch_named,
+    patch_status,
+)
+from rocmrevive.rootfs import Root
 from tests.cli_support import rr_parsed as rr
 from tests.conftest import CACHE, REPO
 from tests.fixtures import fixcache
-
-from rocmrevive.errors import RevError
-from rocmrevive.install.patches import (PatchMismatch, apply_hunks, apply_patch, find_dist, load_patches, parse_diff,
-                                patch_named, patch_status)
-from rocmrevive.rootfs import Root
 
 PID = "vllm-rccl-ld-library-path"
 SITE = "/home/alice/venvs/vllm/lib/python3.11/site-packages"

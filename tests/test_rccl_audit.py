@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from rocmrevive.rccl.audit import audit
+from rocmrevive.rootfs import Root
 from tests.cli_support import rr_parsed as rr
 from tests.conftest import TRIPLET
 from tests.machines.build import build, link_or_copy
-
-from rocmrevive.rccl.audit import audit
-from rocmrevive.rootfs import Root
 
 pytestmark = pytest.mark.debian
 

@@ -22,15 +22,14 @@ from pathlib import Path
 
 import pytest
 
+from rocmrevive.errors import RevError
+from rocmrevive.rccl.install import install_rccl
+from rocmrevive.rootfs import Root
 from tests.cli_support import rr_parsed as rr
 from tests.conftest import CACHE, REPO, TRIPLET
 from tests.fixtures import fixcache
 from tests.machines import machine  # noqa: F401  (pytest fixture)
 from tests.machines.build import build
-
-from rocmrevive.errors import RevError
-from rocmrevive.rccl.install import install_rccl
-from rocmrevive.rootfs import Root
 
 pytestmark = pytest.mark.debian
 

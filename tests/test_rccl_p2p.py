@@ -9,15 +9,14 @@ import struct
 import subprocess
 from pathlib import Path
 
-from tests.cli_support import rr_parsed as rr
-from tests.machines import fresh_machine, machine  # noqa: F401  (pytest fixtures)
-from tests.machines.build import build_machine
-from tests.machines.catalog import MACHINES
-
 from rocmrevive.hardware import scan
 from rocmrevive.rccl.envfile import parse_env_text
 from rocmrevive.rccl.p2p import read_acs, readiness
 from rocmrevive.rootfs import Root
+from tests.cli_support import rr_parsed as rr
+from tests.machines import fresh_machine, machine  # noqa: F401  (pytest fixtures)
+from tests.machines.build import build_machine
+from tests.machines.catalog import MACHINES
 
 
 def sourced(text: str, tmp_path: Path, keys=("HSA_FORCE_FINE_GRAIN_PCIE", "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL",

@@ -10,12 +10,12 @@ import subprocess
 
 import pytest
 from click.testing import CliRunner
+from test_txn_support import LIB, TREE, Machine, cli, read_journal
 
 from rocmrevive.cli.main import cli as rocmrevive
+from rocmrevive.txn.apply import apply_plan
 from rocmrevive.txn.fsutil import sha256_file
 from rocmrevive.txn.plan import FileChange, Plan
-from rocmrevive.txn.apply import apply_plan
-from test_txn_support import LIB, TREE, Machine, cli, read_journal
 
 
 def run(m: Machine, *args: str, as_json: bool = True):

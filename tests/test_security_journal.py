@@ -11,8 +11,8 @@ import subprocess
 
 import pytest
 
-from rocmrevive.txn.journal import TxRecord
 from rocmrevive.txn.apply import apply_plan
+from rocmrevive.txn.journal import TxRecord
 from tests.security_support import SHARED, Arena, attacker, one_line_error, run_cli
 from tests.test_txn_support import LIB, TREE, Machine
 

@@ -17,11 +17,10 @@ import stat
 import struct
 from pathlib import Path
 
-import pytest
-
 import msgpack
-
+import pytest
 from machines.build import build
+
 from rocmrevive.config import load
 from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root

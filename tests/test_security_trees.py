@@ -272,7 +272,8 @@ def test_rollback_refuses_a_tree_that_became_a_users(place):
 
 
 def test_patch_apply_on_a_users_venv_is_refused_as_root(place):
-    from tests.test_patch import PID, SITE as VLLM_SITE, venv_with
+    from tests.test_patch import PID, venv_with
+    from tests.test_patch import SITE as VLLM_SITE
 
     att = attacker()
     root = build("dual-mi50", place / "m")

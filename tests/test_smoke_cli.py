@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from rocmrevive.errors import exit_code
+from rocmrevive.rootfs import Root
 from rocmrevive.smoke import verdict
 from rocmrevive.smoke.record import RECORD_PATH, read_last, write_last
-from rocmrevive.rootfs import Root
 
 REPO = Path(__file__).resolve().parent.parent
 

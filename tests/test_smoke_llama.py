@@ -11,12 +11,11 @@ import stat
 import sys
 from pathlib import Path
 
+import gguf  # noqa: E402  (a dependency of `rocmrevive smoke`: pip install gguf)
 import pytest
 
 from rocmrevive.smoke import llama
 from rocmrevive.smoke.gguf_model import TinyLlama, write_tiny_llama
-
-import gguf  # noqa: E402  (a dependency of `rocmrevive smoke`: pip install gguf)
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,19 @@ import pytest
 
 from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root
-from rocmrevive.sources.apt import (dearmor, debian_mirrors, decompress_index, find_package, host_keyrings,
-                                    iter_stanzas, package_versions, parse_release, pick_index, read_apt_sources,
-                                    verify_inrelease)
+from rocmrevive.sources.apt import (
+    dearmor,
+    debian_mirrors,
+    decompress_index,
+    find_package,
+    host_keyrings,
+    iter_stanzas,
+    package_versions,
+    parse_release,
+    pick_index,
+    read_apt_sources,
+    verify_inrelease,
+)
 from tests.fixtures.aptrepo import clearsign, signing_keys
 
 CACHE = Path(os.environ.get("ROCMREVIVE_TEST_CACHE", "/var/tmp/rocmrevive-test-cache"))

@@ -14,8 +14,15 @@ import pytest
 from rocmrevive.errors import RevError
 from rocmrevive.sources.manifest_load import load_manifests
 from rocmrevive.sources.unpack import Limits, archive_kind, extract_selected
-from tests.fixtures.aptrepo import (PREFIX_DEBIAN, ar_archive, build_deb, gfx906_names, incompressible, raw_deb,
-                                    rocblas_library_files)
+from tests.fixtures.aptrepo import (
+    PREFIX_DEBIAN,
+    ar_archive,
+    build_deb,
+    gfx906_names,
+    incompressible,
+    raw_deb,
+    rocblas_library_files,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 PREFIX = "./" + PREFIX_DEBIAN

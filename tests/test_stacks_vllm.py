@@ -21,15 +21,14 @@ from pathlib import Path
 
 import pytest
 
+from rocmrevive.install.patches import find_dist
+from rocmrevive.rccl.envfile import parse_env_text
+from rocmrevive.rootfs import Root
 from tests.cli_support import rr_parsed as rr
 from tests.conftest import TRIPLET
 from tests.fixtures.wheels import cached_wheel, unpack_wheel
 from tests.machines.build import build
 from tests.test_patch import gnu_patched
-
-from rocmrevive.install.patches import find_dist
-from rocmrevive.rccl.envfile import parse_env_text
-from rocmrevive.rootfs import Root
 
 PID = "vllm-rocm-gfx906-not-cdna"
 SITE = "/home/alice/venvs/vllm/lib/python3.12/site-packages"

@@ -15,9 +15,16 @@ import pytest
 
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.tensile import xref as X
-from rocmrevive.tensile.dat import (DAT_MAGIC, LazyIndex, TensileFormatError, arch_of_lazy_index,
-                                    code_object_name, is_tensile_dat, lazy_index_name,
-                                    read_solutions)
+from rocmrevive.tensile.dat import (
+    DAT_MAGIC,
+    LazyIndex,
+    TensileFormatError,
+    arch_of_lazy_index,
+    code_object_name,
+    is_tensile_dat,
+    lazy_index_name,
+    read_solutions,
+)
 
 GFX906 = TargetId.parse("gfx906:sramecc+:xnack-")  # an MI50 as ROCm reports it
 HS_PLACEHOLDER = "TensileLibrary_Type_HH_HPA_Contraction_l_Ailk_Bjlk_Cijk_Dijk_gfx906"

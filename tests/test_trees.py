@@ -11,8 +11,8 @@ import subprocess
 import time
 
 import pytest
-
 from machines import fresh_machine, machine  # noqa: F401
+
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.hardware.gpus import device_target
 from rocmrevive.rootfs import Root

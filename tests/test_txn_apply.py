@@ -12,17 +12,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_txn_support import LIB, OWNER, TREE, Machine, child_cmd, child_env, read_journal, run_child
 
 from rocmrevive.errors import RevError
+from rocmrevive.txn.apply import apply_plan
 from rocmrevive.txn.fsutil import sha256_file
+from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.journal import read_records
 from rocmrevive.txn.plan import FileChange, Plan, plan_from_staged
-from rocmrevive.txn.apply import apply_plan
-from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.state import find_pending, require_no_pending
 from rocmrevive.txn.undo import recover_pending, rollback
 from tests.security_support import AS_NOBODY, folder_for_nobody
-from test_txn_support import LIB, OWNER, TREE, Machine, child_cmd, child_env, read_journal, run_child
 
 RLIB = LIB  # the resolved library path (plans go through /opt/rocm)
 

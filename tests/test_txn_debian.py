@@ -12,10 +12,10 @@ import time
 import pytest
 
 from rocmrevive.rootfs import Root
-from rocmrevive.txn.fsutil import sha256_file, tree_listing
-from rocmrevive.txn.plan import plan_from_staged
 from rocmrevive.txn.apply import apply_plan
+from rocmrevive.txn.fsutil import sha256_file, tree_listing
 from rocmrevive.txn.history import list_transactions
+from rocmrevive.txn.plan import plan_from_staged
 from rocmrevive.txn.undo import rollback
 
 pytestmark = pytest.mark.debian

@@ -16,13 +16,13 @@ import time
 from collections import Counter
 
 import pytest
+from test_txn_support import Machine, child_cmd, child_env, cli, run_child
 
 from rocmrevive.errors import RevError
 from rocmrevive.txn.apply import apply_plan
 from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.state import find_pending, require_no_pending
 from rocmrevive.txn.undo import recover_pending, rollback
-from test_txn_support import Machine, child_cmd, child_env, cli, run_child
 
 RANDOM_APPLY_RUNS = 200
 RANDOM_ROLLBACK_RUNS = 40

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from rocmrevive.cli.main import cli
 from rocmrevive.codeobj.targetid import TargetId
-from tests.test_tensile import (HS_PLACEHOLDER, SS_FALLBACK, debian_copy, kernels_of, link_file, rewrite)
+from tests.test_tensile import HS_PLACEHOLDER, SS_FALLBACK, debian_copy, kernels_of, link_file, rewrite
 
 GFX906 = "gfx906:sramecc+:xnack-"
 
@@ -256,8 +256,8 @@ def test_cov6_code_objects_load_on_rocm_643(tmp_path, rocblas441):
 @pytest.mark.debian
 def test_patched_tree_then_tampered(tmp_path, rocblas441):
     from rocmrevive.rootfs import Root
-    from rocmrevive.txn.plan import FileChange, Plan
     from rocmrevive.txn.apply import apply_plan
+    from rocmrevive.txn.plan import FileChange, Plan
 
     # AMD's 6.4.3 tree as shipped: no gfx906 Tensile files
     amd_tree(tmp_path, "6.4.3", rocblas441, without="gfx906")

@@ -22,10 +22,11 @@ import msgpack
 import pytest
 
 from rocmrevive.codeobj.targetid import TargetId
-from rocmrevive.trees import layout as locate
 from rocmrevive.diagnose.verify import CheckStatus, Verdict, verify_copy
+from rocmrevive.trees import layout as locate
 from tests.machines.build import build_amd_layout_from_debian
-from tests.test_tensile import HS_PLACEHOLDER as HS, SS_FALLBACK, link_file, rewrite
+from tests.test_tensile import HS_PLACEHOLDER as HS
+from tests.test_tensile import SS_FALLBACK, link_file, rewrite
 
 pytestmark = pytest.mark.debian
 

@@ -48,8 +48,8 @@ def audit(ui, trees, targets, show_all, manifests_dir, cache, pythons, no_progra
     --json). Exit 0 when it could read the tree (missing cells are findings, not errors; see
     `missing` in --json); 3 when it found no library and no program.
     """
-    from rocmrevive.hardware.devices import resolve_devices
     from rocmrevive.diagnose.audit import audit_files, audit_inputs
+    from rocmrevive.hardware.devices import resolve_devices
 
     def work() -> Outcome:
         devices, device_note = resolve_devices(ui.root, targets)

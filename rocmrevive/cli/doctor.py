@@ -141,10 +141,10 @@ def with_rocmrevive_findings(ui: UI, s, findings: list) -> list:
     missing installed files (``status``'s verdict), a copy ``verify`` fails (``verify``'s), each an
     error with its fix; a copy no manifest has a source for gets the recipe as its fix."""
     from rocmrevive.diagnose.health import state_findings, verify_findings, with_source_fixes
-    from rocmrevive.errors import RevError
-    from rocmrevive.hardware.findings import Finding
     from rocmrevive.diagnose.status import machine_status
     from rocmrevive.diagnose.verify import verify_machine
+    from rocmrevive.errors import RevError
+    from rocmrevive.hardware.findings import Finding
     from rocmrevive.txn.state import DEFAULT_STATE_DIR
 
     sd = ui.state_dir or DEFAULT_STATE_DIR

@@ -10,6 +10,7 @@ from rocmrevive.cli.options import hook_state_dir_option
 from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import Outcome, mirror_option
 
+
 @policy(writes=False, on_pending=OnPending.IGNORE, config_options=False)
 @click.group()
 def hook():

@@ -101,8 +101,15 @@ class _Bars:
         if desc not in self._tasks:
             # one stage at a time, each with the columns of its unit: the last one is closed first
             self.close()
-            from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeRemainingColumn, TransferSpeedColumn)
+            from rich.progress import (
+                BarColumn,
+                DownloadColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+                TransferSpeedColumn,
+            )
 
             cols = [TextColumn("{task.description}"), BarColumn()]
             cols += ([DownloadColumn(), TransferSpeedColumn()] if unit == "bytes"
@@ -181,8 +188,15 @@ class UI:
         if not self.show_progress:
             yield lambda n=1: None
             return
-        from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress,
-                                   TextColumn, TimeRemainingColumn, TransferSpeedColumn)
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
 
         cols = [TextColumn("{task.description}"), BarColumn()]
         cols += ([DownloadColumn(), TransferSpeedColumn()] if unit == "bytes" else [MofNCompleteColumn()])

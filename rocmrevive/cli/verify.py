@@ -6,7 +6,6 @@ when every check passes (skips do not fail); 6 otherwise.
 """
 from __future__ import annotations
 
-
 import click
 
 from rocmrevive.cli.policy import OnPending, policy

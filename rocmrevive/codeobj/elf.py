@@ -14,8 +14,9 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from rocmrevive.codeobj.targetid import ANY, OFF, ON, TargetId
 import msgpack
+
+from rocmrevive.codeobj.targetid import ANY, OFF, ON, TargetId
 
 ELF_MAGIC = b"\x7fELF"
 EM_AMDGPU = 224

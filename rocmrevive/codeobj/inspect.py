@@ -17,16 +17,23 @@ import errno
 import mmap
 import os
 import stat
+import struct
 from dataclasses import dataclass, field
-
 from typing import Iterator
 
-from rocmrevive.codeobj import bundle as B
-from rocmrevive.codeobj.elf import (ELF_MAGIC, header_problem, parse_header, machine_words,
-                                    read_amdgpu_elf, section_table, truncation_problem)
-from rocmrevive.codeobj.targetid import Coverage, TargetId
 import msgpack
-import struct
+
+from rocmrevive.codeobj import bundle as B
+from rocmrevive.codeobj.elf import (
+    ELF_MAGIC,
+    header_problem,
+    machine_words,
+    parse_header,
+    read_amdgpu_elf,
+    section_table,
+    truncation_problem,
+)
+from rocmrevive.codeobj.targetid import Coverage, TargetId
 
 TENSILE_DAT_MAGIC = b"\x82\xa9solutions"
 CCOB_HEAD = 64 * 1024  # decompressed head of a CCOB: enough for the entry table (FORMATS §4)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import struct
 from dataclasses import dataclass, field
+
 from rocmrevive.codeobj.elf import parse_header
 from rocmrevive.codeobj.inspect import CodeObject, FileReport
 from rocmrevive.codeobj.msgstream import DAMAGED, MsgStream, TooLarge

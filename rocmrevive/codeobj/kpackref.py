@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgpack
+
 from rocmrevive.codeobj.elf import parse_header, section_table
 from rocmrevive.codeobj.inspect import CodeObject, FileReport, inspect_file
 from rocmrevive.codeobj.kpack import file_report
@@ -57,7 +59,6 @@ def kpack_marker(path: str | os.PathLike) -> tuple[dict | None, str | None]:
     """The ``.rocm_kpack_ref`` marker of a host library: (marker, None), (None, None) when it has
     none, (None, problem) when it cannot be read. Opened without following a link at its name,
     sections found through the section table, the marker size-capped and decoded within limits."""
-    import msgpack
 
 
     try:

@@ -21,16 +21,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
+from rocmrevive.codeobj.inspect import inspect_file
+from rocmrevive.codeobj.kpack import file_report
+from rocmrevive.codeobj.kpackref import host_report
 from rocmrevive.codeobj.targetid import LoadVerdict, TargetId
-from rocmrevive.diagnose.libraries import (GENERIC_BREAKS, GENERIC_WORKAROUND, ROCBLAS_TENSILE,
-                                           KnownLibrary, library_for_file)
+from rocmrevive.diagnose.libraries import (
+    GENERIC_BREAKS,
+    GENERIC_WORKAROUND,
+    ROCBLAS_TENSILE,
+    KnownLibrary,
+    library_for_file,
+)
 from rocmrevive.strenum import StrEnum
+from rocmrevive.tensile.dat import arch_of_lazy_index, lazy_index_name
 from rocmrevive.trees.installs import find_installs
 from rocmrevive.trees.layout import kpack_files, lib_dirs, library_files, rocblas_library_dirs, system_library_dirs
 from rocmrevive.trees.select import given_trees
-from rocmrevive.codeobj.inspect import inspect_file
-from rocmrevive.codeobj.kpack import file_report
-from rocmrevive.tensile.dat import arch_of_lazy_index, lazy_index_name
 
 # (library key, processor) -> what rocmrevive can do about a missing cell, or None
 RemedyFor = Callable[[str, str], "str | None"]
@@ -142,7 +148,6 @@ def audit_files(files: Iterable[Path], targets: list[TargetId], *,
     turns a real path into what the report shows (the machine path under ``--root``)."""
     t0 = time.perf_counter()
     rep = AuditReport(targets=list(targets))
-    from rocmrevive.codeobj.kpackref import host_report  # TheRock: a split library's code is in its .kpack archives
 
     for path in files:
         fr = host_report(path, inspect_file(path))

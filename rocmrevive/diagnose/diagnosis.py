@@ -12,7 +12,6 @@ from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.strenum import StrEnum
 
 
-
 class Severity(StrEnum):
     """How much one explained line matters (a ``Diagnosis``'s JSON ``severity``)."""
 

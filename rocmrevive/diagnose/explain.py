@@ -14,8 +14,19 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from rocmrevive.diagnose.diagnosis import (HIP_ERRORS, Context, Diagnosis, Rule, Said, Severity, arch_of, dir_of,
-                                           norm_arch, processor, tree_opt)
+from rocmrevive.diagnose.diagnosis import (
+    HIP_ERRORS,
+    Context,
+    Diagnosis,
+    Rule,
+    Said,
+    Severity,
+    arch_of,
+    dir_of,
+    norm_arch,
+    processor,
+    tree_opt,
+)
 from rocmrevive.diagnose.families import check_command, explain_family, features, hipblaslt_files
 from rocmrevive.diagnose.libraries import library_for_text
 

@@ -25,16 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmrevive.codeobj.elf import parse_header, section_table
-from rocmrevive.codeobj.inspect import open_regular
+from rocmrevive.codeobj.inspect import inspect_file, open_regular
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.diagnose.audit import Cell, CellStatus, _cell
 from rocmrevive.diagnose.devicescan import Walked, places, walk
 from rocmrevive.diagnose.libraries import LIBGGML_HIP, KnownLibrary, RemedyPackage, remedy_packages
 from rocmrevive.diagnose.owners import Owner, Owners
-from rocmrevive.rootfs import Root
-from rocmrevive.codeobj.inspect import inspect_file
-from rocmrevive.trees.pythonenv import find_envs
 from rocmrevive.hardware.findings import Finding, Severity
+from rocmrevive.rootfs import Root
+from rocmrevive.trees.pythonenv import find_envs
 
 BREAKS = ("its own GPU kernels have no code for this card: it stops with hipErrorInvalidDeviceFunction "
           "('invalid device function' / 'no kernel image is available'), whatever rocBLAS carries; "

@@ -12,12 +12,11 @@ from typing import Optional
 
 from rocmrevive.diagnose.orphans import find_orphans
 from rocmrevive.rootfs import Root
-from rocmrevive.txn.history import Integrity
-from rocmrevive.txn.journal import PENDING, TxState
 from rocmrevive.smoke.record import read_last
 from rocmrevive.trees.select import given_trees
 from rocmrevive.txn.divert import findings as divert_findings
-from rocmrevive.txn.history import list_transactions
+from rocmrevive.txn.history import Integrity, list_transactions
+from rocmrevive.txn.journal import PENDING, TxState
 
 # a tree's state: the worst of its transactions (interrupted first), else its live files' integrity
 INTEGRITY_ORDER = (Integrity.DRIFTED, Integrity.MISSING, Integrity.PARTIAL)

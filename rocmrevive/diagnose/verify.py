@@ -27,11 +27,14 @@ from typing import Callable, Mapping, Sequence
 
 from packaging.version import InvalidVersion, Version
 
+from rocmrevive.codeobj.inspect import inspect_file
 from rocmrevive.codeobj.kpack import file_report
+from rocmrevive.codeobj.kpackref import host_report as with_archives
 from rocmrevive.codeobj.targetid import LoadVerdict, TargetId
 from rocmrevive.errors import RevError
 from rocmrevive.hardware.devices import resolve_devices
 from rocmrevive.strenum import StrEnum
+from rocmrevive.tensile.folders import tensile_folder
 from rocmrevive.tensile.xref import TARGET_KINDS, XrefReport, cross_reference
 from rocmrevive.trees import therock
 from rocmrevive.trees.gfx906_choices import summary
@@ -42,8 +45,6 @@ from rocmrevive.trees.rocblas import ollama_supported
 from rocmrevive.trees.select import given_trees, nothing_found, rocblas_copies
 from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.journal import PENDING, TxState
-from rocmrevive.codeobj.inspect import inspect_file
-
 
 
 class CheckStatus(StrEnum):
@@ -186,8 +187,6 @@ def verify_copy(library: Path, devices: list[TargetId], *, host_library: Path | 
     ``host_report``: ``inspect_file(host_library)`` when the caller has it already."""
     if host_library is not None and host_report is None:
         host_report = inspect_file(host_library)
-    from rocmrevive.codeobj.kpackref import host_report as with_archives  # TheRock's split libraries
-    from rocmrevive.tensile.folders import tensile_folder                  # TheRock's per-arch folders
 
     if host_library is not None and host_report is not None:
         host_report = with_archives(host_library, host_report)

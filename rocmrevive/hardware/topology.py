@@ -16,8 +16,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rocmrevive.hardware.pci import (VENDOR_AMD, VENDOR_AMD_GPU, VENDOR_INTEL, Link, PciFunction,
-                                     read_function, split_device_path)
+from rocmrevive.hardware.pci import (
+    VENDOR_AMD,
+    VENDOR_AMD_GPU,
+    VENDOR_INTEL,
+    Link,
+    PciFunction,
+    read_function,
+    split_device_path,
+)
 from rocmrevive.rootfs import Root
 
 # on-card bridge pairs: pci.ids "Vega 10 PCIe Bridge" 1022:1470/1471 (also on Vega 20 boards),

@@ -37,6 +37,7 @@ from rocmrevive.trees.trust import TreeTrust, Trust, not_writable
 from rocmrevive.txn.divert import reconcile
 from rocmrevive.txn.state import DEFAULT_STATE_DIR
 
+
 def _devices(root: Root, targets) -> tuple[list[TargetId], str, list[TargetId]]:
     """(gfx906 targets, where from, the other detected GPUs): ``--target`` values, else one scan."""
     devices, devices_from, others = partition_devices(root, targets, processor=TARGET)

@@ -27,16 +27,16 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from rocmrevive.codeobj.inspect import inspect_file
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.errors import RevError
+from rocmrevive.hardware import scan
 from rocmrevive.hardware.sysfs import list_dir, read_text
+from rocmrevive.hostlib.elfdyn import DynamicError, read_dynamic
 from rocmrevive.rccl.envfile import parse_env_text, path_list
 from rocmrevive.rootfs import Root
-from rocmrevive.hardware import scan
-from rocmrevive.trees.pythonenv import find_envs
-from rocmrevive.codeobj.inspect import inspect_file
-from rocmrevive.hostlib.elfdyn import DynamicError, read_dynamic
 from rocmrevive.trees.installs import find_installs
+from rocmrevive.trees.pythonenv import find_envs
 
 LIB_RE = re.compile(r"^librccl(?:-[0-9a-f]{8})?\.so(?:\.\d+)*$")
 # AMD names the file after the ROCm release: librccl.so.1.0.60403 = ROCm 6.4.3

@@ -18,26 +18,25 @@ import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rocmrevive.codeobj.inspect import inspect_file
 from rocmrevive.errors import RevError
-from rocmrevive.install.core import Hooks, StagedFiles, Status, Verdict
+from rocmrevive.hardware.sysfs import list_dir
+from rocmrevive.hostlib.abi import check_library
+from rocmrevive.hostlib.elfdyn import soname_of
+from rocmrevive.install.core import Hooks, StagedFiles, Status, Verdict, install_component, staging_area
+from rocmrevive.install.extract import staging_parent
 from rocmrevive.rccl.audit import HIP_RE, PROVENANCE, ROCMREVIVE_PREFIX, coverage_of, machine_gpus
 from rocmrevive.rccl.sources import RcclSource, pick_source
 from rocmrevive.rootfs import Root
-from rocmrevive.trees.trust import decide, refusal
-from rocmrevive.txn.result import TxOutcome
-from rocmrevive.hardware.sysfs import list_dir
-from rocmrevive.hostlib.elfdyn import soname_of
-from rocmrevive.trees.installs import find_installs
-from rocmrevive.trees.pythonenv import find_envs
-from rocmrevive.sources.unpack import extract_selected
-from rocmrevive.txn.fsutil import sha256_file
-from rocmrevive.install.core import install_component, staging_area
-from rocmrevive.install.extract import staging_parent
 from rocmrevive.sources.cache import default_cache_dir
 from rocmrevive.sources.fetch import fetch_source
+from rocmrevive.sources.unpack import extract_selected
+from rocmrevive.trees.installs import find_installs
+from rocmrevive.trees.pythonenv import find_envs
+from rocmrevive.trees.trust import decide, refusal
+from rocmrevive.txn.fsutil import sha256_file
+from rocmrevive.txn.result import TxOutcome
 from rocmrevive.txn.state import DEFAULT_STATE_DIR
-from rocmrevive.codeobj.inspect import inspect_file
-from rocmrevive.hostlib.abi import check_library
 
 SONAME = "librccl.so.1"
 # where no side-by-side RCCL may go: AMD's trees and the distribution's folders

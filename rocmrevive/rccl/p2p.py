@@ -22,8 +22,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from rocmrevive.hardware.p2p import format_bytes
 from rocmrevive.hardware.host import P2P_CONFIG
+from rocmrevive.hardware.p2p import format_bytes
 from rocmrevive.rootfs import Root
 from rocmrevive.strenum import StrEnum
 

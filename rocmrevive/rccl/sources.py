@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rocmrevive.errors import RevError
 from packaging.version import Version
+
+from rocmrevive.errors import RevError
 from rocmrevive.sources.manifest import Source
 
 

@@ -26,12 +26,20 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from rocmrevive.smoke.record import PartStatus
-from rocmrevive.smoke.llama_output import (GEN_TOKENS as OUTPUT_TOKENS, PROMPT, SEED, GenRun, difference_message,
-                                           find_generator, first_difference, generate_argv,
-                                           generated_tokens)
 from rocmrevive.errors import RevError
 from rocmrevive.smoke.gguf_model import write_tiny_llama
+from rocmrevive.smoke.llama_output import GEN_TOKENS as OUTPUT_TOKENS
+from rocmrevive.smoke.llama_output import (
+    PROMPT,
+    SEED,
+    GenRun,
+    difference_message,
+    find_generator,
+    first_difference,
+    generate_argv,
+    generated_tokens,
+)
+from rocmrevive.smoke.record import PartStatus
 
 BENCH_NAMES = ("llama-bench",)
 CLI_NAMES = ("llama-completion", "llama-cli")

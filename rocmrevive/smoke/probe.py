@@ -284,8 +284,9 @@ def worker_peer(args) -> int:
 
 def worker_allreduce(args) -> int:
     torch = _import_torch()
-    import torch.distributed as dist  # noqa: PLC0415 — probe.py runs in the user's interpreter, where torch is imported when the probe runs
     from datetime import timedelta  # noqa: PLC0415 — probe.py runs in the user's interpreter, where torch is imported when the probe runs
+
+    import torch.distributed as dist  # noqa: PLC0415 — probe.py runs in the user's interpreter, where torch is imported when the probe runs
 
     rank, world = args.rank, args.world
     backend = "gloo" if args.cpu_test_mode else "nccl"

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from rocmrevive.smoke.record import PartStatus
 from rocmrevive.rootfs import Root
+from rocmrevive.smoke.record import PartStatus
 from rocmrevive.trees.pythonenv import find_envs
 
 PROBE = Path(__file__).with_name("probe.py")

@@ -14,18 +14,26 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
+from urllib.parse import urlsplit
 
 from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root
 from rocmrevive.sources import apt
-from rocmrevive.sources.artifact import (FetchResult, Origin, cached, key_file, remember_resolution, remembered_index_files,
-                                         repo_filename, resolution_key)
+from rocmrevive.sources.artifact import (
+    FetchResult,
+    Origin,
+    cached,
+    key_file,
+    remember_resolution,
+    remembered_index_files,
+    repo_filename,
+    resolution_key,
+)
 from rocmrevive.sources.cache import Cache
 from rocmrevive.sources.http import Downloader
 from rocmrevive.sources.local import OtherArtifact, from_local
 from rocmrevive.sources.manifest import Source
 from rocmrevive.sources.resolve import not_found, resolve
-from urllib.parse import urlsplit
 
 T = TypeVar("T")
 C = TypeVar("C")

@@ -8,6 +8,7 @@ manifest is, and how it matches files and trees, is ``manifest`` (docs/manifests
 """
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import sys
@@ -20,7 +21,6 @@ from packaging.version import InvalidVersion, Version
 from rocmrevive.errors import RevError
 from rocmrevive.sources.manifest import COMPONENT_KINDS, SCHEMA, SOURCE_KINDS, Component, Manifest, Source, spec_text
 from rocmrevive.sources.tomllines import TomlLines
-import difflib
 
 if sys.version_info >= (3, 11):
     import tomllib

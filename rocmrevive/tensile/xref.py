@@ -19,13 +19,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
-from rocmrevive.codeobj.targetid import ANY, OFF, ON, TargetId
-from rocmrevive.tensile.dat import (HELPER_PREFIX, Solution, TensileFormatError, code_object_name,
-                                    is_fallback_placeholder, lazy_index_name)
-from rocmrevive.tensile.logic import MAX_MASTER, TensileDat, predicate_processors, read_dat, select_rows, walk_tree
-from rocmrevive.codeobj.elf import ELF_MAGIC, read_amdgpu_elf, read_amdgpu_elf_file
 from rocmrevive.codeobj.bundle import MAX_CODE_OBJECT
+from rocmrevive.codeobj.elf import ELF_MAGIC, read_amdgpu_elf, read_amdgpu_elf_file
 from rocmrevive.codeobj.inspect import iter_elf_payloads, open_regular
+from rocmrevive.codeobj.targetid import ANY, OFF, ON, TargetId
+from rocmrevive.tensile.dat import (
+    HELPER_PREFIX,
+    Solution,
+    TensileFormatError,
+    code_object_name,
+    is_fallback_placeholder,
+    lazy_index_name,
+)
+from rocmrevive.tensile.logic import MAX_MASTER, TensileDat, predicate_processors, read_dat, select_rows, walk_tree
 
 # Finding kinds. Each says what is wrong in rocBLAS's own terms; ``detail`` says it in words.
 LAZY_INDEX_MISSING = "lazy-index-missing"

@@ -22,7 +22,10 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from rocmrevive.codeobj.sniff import sniff
 from rocmrevive.errors import RevError
+from rocmrevive.fs import open_regular, read_fd
+from rocmrevive.hardware.sysfs import list_dir
 from rocmrevive.rootfs import Root
 
 # distribution names (normalised: lower case, '-' and '.' as '_') whose files are TheRock device code
@@ -65,7 +68,6 @@ def _norm(name: str) -> str:
 
 
 def _device_kind(fd: int, size: int) -> str | None:
-    from rocmrevive.codeobj.sniff import sniff
 
     head = os.pread(fd, 64, 0)
     if head[:4] == b"KPAK":
@@ -75,7 +77,6 @@ def _device_kind(fd: int, size: int) -> str | None:
 
 def _read_small(site_fd: int, rel: str, shown: str) -> bytes:
     """A METADATA or RECORD below the site folder: no link followed, no FIFO, size-capped."""
-    from rocmrevive.fs import open_regular, read_fd
 
     fd = open_regular(rel, max_size=MAX_RECORD, dir_fd=site_fd, what=shown)
     try:
@@ -85,7 +86,6 @@ def _read_small(site_fd: int, rel: str, shown: str) -> bytes:
 
 
 def _read_wheel(site_fd: int, site: str, dist_info: str) -> DeviceWheel | None:
-    from rocmrevive.fs import open_regular
 
     stem = dist_info[: -len(".dist-info")]
     dname, _, version = stem.rpartition("-")
@@ -139,7 +139,6 @@ def _read_wheel(site_fd: int, site: str, dist_info: str) -> DeviceWheel | None:
 def find_device_wheels(root: Root, envs) -> list[DeviceWheel]:
     """The TheRock device wheels installed in ``envs`` (``trees.pythonenv.PythonEnv``), each
     read by content."""
-    from rocmrevive.hardware.sysfs import list_dir
 
     out: list[DeviceWheel] = []
     seen: set[str] = set()

@@ -19,12 +19,16 @@ doctor, verify, install and explain print for these trees against that table.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import shlex
 import sys
 from dataclasses import dataclass, field
 from importlib import resources
+
+from rocmrevive.errors import RevError
+from rocmrevive.fs import open_regular, read_fd
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -85,10 +89,7 @@ def build_identity(root, prefix: str) -> dict:
     """The build a TheRock tree says it is (``<prefix>/share/therock/therock_manifest.json``:
     the TheRock commit, the CI run, the package version), read as hostile input: no link
     followed, no FIFO, at most 1 MiB. ``{}`` when absent; ``{"problem": ...}`` when refused."""
-    import json
 
-    from rocmrevive.errors import RevError
-    from rocmrevive.fs import open_regular, read_fd
 
     path = f"{prefix.rstrip('/')}/{MANIFEST}"
     try:

@@ -33,15 +33,17 @@ import shlex
 from dataclasses import dataclass, field
 
 from rocmrevive.errors import RevError
+from rocmrevive.hardware.devices import resolve_devices
 from rocmrevive.rootfs import Root
 from rocmrevive.sources.manifest import TARGET, choose_manifest
+from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
+from rocmrevive.trees import gfx906_choices as G
 from rocmrevive.trees.buildscript import BuildSteps, clone_and_build
+from rocmrevive.trees.gfx906_choices import therock_release
 from rocmrevive.trees.installs import find_installs
 from rocmrevive.trees.pythonenv import find_envs
 from rocmrevive.trees.rocblas import ROCBLAS_OF_ROCM, RocblasCopy, find_copies
 from rocmrevive.trees.select import given_trees, rocblas_copies
-from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
-from rocmrevive.hardware.devices import resolve_devices
 
 ROCBLAS_REPO = "https://github.com/ROCm/rocBLAS.git"
 MONOREPO = "https://github.com/ROCm/rocm-libraries.git"   # rocBLAS also lives in projects/rocblas there
@@ -139,7 +141,6 @@ def _rocm_path_of(copy) -> str | None:
 def _therock_recipe(root: Root, copy, procs: list[str]) -> Recipe:
     """A TheRock tree carries device code per target in .kpack archives; for gfx906 there is no
     AMD package of the tree's release: the recipe lists the real choices (``gfx906_choices``)."""
-    from rocmrevive.trees import gfx906_choices as G
 
     m = re.match(r"^(.*)/lib(?:64)?/rocblas/library$", copy.path)
     build = G.build_identity(root, m.group(1)) if m else {}
@@ -231,7 +232,6 @@ def build_recipe(root: Root, *, tree: str | None = None, targets=(), rocm_versio
                    {d.processor for d in devices}, key=lambda p: (p != "gfx906", p))
     if not procs:
         raise RevError("NOTHING_SUPPORTED", f"no GPU target to build for under {root.base}; pass --target")
-    from rocmrevive.trees.gfx906_choices import therock_release
 
     if copy.kpack or copy.arch_folders or therock_release(copy.rocm_version):
         have = set(copy.targets) | set(copy.kpack_arches)

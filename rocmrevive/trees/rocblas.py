@@ -33,13 +33,13 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from rocmrevive.codeobj.kpack import read_kpack
 from rocmrevive.codeobj.targetid import TargetId
-from rocmrevive.hardware.sysfs import read_text
+from rocmrevive.hardware.sysfs import list_dir, read_text
+from rocmrevive.hostlib.elfdyn import soname_of
 from rocmrevive.rootfs import Root
 from rocmrevive.trees.installs import RocmInstall
 from rocmrevive.trees.pythonenv import PythonEnv
-from rocmrevive.hostlib.elfdyn import soname_of
-from rocmrevive.codeobj.kpack import read_kpack
 
 _LAZY = re.compile(r"^TensileLibrary_lazy_(gfx[0-9a-z]+)(?:-xnack[+-])?\.dat$")
 # A library built without lazy loading (Debian's rocBLAS 2.47): one master library,
@@ -401,7 +401,6 @@ def _python_copies(root: Root, env: PythonEnv) -> list[RocblasCopy]:
 def _rocm_sdk_version(root: Root, site: str) -> tuple[str | None, str | None]:
     """The version of TheRock's ``rocm-sdk-libraries`` wheel in ``site`` (``7.15.0a20260630`` for a
     nightly), from its ``.dist-info`` folder's name: nothing of the user's venv is opened."""
-    from rocmrevive.hardware.sysfs import list_dir
 
     for name in list_dir(root.path(site)):
         m = re.match(r"^rocm_sdk_libraries-([0-9][0-9A-Za-z.+]*)\.dist-info$", name)

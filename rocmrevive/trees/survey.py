@@ -15,9 +15,9 @@ from rocmrevive.hardware.access import AccessReport, check_access
 from rocmrevive.hardware.findings import Finding, FixKind, Severity, hardware_findings
 from rocmrevive.hardware.gpus import HardwareReport, scan
 from rocmrevive.rootfs import Root
+from rocmrevive.trees.device_wheels import DeviceWheel, find_device_wheels
 from rocmrevive.trees.findings import tree_findings
 from rocmrevive.trees.installs import RocmInstall, RocmLink, find_installs
-from rocmrevive.trees.device_wheels import DeviceWheel, find_device_wheels
 from rocmrevive.trees.pythonenv import PythonEnv, find_envs
 from rocmrevive.trees.rocblas import RocblasCopy, find_copies, mark_coverage
 from rocmrevive.trees.therock import TheRockTree, find_trees

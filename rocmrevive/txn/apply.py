@@ -26,8 +26,11 @@ import contextlib
 import errno
 import os
 import platform
+import signal
+import threading
 from pathlib import Path
 
+from rocmrevive import __version__
 from rocmrevive.errors import RevError
 from rocmrevive.invocation import command_line
 from rocmrevive.txn import divert
@@ -42,9 +45,6 @@ from rocmrevive.txn.result import Progress, TxOutcome, TxResult, as_rev_error, e
 from rocmrevive.txn.state import DEFAULT_STATE_DIR, StateDir, now, refuse_pending
 from rocmrevive.txn.testseam import checkpoint
 from rocmrevive.txn.undo import Undo
-import signal
-import threading
-from rocmrevive import __version__
 
 _TEMP_ROUNDS = 5  # draws of fresh temporary names before giving up (a name is taken only on purpose)
 

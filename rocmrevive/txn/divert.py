@@ -36,9 +36,9 @@ import subprocess
 from dataclasses import dataclass
 
 from rocmrevive.errors import RevError
+from rocmrevive.txn.fsutil import sha256_file
 from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.journal import TxState
-from rocmrevive.txn.fsutil import sha256_file
 
 DIVERT_SUFFIX = ".rocmrevive-orig"
 PACKAGE = "rocmrevive"

@@ -19,8 +19,6 @@ from rocmrevive.fs import copy_fd, fsync_dir  # noqa: F401  (fsync_dir: re-expor
 from rocmrevive.hashing import sha256_file as _sha256_file
 
 
-
-
 class HashMismatch(Exception):
     """The bytes copied do not have the sha256 the caller expected."""
 

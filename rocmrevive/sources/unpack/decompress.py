@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bz2
 import errno
+import fcntl
 import gzip
 import io
 import lzma
@@ -30,7 +31,6 @@ from rocmrevive.hashing import CHUNK
 from rocmrevive.sources.unpack.limits import ArchiveError
 from rocmrevive.sources.unpack.stream import Stream
 from rocmrevive.sources.unpack.xzblocks import XzBlockStream, read_index
-import fcntl
 
 
 def compression_of(head: bytes) -> str | None:

@@ -23,8 +23,8 @@ from typing import Iterator
 
 from rocmrevive.fs import copy_fd
 from rocmrevive.hashing import CHUNK
-from rocmrevive.sources.unpack.stream import Stream
 from rocmrevive.sources.unpack.limits import ArchiveError, Limits, human
+from rocmrevive.sources.unpack.stream import Stream
 
 BLOCK = 512
 _ZERO = bytes(BLOCK)

@@ -34,8 +34,8 @@ from bisect import bisect_right
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from rocmrevive.sources.unpack.stream import Stream
 from rocmrevive.sources.unpack.limits import ArchiveError
+from rocmrevive.sources.unpack.stream import Stream
 
 HEADER_MAGIC, FOOTER_MAGIC = b"\xfd7zXZ\x00", b"YZ"
 MAX_BLOCK = 64 << 20  # a block's decoded size, held in memory at once (dpkg writes 24 MiB ones)
