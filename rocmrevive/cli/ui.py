@@ -86,6 +86,27 @@ class _Console:
         return WholeCellConsole(**kw)
 
 
+def new_progress(console, unit: str, *, name_unit: bool = False):
+    """A transient rich progress bar on ``console``: bytes with their speed, or counts (``name_unit``:
+    followed by the unit's name). rich.progress is imported here, when a bar is first drawn."""
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    cols = [TextColumn("{task.description}"), BarColumn()]
+    if unit == "bytes":
+        cols += [DownloadColumn(), TransferSpeedColumn()]
+    else:
+        cols += [MofNCompleteColumn(), *([TextColumn(unit)] if name_unit else [])]
+    return Progress(*cols, TimeRemainingColumn(), console=console, transient=True)
+
+
 class _Bars:
     """Progress bars fed with real counts (bytes, members, checks): ``update(desc, done, total)``
     starts or advances the bar for ``desc``; ``close()`` removes it (before any prompt)."""
@@ -101,21 +122,7 @@ class _Bars:
         if desc not in self._tasks:
             # one stage at a time, each with the columns of its unit: the last one is closed first
             self.close()
-            from rich.progress import (
-                BarColumn,
-                DownloadColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeRemainingColumn,
-                TransferSpeedColumn,
-            )
-
-            cols = [TextColumn("{task.description}"), BarColumn()]
-            cols += ([DownloadColumn(), TransferSpeedColumn()] if unit == "bytes"
-                     else [MofNCompleteColumn(), TextColumn(unit)])
-            cols.append(TimeRemainingColumn())
-            self._prog = Progress(*cols, console=self.ui.err, transient=True)
+            self._prog = new_progress(self.ui.err, unit, name_unit=True)
             self._prog.start()
             self._tasks[desc] = (self._prog.add_task(desc, total=total), unit)
         task, _ = self._tasks[desc]
@@ -188,20 +195,7 @@ class UI:
         if not self.show_progress:
             yield lambda n=1: None
             return
-        from rich.progress import (
-            BarColumn,
-            DownloadColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-            TransferSpeedColumn,
-        )
-
-        cols = [TextColumn("{task.description}"), BarColumn()]
-        cols += ([DownloadColumn(), TransferSpeedColumn()] if unit == "bytes" else [MofNCompleteColumn()])
-        cols.append(TimeRemainingColumn())
-        with Progress(*cols, console=self.err, transient=True) as prog:
+        with new_progress(self.err, unit) as prog:
             task = prog.add_task(description, total=total)
             yield lambda n=1: prog.advance(task, n)
 

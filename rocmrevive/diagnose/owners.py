@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from dataclasses import dataclass
 
+from rocmrevive.errors import RevError
+from rocmrevive.fs import open_regular, read_fd
 from rocmrevive.rootfs import Root
 
 RECORD_MAX = 32 << 20   # torch's RECORD is ~2 MB
@@ -41,16 +42,12 @@ def read_capped(path, cap: int) -> bytes | None:
     """A regular file's bytes (no link followed, no FIFO), or None when it is not one, cannot be
     read or is larger than ``cap``."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    except OSError:
+        fd = open_regular(path, max_size=cap)
+    except (OSError, RevError):
         return None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > cap:
-            return None
-        with os.fdopen(os.dup(fd), "rb") as f:
-            return f.read(cap + 1)[:cap]
-    except OSError:
+        return read_fd(fd, max_size=cap)
+    except (OSError, RevError):   # grew past the cap while read
         return None
     finally:
         os.close(fd)

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from pathlib import Path
 from typing import Iterable
 
 from rocmrevive.codeobj.sniff import sniff
+from rocmrevive.errors import RevError
+from rocmrevive.fs import open_regular
 from rocmrevive.rootfs import Root
 from rocmrevive.trees.installs import find_installs
 
@@ -162,12 +163,11 @@ def library_files(dirs: Iterable[Path], *, by_content: bool = True) -> list[Path
 def _has_device_code(path: str) -> bool:
     """The header test of a file by another name (no link followed, never a FIFO)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    except OSError:
+        fd = open_regular(path)
+    except (OSError, RevError):   # a link, a FIFO, a device: not a program file
         return False
     try:
-        st = os.fstat(fd)
-        return stat.S_ISREG(st.st_mode) and sniff(fd, st.st_size) is not None
+        return sniff(fd, os.fstat(fd).st_size) is not None
     except OSError:
         return False
     finally:
