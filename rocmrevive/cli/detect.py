@@ -36,18 +36,13 @@ def shared_options(fn):
     return fn
 
 
-def check_trees(root, trees) -> None:
-    """Every ``--tree`` must be a folder on the machine: a typo is exit 2, not an empty copy
-    (``trees.select``, the one resolver, says so)."""
-    from rocmrevive.trees.select import given_trees
-
-    given_trees(root, trees or ())
-
-
 def run_survey(ui: UI, pythons, trees, rocminfo_file, deep, no_search):
+    from rocmrevive.trees.select import given_trees
     from rocmrevive.trees.survey import survey
 
-    check_trees(ui.root, trees)
+    # each --tree resolved once (trees.select, the one resolver: a typo is exit 2, TheRock's
+    # /opt/rocm is its core-X.Y prefix); the survey works on what it resolved to
+    trees = [t.path for t in given_trees(ui.root, trees or ())]
 
     text = Path(rocminfo_file).read_text(errors="replace") if rocminfo_file else None
     if deep:

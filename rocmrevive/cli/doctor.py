@@ -175,7 +175,7 @@ def _source_check(copies):
     """``has_source(copy path)``: whether a shipped manifest pins a gfx906 source built for that
     copy's rocBLAS (what ``install`` would take without ``--from``)."""
     from rocmrevive.errors import RevError
-    from rocmrevive.sources.manifest import choose_manifest
+    from rocmrevive.sources.manifest import TARGET, choose_manifest
     from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
 
     try:
@@ -188,7 +188,7 @@ def _source_check(copies):
         if not manifests:
             return True  # cannot tell: keep install's own answer
         version = versions.get(path)
-        m = choose_manifest(manifests, version, "gfx906")
+        m = choose_manifest(manifests, version, TARGET)
         return m is not None and bool(m.sources_for(version))
 
     return has_source

@@ -30,11 +30,10 @@ from rocmrevive.install.extract import cached_component_file, component_file, fe
 from rocmrevive.install.report import LibraryOutcome, refused
 from rocmrevive.install.run import InstallRun
 from rocmrevive.rootfs import Root
+from rocmrevive.sources.manifest import TARGET
 from rocmrevive.trees.installs import read_version
 from rocmrevive.trees.layout import tree_library
 from rocmrevive.txn import divert
-
-TARGET = "gfx906"
 
 
 def library_components(manifests, rocm_version: str | None):

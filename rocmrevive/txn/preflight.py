@@ -42,14 +42,16 @@ class Step:
     def staged_file(self) -> Path:
         """The staged bytes of a create or replace (a delete has none)."""
         if self.staged is None:
-            raise RevError("VERIFY_FAILED", f"{self.path}: the plan has no staged file for its {self.op}")
+            raise RevError("INTERNAL", f"{self.path}: the plan has no staged file for its {self.op} "
+                                       f"(preflight checks every create and replace first)")
         return self.staged
 
     @property
     def temp_file(self) -> Path:
         """The temporary the apply drew for a create or replace (before any rename)."""
         if self.temp is None:
-            raise RevError("INTERRUPTED", f"{self.path}: no temporary was drawn for its {self.op}")
+            raise RevError("INTERNAL", f"{self.path}: no temporary was drawn for its {self.op} "
+                                       f"(the apply draws one for every create and replace before any rename)")
         return self.temp
 
     def action(self) -> dict:

@@ -213,17 +213,22 @@ class Undo:
                                      f"{self.st.mp(self.st.backup_dir / cur['sha256'])}")
             if i["op"] == Op.RESTORE:
                 tmp = temps[i["path"]]
+                synced: list[list[int]] = []
                 try:
                     fill_temp(self.st.open_backup(b["sha256"]), self.folders.open_temp(tmp), mode=b["mode"],
-                              uid=b["uid"], gid=b["gid"], expect_sha256=b["sha256"], mtime_ns=b.get("mtime_ns"))
+                              uid=b["uid"], gid=b["gid"], expect_sha256=b["sha256"], mtime_ns=b.get("mtime_ns"),
+                              synced=lambda st: synced.append(_ident(st)))
                     self.folders.rename(tmp, real)
                 except BaseException:
                     with contextlib.suppress(OSError):
                         self.folders.unlink(tmp)
                     raise
-                st = self.folders.lstat(real)
-                if st is not None:   # gone already (not ours to say): status reads it as missing
-                    self.restored[i["path"]] = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+                # the file the undo wrote, as the apply records its own (apply._written): only when
+                # what is at the path now is still the temporary it filled and synced
+                with contextlib.suppress(OSError):
+                    st = self.folders.lstat(real)
+                    if st is not None and synced and _ident(st) == synced[0]:
+                        self.restored[i["path"]] = synced[0]
                 self.progress(b.get("size") or 0)
             elif i["op"] == Op.REMOVE:
                 self.folders.unlink(real)
@@ -444,3 +449,7 @@ def _all_in_place(undo: Undo) -> bool:
             return False
     return True
 
+
+def _ident(st: os.stat_result) -> list[int]:
+    """[dev, ino, size, mtime_ns]: a file's identity as journals record it."""
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
