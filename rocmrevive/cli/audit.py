@@ -57,9 +57,14 @@ def audit(ui, trees, targets, show_all, manifests_dir, cache, pythons, no_progra
         programs = None
         if not no_programs and (pythons or not trees):
             from rocmrevive.diagnose.programs import find_programs
+            from rocmrevive.trees.device_wheels import find_device_wheels
+            from rocmrevive.trees.pythonenv import find_envs
 
-            programs = find_programs(ui.root, devices, pythons=pythons)
-        wheels = _device_wheels(ui.root, pythons) if programs is not None else []
+            envs, _problems = find_envs(ui.root, pythons)   # once: the program scan and the device wheels
+            programs = find_programs(ui.root, devices, pythons=pythons, envs=envs)
+            wheels = find_device_wheels(ui.root, envs)
+        else:
+            wheels = []
         if not files and not tensile and not kpacks and not (programs and programs.programs) and not wheels:
             raise RevError("NOTHING_SUPPORTED",
                            "no shared library found" + (f" in {', '.join(trees)}" if trees else
@@ -84,22 +89,11 @@ def audit(ui, trees, targets, show_all, manifests_dir, cache, pythons, no_progra
             if programs is not None:
                 render_programs(con, programs)
             for w in wheels:
-                con.print(("placeholder: " if w.placeholder else "device wheel: ") + w.line(), markup=False,
-                          highlight=False)
+                con.print(w.line(), markup=False, highlight=False)
 
         return Outcome(data=data, render=render)
 
     ui.run("audit", work)
-
-
-def _device_wheels(root, pythons) -> list:
-    """TheRock device wheels of the environments the program scan reads, judged by content
-    (``trees.device_wheels``): a 0.0.1.dev0 placeholder holds no code object."""
-    from rocmrevive.trees.device_wheels import find_device_wheels
-    from rocmrevive.trees.pythonenv import find_envs
-
-    envs, _problems = find_envs(root, pythons)
-    return find_device_wheels(root, envs)
 
 
 def _manifests(manifests_dir=None) -> list:

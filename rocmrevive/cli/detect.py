@@ -195,7 +195,7 @@ def render_trees(console, doc: dict) -> None:
             line += f"; /opt/rocm -> {link['target']} is broken"
         say(line)
     for w in doc.get("device_wheels", []):
-        say(("device wheel: " if not w["placeholder"] else "placeholder: ") + _wheel_line(w))
+        say(w["line"])
     copies = doc["rocblas_copies"]
     if not copies:
         say("No rocBLAS copy found.")
@@ -211,15 +211,6 @@ def render_trees(console, doc: dict) -> None:
         t.add_row(*_cells(c["path"], c["layout"], c["rocblas_version"] or "?", c["rocm_version"] or "?",
                           targets, missing))
     console.print(t)
-
-
-def _wheel_line(w: dict) -> str:
-    """A device wheel's line (``trees.device_wheels.DeviceWheel.line``, from its JSON)."""
-    from rocmrevive.trees.device_wheels import DeviceWheel
-
-    d = DeviceWheel(w["name"], w["version"], w["site_packages"], w["files"], w["bytes"], w["device_files"],
-                    w["problems"])
-    return d.line()
 
 
 def render_therock(console, doc: dict) -> None:

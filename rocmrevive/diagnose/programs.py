@@ -284,10 +284,11 @@ def read_program(root: Root, mpath: str, kind: ProgramKind, where: str, targets:
     return prog
 
 
-def find_programs(root: Root, targets: list[TargetId], *, pythons=(), common: bool = True,
+def find_programs(root: Root, targets: list[TargetId], *, pythons=(), common: bool = True, envs=None,
                   progress=None) -> ProgramReport:
     """Every HIP program and library found in the Python environments and install places."""
-    envs, _problems = find_envs(root, pythons, common=common)
+    if envs is None:   # the caller's, when it has looked already
+        envs, _problems = find_envs(root, pythons, common=common)
     where = places(root, list(dict.fromkeys(e.site_packages for e in envs)))
     rep = ProgramReport(list(targets), places=[p.path for p in where])
     counts, owners = Walked(), Owners(root)

@@ -304,7 +304,6 @@ class RcclSideBySide(Hooks):
         return files
 
     def verify(self, result) -> Verdict:
-
         real = self.root.path(self.lib)
         after = inspect_file(real)
         acov = coverage_of(after.entries, self.gpus)

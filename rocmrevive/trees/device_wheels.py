@@ -52,9 +52,13 @@ class DeviceWheel:
     def to_json(self) -> dict:
         return {"name": self.name, "version": self.version, "site_packages": self.site, "files": self.files,
                 "bytes": self.size, "device_files": self.device_files[:20], "device_code": bool(self.device_files),
-                "placeholder": self.placeholder, "problems": self.problems}
+                "placeholder": self.placeholder, "problems": self.problems, "line": self.line()}
 
     def line(self) -> str:
+        """The wheel's one line, what it is first ("placeholder: …", "device wheel: …")."""
+        return ("placeholder: " if self.placeholder else "device wheel: ") + self._what()
+
+    def _what(self) -> str:
         if self.placeholder:
             return (f"{self.name} {self.version} in {self.site}: no device code ({self.files} file(s), {self.size:,} "
                     f"bytes, no code object or .kpack among them): a placeholder, not the package its name says")
@@ -68,7 +72,6 @@ def _norm(name: str) -> str:
 
 
 def _device_kind(fd: int, size: int) -> str | None:
-
     head = os.pread(fd, 64, 0)
     if head[:4] == b"KPAK":
         return "kpack"
@@ -86,7 +89,6 @@ def _read_small(site_fd: int, rel: str, shown: str) -> bytes:
 
 
 def _read_wheel(site_fd: int, site: str, dist_info: str) -> DeviceWheel | None:
-
     stem = dist_info[: -len(".dist-info")]
     dname, _, version = stem.rpartition("-")
     if not _DEVICE_DIST.match(_norm(dname)):
