@@ -272,3 +272,22 @@ def test_a_users_hostile_kpack_is_a_problem_line_for_every_command(torch_machine
         rc, doc, err = run_cli(["--root", str(m), *args], timeout=HANG)
         assert rc != 1 and doc is not None and "Traceback" not in err, (args, rc, err[-2000:])
     assert arena.victim_intact()
+
+
+def test_a_kpack_folder_that_is_a_link_is_not_followed(tmp_path):
+    """A venv's ``.kpack`` replaced by a link to a folder of root's: nothing there is listed (or
+    read); a real ``.kpack`` folder is listed, its regular files only."""
+    from rocmrevive.trees.layout import kpack_files
+
+    elsewhere = tmp_path / "roots"
+    elsewhere.mkdir()
+    (elsewhere / "blas_lib_gfx906.kpack").write_bytes(b"KPAK")
+    tree = tmp_path / "venv-prefix"
+    tree.mkdir()
+    (tree / ".kpack").symlink_to(elsewhere)
+    assert kpack_files(tree) == []
+    (tree / ".kpack").unlink()
+    (tree / ".kpack").mkdir()
+    (tree / ".kpack" / "blas_lib_gfx906.kpack").write_bytes(b"KPAK")
+    (tree / ".kpack" / "link.kpack").symlink_to(elsewhere / "blas_lib_gfx906.kpack")
+    assert kpack_files(tree) == [tree / ".kpack" / "blas_lib_gfx906.kpack"]

@@ -34,6 +34,7 @@ from rocmrevive.diagnose.libraries import (
 )
 from rocmrevive.strenum import StrEnum
 from rocmrevive.tensile.dat import arch_of_lazy_index, lazy_index_name
+from rocmrevive.tensile.folders import tensile_folder
 from rocmrevive.trees.installs import find_installs
 from rocmrevive.trees.layout import kpack_files, lib_dirs, library_files, rocblas_library_dirs, system_library_dirs
 from rocmrevive.trees.select import given_trees
@@ -221,8 +222,8 @@ def tensile_row(library: Path, targets: list[TargetId], *, remedy_for: RemedyFor
         problem = [f"cannot list: {exc.strerror or exc}"]
     else:
         problem = []
-    names |= {n for d in names if d.startswith("gfx") and (library / d).is_dir()   # TheRock's per-arch folders
-              for n in os.listdir(library / d) if n == lazy_index_name(d)}
+    names |= {lazy_index_name(d) for d in names if d.startswith("gfx")   # TheRock's per-arch folders
+              and (tensile_folder(library, d) / lazy_index_name(d)).is_file()}
     arches = sorted({a for a in map(arch_of_lazy_index, names) if a})
     row = LibraryRow(path=show(library), library=ROCBLAS_TENSILE.key, name=ROCBLAS_TENSILE.name,
                      kind="tensile-library", processors=arches, problems=problem)

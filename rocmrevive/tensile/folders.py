@@ -14,4 +14,7 @@ def tensile_folder(library: Path, processor: str) -> Path:
     """The folder rocBLAS reads ``processor``'s Tensile files from: TheRock's per-arch folder
     ``library/<processor>/`` when there is one, else ``library`` itself."""
     sub = library / processor
-    return sub if sub.is_dir() and any(n.startswith("TensileLibrary") for n in os.listdir(sub)) else library
+    try:
+        return sub if sub.is_dir() and any(n.startswith("TensileLibrary") for n in os.listdir(sub)) else library
+    except OSError:   # unreadable (a user's folder, or gone meanwhile): rocBLAS could not read it either
+        return library

@@ -89,8 +89,6 @@ def build_identity(root, prefix: str) -> dict:
     """The build a TheRock tree says it is (``<prefix>/share/therock/therock_manifest.json``:
     the TheRock commit, the CI run, the package version), read as hostile input: no link
     followed, no FIFO, at most 1 MiB. ``{}`` when absent; ``{"problem": ...}`` when refused."""
-
-
     path = f"{prefix.rstrip('/')}/{MANIFEST}"
     try:
         fd = open_regular(root.path(path), max_size=MAX_MANIFEST, what=path)

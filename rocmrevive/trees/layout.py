@@ -129,13 +129,23 @@ def system_library_dirs(root: Root) -> list[Path]:
     return out
 
 
-def kpack_files(tree: Path) -> list[Path]:
-    """TheRock's ``<tree>/.kpack/*.kpack`` archives (none for other layouts)."""
+def kpack_files(tree: Path, *, every: bool = False) -> list[Path]:
+    """TheRock's ``<tree>/.kpack/*.kpack`` archives (none for other layouts). A ``.kpack`` that is
+    a link is not followed (in a user's venv it could name any folder of root's); it is listed
+    through its own descriptor, regular files only (``every``: links and FIFOs by those names
+    too, for a reader that refuses each with a problem line)."""
     try:
-        with os.scandir(tree / ".kpack") as it:
-            return sorted(Path(e.path) for e in it if e.name.endswith(".kpack") and e.is_file(follow_symlinks=False))
+        fd = os.open(tree / ".kpack", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return []
+    try:
+        with os.scandir(fd) as it:
+            names = [e.name for e in it if e.name.endswith(".kpack") and (every or e.is_file(follow_symlinks=False))]
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
+    return sorted(tree / ".kpack" / n for n in names)
 
 
 def library_files(dirs: Iterable[Path], *, by_content: bool = True) -> list[Path]:

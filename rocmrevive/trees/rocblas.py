@@ -39,6 +39,7 @@ from rocmrevive.hardware.sysfs import list_dir, read_text
 from rocmrevive.hostlib.elfdyn import soname_of
 from rocmrevive.rootfs import Root
 from rocmrevive.trees.installs import RocmInstall
+from rocmrevive.trees.layout import kpack_files
 from rocmrevive.trees.pythonenv import PythonEnv
 
 _LAZY = re.compile(r"^TensileLibrary_lazy_(gfx[0-9a-z]+)(?:-xnack[+-])?\.dat$")
@@ -462,10 +463,7 @@ def therock_kpacks(root: Root, copy: RocblasCopy) -> None:
     if not m:
         return
     folder = f"{m.group(1)}/.kpack"
-    try:
-        names = sorted(n for n in os.listdir(root.path(folder)) if n.endswith(".kpack"))
-    except OSError:
-        return
+    names = [p.name for p in kpack_files(root.path(m.group(1)), every=True)]
     if not names:
         return
 

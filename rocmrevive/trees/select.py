@@ -21,7 +21,7 @@ from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root
 from rocmrevive.trees import therock
 from rocmrevive.trees.installs import RocmInstall, read_version
-from rocmrevive.trees.layout import rocblas_host_library, rocblas_library_dirs
+from rocmrevive.trees.layout import library_files, rocblas_host_library, rocblas_library_dirs
 from rocmrevive.trees.pythonenv import PythonEnv
 from rocmrevive.trees.rocblas import RocblasCopy, find_copies
 from rocmrevive.trees.trust import TreeTrust, decide
@@ -163,6 +163,6 @@ def library_folders(root: Root, trees: Sequence[Tree], installs: Sequence[RocmIn
         lib = _resolved(root, f"{t.path.rstrip('/')}/lib")   # a link lib -> lib64 is read inside the machine
         if lib is not None and lib.is_dir():
             add(lib, version_of(t.real))
-        elif any(p.name.startswith("lib") and ".so" in p.name for p in t.real.iterdir()):
+        elif library_files([t.real], by_content=False):   # a library folder itself
             add(t.real, version_of(t.real))
     return out
