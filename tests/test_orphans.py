@@ -58,3 +58,24 @@ def test_files_a_journal_records_are_not_orphans(demo):
     assert doc["orphans"] == []
     doc = json.loads(rr(root, "--json", "rollback", "--orphans", *_cache_args(args), check_rc=0).stdout)
     assert doc["changed"] is False and doc["orphans"] == []
+
+
+def test_an_index_that_is_a_fifo_or_a_link_is_not_waited_on_nor_followed(tmp_path):
+    """The cache's extraction index read by `status`/`rollback --orphans`: a FIFO planted there
+    used to block the read forever; a link is not followed."""
+    import os
+    import threading
+
+    from rocmrevive.diagnose.orphans import _read_index
+
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    got = []
+    t = threading.Thread(target=lambda: got.append(_read_index(fifo)), daemon=True)
+    t.start()
+    t.join(10)
+    assert not t.is_alive() and got == [{}]
+    real = tmp_path / "real.json"
+    real.write_text('{"a.co": ["%s", 3]}' % ("0" * 64))
+    (tmp_path / "link.json").symlink_to(real)
+    assert _read_index(tmp_path / "link.json") == {} and _read_index(real) == {"a.co": ("0" * 64, 3)}

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocmrevive.errors import RevError
-from rocmrevive.fs import Dir
+from rocmrevive.fs import Dir, read_regular
 from rocmrevive.hashing import sha256_file
 from rocmrevive.rootfs import Root
 from rocmrevive.sources.manifest import Manifest
@@ -80,17 +80,9 @@ def cached_extractions(cache_dir: Path, manifests) -> list[tuple[Manifest, str, 
 
 
 def _read_index(p: Path) -> dict[str, tuple[str, int]]:
-    try:
-        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return {}
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return {}
-        raw = fh.read(MAX_INDEX + 1)
-    try:
-        doc = json.loads(raw) if len(raw) <= MAX_INDEX else None
-    except ValueError:
+    try:   # no link followed, a FIFO refused (never waited on), at most MAX_INDEX bytes
+        doc = json.loads(read_regular(p, max_size=MAX_INDEX))
+    except (OSError, RevError, ValueError):
         return {}
     if not isinstance(doc, dict):
         return {}
