@@ -200,8 +200,12 @@ def test_a_users_venv_is_left_alone_when_found_and_installed_as_its_owner_when_n
     venv = user_venv(root, att)
     before = tree_hash(venv)
 
+    # both installs "in the same second" (a frozen clock): their ids still differ (issue 45: the
+    # machine's and the user's state folders each start at 0001, and an idle machine once gave both
+    # the same id, so root's journal was found under the user's)
+    same_second = {"ROCMREVIVE_TEST_CLOCK": "1796601600"}
     # found on its own: reported with the command, not written; root's own tree is installed
-    rc, doc, err = install(root, place, args)
+    rc, doc, err = install(root, place, args, env=same_second)
     assert rc == 0, err[-2000:]
     (cp,) = doc["copies"]
     assert cp["library"] == ROCM_LIB and cp["status"] == "installed" and cp["trust"]["verdict"] == "root"
@@ -212,9 +216,11 @@ def test_a_users_venv_is_left_alone_when_found_and_installed_as_its_owner_when_n
     assert tree_hash(venv) == before
 
     # named, as root: written by a child that is the user (its files, its journal), never as root
-    rc, doc, err = install_as_root_readable(root, place, args, "--python", VENV)
+    roots_txid = cp["txid"]
+    rc, doc, err = install_as_root_readable(root, place, args, "--python", VENV, env=same_second)
     assert rc == 0, (err[-3000:], json.dumps(doc)[-3000:])
     (cp,) = [c for c in doc["copies"] if c["library"] == LIB]
+    assert cp["txid"] != roots_txid and cp["txid"][:21] == "0001" + roots_txid[4:21]  # same sequence, same second
     assert cp["status"] == "installed" and cp["as_user"] == ATTACKER and cp["trust"]["verdict"] == "owner"
     new = sorted((root / LIB.lstrip("/")).glob("*gfx906*"))
     assert new and all(p.stat().st_uid == att[0] for p in new)

@@ -3,7 +3,7 @@ transactions are open, and their ids.
 
     st = StateDir(root, "/var/lib/rocmrevive")   # <state>/lock, <state>/tx/<txid>.jsonl, <state>/backups/<sha256>
     with st.lock(): ...                          # one writer at a time
-    find_pending(root)                           # ["0003-20250102T101112Z"] after a kill
+    find_pending(root)                           # ["0003-20250102T101112Z-9c1e04a7"] after a kill
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import errno
 import os
 import pwd
 import re
+import secrets
 import stat
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Literal, overload
 from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir
 from rocmrevive.hashing import hash_fd
+from rocmrevive.txn import testseam
 from rocmrevive.txn.journal import TxRecord
 from rocmrevive.txn.lock import TxLock, is_held
 
@@ -115,8 +117,14 @@ class StateDir:
                        details={"journal": self.mp(journal)})
 
     def next_txid(self) -> str:
+        """``NNNN-YYYYMMDDTHHMMSSZ-xxxxxxxx``: this folder's next sequence number, the UTC second, and
+        32 random bits. Sequence and second alone repeat across state folders (the machine's and each
+        user's start at 0001) within one second; the random part makes an id unique on the machine,
+        and the first two parts keep ids sortable. Ids of the older ``NNNN-YYYYMMDDTHHMMSSZ`` form in
+        existing journals are read and matched as before (by exact id, sequence number or prefix)."""
         seqs = [txid_seq(n.split(".")[0]) for n in os.listdir(self.tx_dir)] if self.tx_dir.is_dir() else []
-        return f"{max(seqs, default=0) + 1:04d}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(testseam.clock()))
+        return f"{max(seqs, default=0) + 1:04d}-{stamp}-{secrets.token_hex(4)}"
 
     def backup(self, src_fd: int, sha: str, shown: str) -> str:
         """Copy the file open at ``src_fd`` (closed here; opened through its tree folder's

@@ -8,14 +8,19 @@ outside tests), ``checkpoint`` costs one dictionary lookup.
 
     ROCMREVIVE_TEST_KILL_AT='rename:3' python -c '...apply_plan(...)'   # dies after the 3rd rename
     ROCMREVIVE_TEST_KILL_AT='rename:2:INT,undo:1:INT' ...   # Ctrl-C, then Ctrl-C again while undoing
+
+``ROCMREVIVE_TEST_CLOCK=<seconds since the epoch>`` freezes the clock a transaction id is made from,
+so a test can start two transactions "in the same second" without sleeping or hoping.
 """
 from __future__ import annotations
 
 import os
 import signal
 import threading
+import time
 
 ENV = "ROCMREVIVE_TEST_KILL_AT"
+CLOCK_ENV = "ROCMREVIVE_TEST_CLOCK"
 _counts: dict[str, int] = {}
 _mutex = threading.Lock()
 
@@ -37,3 +42,9 @@ def checkpoint(step: str) -> None:
             hit = _counts[key] == int(n or 1)
         if hit:
             os.kill(os.getpid(), getattr(signal, f"SIG{sig}") if sig else signal.SIGKILL)
+
+
+def clock() -> float:
+    """Seconds since the epoch: the real clock, or the frozen one a test set in ``ROCMREVIVE_TEST_CLOCK``."""
+    frozen = os.environ.get(CLOCK_ENV)
+    return float(frozen) if frozen else time.time()
