@@ -38,6 +38,7 @@ FIELD_KINDS: dict[str, str] = {
 }
 _ANY = r".+?"
 _LAYERS = range(6)
+EPILOGUE = 5  # the layer of lines that only follow an error (an abort, a note, where it happened)
 SEVERITIES = {s.value for s in Severity}
 
 

@@ -27,7 +27,7 @@ from rocmrevive.diagnose.diagnosis import (
     processor,
     tree_opt,
 )
-from rocmrevive.diagnose.catalogue import explained_by, layer_of, match_entry, sharpen
+from rocmrevive.diagnose.catalogue import EPILOGUE, explained_by, layer_of, match_entry, sharpen
 from rocmrevive.diagnose.families import check_command, explain_family, features, hipblaslt_files
 from rocmrevive.diagnose.libraries import library_for_text
 
@@ -630,6 +630,14 @@ def explain_text(text: str, *, fixable_processors: Iterable[str] = ("gfx906",)) 
         cause = next((present[r] for r in sorted(roots.get(d.rule, ())) if r in present and r != d.rule), None)
         if cause is not None:
             d.details["explained_by"] = {"rule": cause.rule, "line": cause.lines[0]}
+    # an epilogue (an abort, a note, a location) follows from the first error before it
+    errors = sorted((d for d in found if d.severity == Severity.ERROR and "explained_by" not in d.details),
+                    key=lambda d: (layer_of(d.rule), d.lines[0]))
+    for d in found:
+        if layer_of(d.rule) == EPILOGUE and "explained_by" not in d.details:
+            cause = next((e for e in errors if e.lines[0] < d.lines[0] and layer_of(e.rule) < EPILOGUE), None)
+            if cause is not None:
+                d.details["explained_by"] = {"rule": cause.rule, "line": cause.lines[0]}
     for d in found:
         if ctx.app or ctx.rocm:
             d.details.setdefault("context", {k: v for k, v in (("app", ctx.app), ("rocm", ctx.rocm)) if v})
