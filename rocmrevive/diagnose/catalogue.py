@@ -60,6 +60,7 @@ class Entry:
     explains: tuple[str, ...] = ()
     when: tuple[dict, ...] = ()
     pattern_text: str | None = None
+    covers: int = 1                # how many of the source's formats this entry's pattern recognises
     pattern: re.Pattern = field(default=re.compile(""), compare=False)
 
     @property
@@ -106,7 +107,7 @@ def _entry(raw: dict) -> Entry:
         format=raw["format"], example=dict(raw.get("example", {})), severity=Severity(raw["severity"]),
         layer=int(raw["layer"]), meaning=raw["meaning"], action=raw["action"], fixable=bool(raw["fixable"]),
         why_not=raw.get("why_not"), rule=raw.get("rule"), explains=tuple(raw.get("explains", ())),
-        when=tuple(raw.get("when", ())), pattern_text=pat)
+        when=tuple(raw.get("when", ())), pattern_text=pat, covers=int(raw.get("covers", 1)))
     object.__setattr__(e, "pattern", re.compile(pat if pat else pattern_of(e.format)))
     return e
 
@@ -115,6 +116,73 @@ def _entry(raw: dict) -> Entry:
 def entries() -> tuple[Entry, ...]:
     data = tomllib.loads(resources.files("rocmrevive").joinpath("data/messages.toml").read_text())
     return tuple(_entry(raw) for raw in data["message"])
+
+
+@dataclass(frozen=True)
+class Source:
+    """A component's source files, and how many formats they hold that concern a gfx906 owner."""
+
+    component: str
+    repo: str
+    files: tuple[str, ...]
+    formats: int | None      # None: searched for the catalogue's formats, not counted in full
+    counted: str
+
+    def holds(self, e: Entry) -> bool:
+        """Whether entry ``e`` comes from these files."""
+        if self.repo == "closed":
+            return e.source.startswith("closed:")
+        if self.repo == "*":
+            return e.source in self.files
+        repo, _, path = e.source.partition(":")
+        return repo == self.repo and path in self.files
+
+    def in_catalogue(self) -> int:
+        """How many of the source's formats the catalogue recognises."""
+        return sum(e.covers for e in entries() if self.holds(e))
+
+
+@lru_cache(maxsize=1)
+def sources() -> tuple[Source, ...]:
+    data = tomllib.loads(resources.files("rocmrevive").joinpath("data/messages.toml").read_text())
+    return tuple(Source(r["component"], r["repo"], tuple(r["files"]), r.get("formats"), r["counted"])
+                 for r in data["source"])
+
+
+def coverage_table() -> str:
+    """The coverage table of docs/explain.md (Markdown), from the catalogue."""
+    rows = ["| component | source | formats that concern a gfx906 owner | in the catalogue |",
+            "|---|---|---:|---:|"]
+    for s in sources():
+        where = s.repo if s.repo not in ("*", "closed") else ("various" if s.repo == "*" else "closed source")
+        counted = str(s.formats) if s.formats is not None else "not counted"
+        rows.append(f"| {s.component} | {where} | {counted} | {s.in_catalogue()} |")
+    total = sum(s.in_catalogue() for s in sources())
+    rows.append(f"| **all** | | | **{total}** ({len(entries())} entries) |")
+    return "\n".join(rows)
+
+
+def problems() -> list[str]:
+    """What is wrong with the catalogue's data: an entry without a source (or one no [[source]] row
+    holds), an example that does not fill its format, unknown ids in ``explains``, bad layers."""
+    out = []
+    ids = [e.id for e in entries()]
+    out += [f"{i}: id used twice" for i in sorted({i for i in ids if ids.count(i) > 1})]
+    for e in entries():
+        if not re.fullmatch(r"[\w.-]+/[\w.-]+:\S+|closed:.+", e.source or ""):
+            out.append(f"{e.id}: no source (owner/repo:path or closed:<product>)")
+        elif not any(s.holds(e) for s in sources()):
+            out.append(f"{e.id}: source {e.source} is in no [[source]] row")
+        if sorted(set(fields_of(e.format))) != sorted(e.example):
+            out.append(f"{e.id}: example {sorted(e.example)} does not fill format fields {fields_of(e.format)}")
+        out += [f"{e.id}: explains unknown {t}" for t in e.explains if t not in ids]
+        if e.layer not in _LAYERS:
+            out.append(f"{e.id}: layer {e.layer} outside 0-5")
+        if not e.fixable and not e.why_not and e.rule is None:
+            out.append(f"{e.id}: neither fixable nor a why_not")
+        if e.severity == Severity.HARMLESS and not e.action.startswith("nothing"):
+            out.append(f"{e.id}: harmless, but its action does not start with 'nothing'")
+    return out
 
 
 @lru_cache(maxsize=1)

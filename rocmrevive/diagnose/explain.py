@@ -501,7 +501,7 @@ RULES: tuple[Rule, ...] = tuple(Rule(i, re.compile(p), f.builder(i) if isinstanc
      r"(?:hipErrorNoBinaryForGpu:\s*Unable to find code object"
      r"|Returned hipErrorNoBinaryForGpu"
      r"|Missing CO for these ISAs\s*-\s*(?P<isas>.*)$)", _r_no_binary),
-    ("hip-static-function", r"Cannot retrieve Static function, error:\s*(?P<code>\d+)",
+    ("hip-static-function", r"Cannot (?:retrieve|register) Static function, error:\s*(?P<code>\d+)",
      _r_static_function),
     ("hip-invalid-device-function", r"\bhipErrorInvalidDeviceFunction\b", _r_hip_idf),
     ("hip-invalid-argument", r"\bHIP error:\s*invalid argument\b", _r_invalid_argument),
