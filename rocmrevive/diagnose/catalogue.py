@@ -20,6 +20,7 @@ from functools import lru_cache
 from importlib import resources
 
 from rocmrevive.diagnose.diagnosis import Context, Diagnosis, Severity, arch_of
+from rocmrevive.diagnose.families import check_command
 
 try:  # Python 3.11+
     import tomllib
@@ -61,6 +62,7 @@ class Entry:
     when: tuple[dict, ...] = ()
     pattern_text: str | None = None
     covers: int = 1                # how many of the source's formats this entry's pattern recognises
+    check_path: bool = False       # the action starts with the command that checks the file the line names
     pattern: re.Pattern = field(default=re.compile(""), compare=False)
 
     @property
@@ -107,7 +109,8 @@ def _entry(raw: dict) -> Entry:
         format=raw["format"], example=dict(raw.get("example", {})), severity=Severity(raw["severity"]),
         layer=int(raw["layer"]), meaning=raw["meaning"], action=raw["action"], fixable=bool(raw["fixable"]),
         why_not=raw.get("why_not"), rule=raw.get("rule"), explains=tuple(raw.get("explains", ())),
-        when=tuple(raw.get("when", ())), pattern_text=pat, covers=int(raw.get("covers", 1)))
+        when=tuple(raw.get("when", ())), pattern_text=pat, covers=int(raw.get("covers", 1)),
+        check_path=bool(raw.get("check_path", False)))
     object.__setattr__(e, "pattern", re.compile(pat if pat else pattern_of(e.format)))
     return e
 
@@ -228,7 +231,11 @@ def match_entry(line: str, ctx: Context) -> Diagnosis | None:
 
 def diagnosis(e: Entry, m: re.Match, ctx: Context) -> Diagnosis:
     details = {k: v for k, v in m.groupdict().items() if v and k not in ("arch",)}
-    return Diagnosis(e.id, e.severity, e.component, arch_of(m, ctx), e.meaning, e.action, e.fixable,
+    action = e.action
+    check = check_command(details.get("path")) if e.check_path else None
+    if check:
+        action = f"{check} (what it carries, for which GPU); {action}"
+    return Diagnosis(e.id, e.severity, e.component, arch_of(m, ctx), e.meaning, action, e.fixable,
                      e.why_not, details)
 
 
