@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import string
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -22,10 +23,10 @@ from importlib import resources
 from rocmrevive.diagnose.diagnosis import Context, Diagnosis, Severity, arch_of
 from rocmrevive.diagnose.families import check_command
 
-try:  # Python 3.11+
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 # what each named part of a format matches (by the part's name); any other name: any text
 FIELD_KINDS: dict[str, str] = {

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+from rocmrevive.diagnose.catalogue import EPILOGUE, explained_by, layer_of, match_entry, sharpen
 from rocmrevive.diagnose.diagnosis import (
     HIP_ERRORS,
     Context,
@@ -27,7 +28,6 @@ from rocmrevive.diagnose.diagnosis import (
     processor,
     tree_opt,
 )
-from rocmrevive.diagnose.catalogue import EPILOGUE, explained_by, layer_of, match_entry, sharpen
 from rocmrevive.diagnose.families import check_command, explain_family, features, hipblaslt_files
 from rocmrevive.diagnose.libraries import library_for_text
 
