@@ -10,6 +10,8 @@ from rocmrevive.cli.ui import Outcome
 from rocmrevive.errors import RevError
 
 MAX_INPUT = 64 << 20  # a log larger than this is read only up to here
+USAGE = ("nothing to explain: the text is empty; usage: rocmrevive explain 'MESSAGE' | --file LOG | "
+         "PROGRAM 2>&1 | rocmrevive explain")
 
 
 @policy(writes=False, on_pending=OnPending.IGNORE)
@@ -23,13 +25,15 @@ def explain(ui, text, files):
 
     TEXT is the message (quote it), or use --file LOG, or pipe a program's output in:
     `python train.py 2>&1 | rocmrevive explain`. Messages are matched by their structure, so
-    other paths, versions and GPU targets are recognised too. Exit 0 when something was
-    recognised, 3 when nothing was.
+    other paths, versions and GPU targets are recognised too. Several lines are answered root
+    cause first. Exit 0 when something was recognised, 3 when nothing was, 2 when the text is empty.
     """
     from rocmrevive.diagnose.explain import explain_text
 
     def work() -> Outcome:
         body = read_input(text, files)
+        if not body.strip():
+            raise RevError("USAGE", USAGE)
         found = explain_text(body)
         data = {"recognised": len(found), "lines_read": len(body.splitlines()),
                 "diagnoses": [d.to_json() for d in found]}
@@ -73,7 +77,8 @@ def _render(con, found) -> None:
 
     from rocmrevive.diagnose.diagnosis import Severity
 
-    colour = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.CONTEXT: "cyan"}
+    colour = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.CONTEXT: "cyan",
+              Severity.HARMLESS: "green"}
     for d in found:
         lines = ", ".join(map(str, d.lines[:5])) + (" …" if len(d.lines) > 5 else "")
         head = f"[{colour.get(d.severity, 'white')}]{d.severity}[/] line {lines}: [bold]{escape(d.library)}[/]"
@@ -82,6 +87,9 @@ def _render(con, found) -> None:
         con.print(head)
         con.print(f"  {d.text}", markup=False, style="dim")
         con.print(f"  cause: {d.cause}", markup=False)
+        root = d.details.get("explained_by")
+        if root:
+            con.print(f"  follows from line {root['line']} ({root['rule']}): fixing that fixes this", markup=False)
         if d.fixable_by_rocmrevive:
             con.print(f"  fix:   {d.fix}", markup=False)
             if d.why_not:

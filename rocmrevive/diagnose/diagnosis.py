@@ -18,6 +18,7 @@ class Severity(StrEnum):
     ERROR = "error"        # the failure itself
     WARNING = "warning"    # works, slower or degraded
     CONTEXT = "context"    # a line that explains another, not a failure itself
+    HARMLESS = "harmless"  # printed on gfx906 by design: nothing to fix (the answer says why)
 
 # hipError_t values that appear as bare numbers in messages (hip_runtime_api.h).
 HIP_ERRORS = {
@@ -98,6 +99,8 @@ class Context:
 
     arch: str | None = None
     fixable_processors: tuple[str, ...] = ("gfx906",)
+    app: str | None = None     # the application the paste comes from (ollama, llama.cpp, vllm, pytorch)
+    rocm: str | None = None    # the ROCm version the paste names (6.4, 7.0.2)
 
 
 # ------------------------------------------------------------------------------------------

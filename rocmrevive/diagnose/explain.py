@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+from rocmrevive.diagnose.catalogue import EPILOGUE, explained_by, layer_of, match_entry, sharpen
 from rocmrevive.diagnose.diagnosis import (
     HIP_ERRORS,
     Context,
@@ -500,7 +501,7 @@ RULES: tuple[Rule, ...] = tuple(Rule(i, re.compile(p), f.builder(i) if isinstanc
      r"(?:hipErrorNoBinaryForGpu:\s*Unable to find code object"
      r"|Returned hipErrorNoBinaryForGpu"
      r"|Missing CO for these ISAs\s*-\s*(?P<isas>.*)$)", _r_no_binary),
-    ("hip-static-function", r"Cannot retrieve Static function, error:\s*(?P<code>\d+)",
+    ("hip-static-function", r"Cannot (?:retrieve|register) Static function, error:\s*(?P<code>\d+)",
      _r_static_function),
     ("hip-invalid-device-function", r"\bhipErrorInvalidDeviceFunction\b", _r_hip_idf),
     ("hip-invalid-argument", r"\bHIP error:\s*invalid argument\b", _r_invalid_argument),
@@ -563,26 +564,54 @@ RULES: tuple[Rule, ...] = tuple(Rule(i, re.compile(p), f.builder(i) if isinstanc
 # ------------------------------------------------------------------------------------------
 
 def explain_line(line: str, ctx: Context | None = None) -> Diagnosis | None:
-    """The diagnosis of one line, or None when no rule recognises it."""
+    """The diagnosis of one line, or None when nothing recognises it: first the catalogue's messages
+    answered from data (data/messages.toml), then the rules, then the failure families."""
     ctx = ctx or Context()
-    for rule in RULES:
-        m = rule.pattern.search(line)
-        if m:
-            return rule.build(m, ctx)
-    return explain_family(line, ctx)  # words no rule knows: the component, error and path still tell
+    d = match_entry(line, ctx)
+    if d is None:
+        for rule in RULES:
+            m = rule.pattern.search(line)
+            if m:
+                d = rule.build(m, ctx)
+                break
+    if d is None:
+        d = explain_family(line, ctx)  # words no rule knows: the component, error and path still tell
+    return sharpen(d, ctx) if d is not None else None
+
+
+# the application a paste comes from, by the words its logs carry
+_APPS = (("ollama", re.compile(r"\bollama\b|source=(?:amd_linux|gpu|amd_windows)\.go:", re.I)),
+         ("vllm", re.compile(r"\bvllm\b", re.I)),
+         ("llama.cpp", re.compile(r"llama[-_.]?cpp|\bggml_|llama-(?:server|cli)|\bllm_load_", re.I)),
+         ("pytorch", re.compile(r"\btorch\b|PyTorch|site-packages/torch", re.I)))
+_ROCM = re.compile(r"(?:\bROCm|\brocm)[ /_-]?v?(?P<v>[1-9][0-9]?\.[0-9]+(?:\.[0-9]+)?)\b"
+                   r"|/opt/rocm-(?P<p>[0-9]+\.[0-9]+(?:\.[0-9]+)?)")
+
+
+def context_of(text: str, fixable_processors: Iterable[str] = ("gfx906",)) -> Context:
+    """What the whole paste says beyond each line: the first GPU target, the application, the ROCm version."""
+    ctx = Context(arch=None, fixable_processors=tuple(fixable_processors))
+    for ln in text.splitlines():
+        ctx.arch = ctx.arch or norm_arch(ln)
+        if ctx.rocm is None:
+            m = _ROCM.search(ln)
+            if m:
+                ctx.rocm = m.group("v") or m.group("p")
+        if ctx.app is None:
+            ctx.app = next((name for name, rx in _APPS if rx.search(ln)), None)
+        if ctx.arch and ctx.rocm and ctx.app:
+            break
+    return ctx
 
 
 def explain_text(text: str, *, fixable_processors: Iterable[str] = ("gfx906",)) -> list[Diagnosis]:
     """Every recognised failure in ``text``; one diagnosis per rule, library and arch, with the
-    numbers of all the lines that gave it. A GPU target named anywhere in the text fills in for
-    lines that name none."""
+    numbers of all the lines that gave it. A GPU target, application or ROCm version named anywhere in
+    the text fills in for lines that name none. The root causes come first: a diagnosis another one in
+    the paste explains (the catalogue's ``explains``) is listed after it, with ``details["explained_by"]``;
+    the rest in the order of their layer (kernel, runtime, library, application, epilogue), then of lines."""
     lines = text.splitlines()
-    ctx = Context(arch=None, fixable_processors=tuple(fixable_processors))
-    for ln in lines:
-        a = norm_arch(ln)
-        if a:
-            ctx.arch = a
-            break
+    ctx = context_of(text, fixable_processors)
     out: dict[tuple, Diagnosis] = {}
     for no, ln in enumerate(lines, 1):
         d = explain_line(ln, ctx)
@@ -594,4 +623,22 @@ def explain_text(text: str, *, fixable_processors: Iterable[str] = ("gfx906",)) 
             continue
         d.lines, d.text = [no], ln.strip()
         out[key] = d
-    return list(out.values())
+    found = list(out.values())
+    present = {d.rule: d for d in found}
+    roots = explained_by()
+    for d in found:
+        cause = next((present[r] for r in sorted(roots.get(d.rule, ())) if r in present and r != d.rule), None)
+        if cause is not None:
+            d.details["explained_by"] = {"rule": cause.rule, "line": cause.lines[0]}
+    # an epilogue (an abort, a note, a location) follows from the first error before it
+    errors = sorted((d for d in found if d.severity == Severity.ERROR and "explained_by" not in d.details),
+                    key=lambda d: (layer_of(d.rule), d.lines[0]))
+    for d in found:
+        if layer_of(d.rule) == EPILOGUE and "explained_by" not in d.details:
+            cause = next((e for e in errors if e.lines[0] < d.lines[0] and layer_of(e.rule) < EPILOGUE), None)
+            if cause is not None:
+                d.details["explained_by"] = {"rule": cause.rule, "line": cause.lines[0]}
+    for d in found:
+        if ctx.app or ctx.rocm:
+            d.details.setdefault("context", {k: v for k, v in (("app", ctx.app), ("rocm", ctx.rocm)) if v})
+    return sorted(found, key=lambda d: ("explained_by" in d.details, layer_of(d.rule), d.lines[0]))

@@ -23,8 +23,9 @@ HSA_CODES = {0x29: "MEMORY_APERTURE_VIOLATION", 0x2b: "MEMORY_FAULT", 0x1008: "O
 # the family of each error word (HSA status name, hipError name, or "HIP error:" text)
 FAMILY_OF = {
     "memory": ("MEMORY_APERTURE_VIOLATION", "MEMORY_FAULT", "IllegalAddress", "illegal memory access",
-               "ILLEGAL_INSTRUCTION", "Memory access fault"),
-    "code-object": ("INVALID_ISA", "INVALID_CODE_OBJECT", "NoBinaryForGpu", "SharedObjectInitFailed",
+               "Memory access fault"),
+    # an illegal instruction is code for another GPU far more often than a memory fault (issue 38)
+    "code-object": ("ILLEGAL_INSTRUCTION", "INVALID_ISA", "INVALID_CODE_OBJECT", "NoBinaryForGpu", "SharedObjectInitFailed",
                     "shared object initialization failed", "InvalidImage", "InvalidKernelFile",
                     "no kernel image", "InvalidDeviceFunction", "invalid device function", "hipModuleLoad failed",
                     "Cannot find CO", "Missing CO", "code object"),

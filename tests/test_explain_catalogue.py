@@ -1,0 +1,248 @@
+"""The message catalogue (rocmrevive/data/messages.toml): each format, filled with realistic values, is
+recognised by the answer it names; the patterns are built from the formats (the named parts read back the
+values); every entry has a source; the coverage table in docs/explain.md is the catalogue's; a paste of
+several lines is answered root cause first; context words sharpen the answer; empty input is a usage error."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import pytest
+
+from rocmrevive.diagnose import catalogue
+from rocmrevive.diagnose.catalogue import coverage_table, entries, pattern_of, problems, sources
+from rocmrevive.diagnose.explain import RULES, explain_line, explain_text
+from tests.conftest import REPO
+from tests.test_contract_readonly import env
+
+ENTRIES = entries()
+
+
+def _anchored(entry) -> bool:
+    """A pattern that must start the line (a list item, a heading, the shell's 'Aborted')."""
+    rule = next((r for r in RULES if r.id == entry.rule), None)
+    return (rule.pattern.pattern if rule else entry.pattern.pattern).startswith("^")
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
+def test_each_format_filled_with_real_values_is_recognised(entry):
+    line = entry.filled()
+    d = explain_line(line)
+    assert d is not None and d.rule == entry.answer_rule, (line, d and d.rule)
+    assert d.cause and d.fix and d.library and (d.fixable_by_rocmrevive or d.why_not)
+    if entry.rule is None:  # answered from the data: the entry's own words
+        assert (d.cause, d.severity, d.library) == (entry.meaning, entry.severity, entry.component)
+        if entry.check_path:  # the file the line names is checked first
+            assert d.fix.startswith("rocmrevive ") and d.fix.endswith(entry.action) and d.fix != entry.action
+        else:
+            assert d.fix == entry.action
+    if not _anchored(entry):
+        # in a log: a timestamp or a logger's prefix in front does not hide it
+        d = explain_line(f"[2026-03-01 10:00:01] worker.py:12] {line}")
+        assert d is not None and d.rule == entry.answer_rule
+
+
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if not e.pattern_text and e.example],
+                         ids=[e.id for e in ENTRIES if not e.pattern_text and e.example])
+def test_a_pattern_built_from_its_format_reads_the_values_back(entry):
+    m = entry.pattern.search(entry.filled())
+    assert m is not None
+    assert {k: v for k, v in m.groupdict().items()} == {k: str(v) for k, v in entry.example.items()}
+
+
+def test_patterns_by_construction_take_other_values_and_refuse_other_words():
+    fmt = "HSA Error:  Incompatible kernel and userspace, {product} disabled. Upgrade amdgpu."
+    import re
+    rx = re.compile(pattern_of(fmt))
+    for product in ("AMD Radeon VII", "Vega 20", "AMD Radeon (TM) Pro VII", "Vega 20 WKS GL-XE [Radeon Pro VII]"):
+        line = fmt.format(product=product)
+        assert rx.search(line).group("product") == product
+        assert explain_line(line).rule == "hsa-incompatible-kernel"
+    assert not rx.search("HSA Error:  Compatible kernel and userspace, Vega 20 enabled. Upgrade amdgpu.")
+    # the runs of blanks of a format are any blanks (a log shipper may squeeze them)
+    assert explain_line("HSA Error: Incompatible kernel and userspace, Vega 20 disabled. Upgrade amdgpu.")
+    assert pattern_of("Kernel {kernel} not found.") == r"Kernel\s+(?P<kernel>\S+)\s+not\s+found\."
+
+
+def test_the_data_has_no_problems():
+    assert problems() == []
+
+
+def test_an_entry_without_a_source_is_caught(monkeypatch):
+    first, second = ENTRIES[0], ENTRIES[1]
+    filled = next(e for e in ENTRIES[2:] if e.example)
+    broken = tuple(dataclasses.replace(first, source="") if e is first else
+                   dataclasses.replace(second, id="x-unlisted", source="someone/else:src/file.c") if e is second else
+                   dataclasses.replace(filled, id="x-example", example={}) if e is filled else e
+                   for e in ENTRIES)
+    monkeypatch.setattr(catalogue, "entries", lambda: broken)
+    got = problems()
+    assert f"{first.id}: no source (owner/repo:path or closed:<product>)" in got
+    assert "x-unlisted: source someone/else:src/file.c is in no [[source]] row" in got
+    assert any(p.startswith("x-example: example [] does not fill") for p in got)
+
+
+def test_every_rule_has_a_catalogue_entry_with_its_source():
+    answered = {e.answer_rule for e in ENTRIES}
+    assert [r.id for r in RULES if r.id not in answered] == []
+
+
+def test_the_coverage_in_the_docs_is_the_catalogues():
+    doc = (REPO / "docs" / "explain.md").read_text()
+    assert coverage_table() in doc
+    for s in sources():
+        if s.formats is not None:  # a counted source holds at least what the catalogue recognises of it
+            assert s.in_catalogue() <= s.formats, s.component
+
+
+# ------------------------------------------------------------------------------------------
+# several lines: each recognised, the root cause first
+
+def _answer(text: str) -> list[tuple[str, list[int], str | None]]:
+    return [(d.rule, d.lines, (d.details.get("explained_by") or {}).get("rule")) for d in explain_text(text)]
+
+
+def test_a_tensile_load_failure_explains_the_could_not_initialize_after_it():
+    text = "\n".join([
+        "rocBLAS error: Could not initialize Tensile host:",
+        "rocBLAS error: Cannot read /opt/rocm-6.4.1/lib/rocblas/library/TensileLibrary.dat: No such file or "
+        "directory for GPU arch : gfx906",
+        " List of available TensileLibrary Files : ",
+        "This message will be only be displayed once, unless the ROCBLAS_VERBOSE_TENSILE_ERROR environment "
+        "variable is set.",
+        "Aborted (core dumped)"])
+    assert _answer(text) == [
+        ("rocblas-tensile-missing", [2], None),
+        ("rocblas-tensile-init", [1], "rocblas-tensile-missing"),
+        ("rocblas-tensile-list", [3], "rocblas-tensile-missing"),
+        ("rocblas-message-once", [4], "rocblas-tensile-missing"),
+        ("process-aborted", [5], "rocblas-tensile-missing")]
+    first = explain_text(text)[0]
+    assert first.fixable_by_rocmrevive and "rocmrevive install" in first.fix
+
+
+def test_the_kernel_driver_refusal_comes_before_what_it_breaks():
+    text = "\n".join([
+        "UserWarning: HIP initialization: Unexpected error from hipGetDeviceCount(). Did you run some cuda "
+        "functions before calling NumHipDevices() that might have already set an error? Error 101: "
+        "hipErrorInvalidDevice (Triggered internally at ../c10/hip/HIPFunctions.cpp:110.)",
+        "HSA Error:  Incompatible kernel and userspace, AMD Radeon (TM) Pro VII disabled. Upgrade amdgpu.",
+        'checkHipErrors() HIP API error = 0100 "no ROCm-capable device is detected"'])
+    got = _answer(text)
+    assert got[0] == ("hsa-incompatible-kernel", [2], None)
+    assert {(r, c) for r, _, c in got[1:]} == {("torch-hip-init-warning", "hsa-incompatible-kernel"),
+                                               ("hip-no-device", "hsa-incompatible-kernel")}
+    d = explain_text(text)[0]
+    assert "kernel" in d.fix and d.library == "ROCr (HSA runtime)" and not d.fixable_by_rocmrevive
+
+
+def test_an_ollama_journal_is_answered_by_its_refusal():
+    text = "\n".join([
+        'time=2025-08-01T10:00:00.000Z level=WARN source=amd_linux.go:376 msg="amdgpu is not supported '
+        '(supported types:[gfx1030 gfx1100 gfx1101 gfx1102 gfx1151 gfx1200 gfx1201 gfx908 gfx90a gfx942])" '
+        "gpu_type=gfx906 gpu=0 library=/usr/local/lib/ollama/rocm",
+        'time=2025-08-01T10:00:00.001Z level=WARN source=amd_linux.go:383 msg="See https://github.com/ollama/'
+        'ollama/blob/main/docs/gpu.md#overrides for HSA_OVERRIDE_GFX_VERSION usage"',
+        'time=2025-08-01T10:00:00.002Z level=INFO source=amd_linux.go:404 msg="no compatible amdgpu devices '
+        'detected"',
+        'time=2025-08-01T10:00:00.003Z level=INFO source=gpu.go:377 msg="no compatible GPUs were discovered"'])
+    got = _answer(text)
+    assert got[0] == ("ollama-gpu-not-supported", [1], None)
+    assert [c for _, _, c in got[1:]] == ["ollama-gpu-not-supported"] * 3
+    assert explain_text(text)[0].fixable_by_rocmrevive
+
+
+def test_a_llamacpp_crash_is_answered_by_its_error_not_its_epilogue():
+    text = "\n".join([
+        "ggml_cuda_compute_forward: MUL_MAT failed",
+        "ROCm error: invalid device function",
+        "  current device: 0, in function ggml_cuda_compute_forward at /src/llama.cpp/ggml/src/ggml-cuda/"
+        "ggml-cuda.cu:2313",
+        "  err",
+        "/src/llama.cpp/ggml/src/ggml-cuda/ggml-cuda.cu:75: ROCm error",
+        "Aborted (core dumped)"])
+    got = _answer(text)
+    assert got[0] == ("llamacpp-invalid-device-function", [2], None)
+    assert {r: c for r, _, c in got[1:]} == {"llamacpp-op-failed": "llamacpp-invalid-device-function",
+                                             "ggml-error-location": "llamacpp-invalid-device-function",
+                                             "ggml-abort": "llamacpp-invalid-device-function",
+                                             "process-aborted": "llamacpp-invalid-device-function"}
+
+
+def test_two_unrelated_failures_are_both_roots_in_layer_order():
+    text = "\n".join([
+        "RuntimeError: HIP error: invalid device function",
+        "[  12.000000] kfd kfd: amdgpu: skipped device 1002:66a1, PCI rejects atomics 730<0"])
+    got = _answer(text)
+    assert [r for r, _, _ in got] == ["kfd-pci-atomics", "torch-invalid-device-function"]
+    assert all(c is None for _, _, c in got)
+
+
+# ------------------------------------------------------------------------------------------
+# context words sharpen the answer
+
+def test_the_rocm_version_in_the_paste_sharpens_the_tensile_answer():
+    line = ("rocBLAS error: Cannot read /opt/rocm-{v}/lib/rocblas/library/TensileLibrary.dat: No such file or "
+            "directory for GPU arch : gfx906")
+    old = explain_text(line.format(v="6.3.3"))[0]
+    new = explain_text(line.format(v="6.4.1"))[0]
+    assert "damaged or incomplete" in old.cause and "damaged or incomplete" not in new.cause
+    assert old.details["context"] == {"rocm": "6.3.3"}
+
+
+def test_the_application_in_the_paste_sharpens_the_invalid_device_function_answer():
+    bare = explain_text("ROCm error: invalid device function")[0]
+    ollama = explain_text("ollama serve\nROCm error: invalid device function")[0]
+    assert "rebuild llama.cpp" in bare.fix and "Ollama" not in bare.fix
+    assert "Ollama's bundled libggml-hip" in ollama.fix and ollama.details["context"] == {"app": "ollama"}
+    # the GPU target named on another line fills in for a line that names none
+    assert explain_text("Device 0: AMD Radeon VII, gfx906:sramecc-:xnack-\n"
+                        "rocBLAS error: Could not initialize Tensile library")[0].arch == "gfx906:sramecc-:xnack-"
+
+
+@pytest.mark.parametrize("line", [
+    "ggml_cuda_init: found 1 ROCm devices:",
+    "  Device 0: AMD Instinct MI50/MI60, gfx906:sramecc+:xnack- (0x906), VMM: no, Wave Size: 64",
+    'time=2025-08-01T10:00:00Z level=INFO source=amd_linux.go:389 msg="amdgpu is supported" gpu=0 gpu_type=gfx906',
+    "load_backend: loaded ROCm backend from /usr/local/lib/libggml-hip.so",
+    "[    3.100000] kfd kfd: amdgpu: added device 1002:66a1",
+    "[    3.000000] amdgpu 0000:03:00.0: amdgpu: SE 4, SH per SE 1, CU per SH 15, active_cu_number 60",
+    "INFO 03-01 10:00:00 [rocm.py:100] Using TRITON_ATTN backend out of potential backends: ['TRITON_ATTN'].",
+    "rocBLAS info: loaded TensileLibrary_lazy_gfx906.dat",
+    "The Devices: section of the report is empty",
+])
+def test_ordinary_lines_are_not_recognised(line):
+    assert explain_line(line) is None
+
+
+# ------------------------------------------------------------------------------------------
+# the command: empty input is a usage error
+
+def _run(*args: str, stdin: str | None = None):
+    return subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", *args], input=stdin,
+                          capture_output=True, text=True, env=env(), cwd=REPO)
+
+
+@pytest.mark.parametrize("args,stdin", [(["explain", ""], None), (["explain", "   "], None),
+                                        (["explain"], " \n\t\n"), (["explain", "--file", "/dev/null"], None)])
+def test_empty_or_blank_text_gets_a_usage_line_and_exit_2(args, stdin):
+    r = _run(*args, stdin=stdin)
+    assert r.returncode == 2 and "usage: rocmrevive explain" in r.stderr and r.stdout == ""
+    r = _run("--json", *args, stdin=stdin)
+    doc = json.loads(r.stdout)
+    assert r.returncode == 2 and doc["error"]["code"] == "USAGE" and "usage:" in doc["error"]["message"]
+
+
+def test_the_command_answers_a_paste_root_cause_first():
+    text = ("rocBLAS error: Could not initialize Tensile host:\nrocBLAS warning: No paths matched "
+            "/opt/rocm/lib/rocblas/library/*gfx906*co. Make sure that ROCBLAS_TENSILE_LIBPATH is set correctly.\n")
+    r = _run("--json", "explain", stdin=text)
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0
+    assert [d["rule"] for d in doc["diagnoses"]] == ["rocblas-tensile-no-paths", "rocblas-tensile-init"]
+    assert doc["diagnoses"][1]["details"]["explained_by"] == {"rule": "rocblas-tensile-no-paths", "line": 2}
+    r = _run("explain", stdin=text)
+    assert r.returncode == 0 and "follows from line 2 (rocblas-tensile-no-paths)" in r.stdout
+    assert r.stdout.index("line 2:") < r.stdout.index("line 1:")
