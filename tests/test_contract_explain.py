@@ -47,7 +47,7 @@ REPORTED = [
     ("ROCm/legacy-rocm-build#1886", "[Sat Jan  7 14:25:56 2023] amdgpu 0000:e3:00.0: amdgpu: GPU reset begin!",
      "amdgpu-gpu-reset"),
     ("yuzu-emu/yuzu#2559", "[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx timeout, but soft recovered",
-     "amdgpu-ring-timeout"),
+     "amdgpu-ring-soft-recovered"),  # its own format in amdgpu_job.c (issue 38)
     ("lamikr/rocm_sdk_builder#180", "[    5.408757] amdgpu 0000:03:00.0: amdgpu: Fatal error during GPU init",
      "amdgpu-init-failed"),
     ("lamikr/rocm_sdk_builder#180", "[    5.408787] amdgpu 0000:03:00.0: probe with driver amdgpu failed with "

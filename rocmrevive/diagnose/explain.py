@@ -609,7 +609,8 @@ def explain_text(text: str, *, fixable_processors: Iterable[str] = ("gfx906",)) 
     numbers of all the lines that gave it. A GPU target, application or ROCm version named anywhere in
     the text fills in for lines that name none. The root causes come first: a diagnosis another one in
     the paste explains (the catalogue's ``explains``) is listed after it, with ``details["explained_by"]``;
-    the rest in the order of their layer (kernel, runtime, library, application, epilogue), then of lines."""
+    the rest in the order of their layer (kernel, runtime, library, application, epilogue), then of lines,
+    harmless and context lines after the failures."""
     lines = text.splitlines()
     ctx = context_of(text, fixable_processors)
     out: dict[tuple, Diagnosis] = {}
@@ -641,4 +642,7 @@ def explain_text(text: str, *, fixable_processors: Iterable[str] = ("gfx906",)) 
     for d in found:
         if ctx.app or ctx.rocm:
             d.details.setdefault("context", {k: v for k, v in (("app", ctx.app), ("rocm", ctx.rocm)) if v})
-    return sorted(found, key=lambda d: ("explained_by" in d.details, layer_of(d.rule), d.lines[0]))
+    # a harmless line or a context line is never the root cause of a paste that holds a failure
+    quiet = (Severity.HARMLESS, Severity.CONTEXT)
+    return sorted(found, key=lambda d: ("explained_by" in d.details, d.severity in quiet, layer_of(d.rule),
+                                        d.lines[0]))
