@@ -128,3 +128,68 @@ HELDOUT_C = [
      "\\\\ supervisor privilege.\n"
      "\\\\ Aborted (core dumped)", {"hsa-memory-access-fault"}),
 ]
+
+# ---------------------------------------------------------------------------------------------------------
+# Set D: gathered on 2026-12-07 AFTER the second catalogue pass was committed and frozen (commit d4e3e5d),
+# with the `search` tool, corpus "issues" (and "pages", which again gave no owner texts), queries not used
+# for sets A-C or for the catalogue:
+#   "MI50 32GB llama.cpp ROCm error crash log", "gfx906 ComfyUI HIP error", "Radeon VII ollama rocm log failure",
+#   "Eval bug: Crashes when model is loaded across a Vega VII card with Mi50s ROCm error",
+#   "llama.cpp gfx906 ROCm error Could not attach to process MI50 ggml_cuda_compute_forward",
+#   "MI50 vllm HIP error invalid device function gfx906 traceback",
+#   "Radeon VII dmesg amdgpu ring timeout GPU reset rocm compute",
+#   "gfx906 pytorch rocm6.4 wheel no kernel image available MI50", "nlzy vllm-gfx906 RuntimeError HIP error",
+#   "Radeon Pro VII ollama rocm error log gfx906 crash", "iacopPBK llama.cpp-gfx906 crash error load model",
+#   "mixa3607 ML-gfx906 docker error", "TheRock gfx906 rocBLAS TensileLibrary not read torch failures",
+#   "iacopPBK llama.cpp-gfx906 ROCm-7.1 rocblas error gfx906 rocBLAS error Cannot read TensileLibrary",
+#   "Rocm and torch failures on gfx906 HSA_OVERRIDE_GFX_VERSION rocdevice.cpp aborting",
+#   "Instinct MI50 Memory access fault by GPU node Reason Page not present",
+#   "gfx906 MIOpen warning missing system database performance may degrade",
+#   "Radeon VII rocminfo HSA error Vega 20 kernel userspace",
+#   "ollama gfx906 MI50 not using GPU inference compute library rocm log", "vllm-gfx906 docker hip error driver 6.3.4",
+#   "gfx906 hipErrorNoBinaryForGpu Unable to find code object for all current devices torch",
+#   "MI60 multi GPU RCCL NCCL WARN gfx906", "Does rccl-test support MI50 gfx906 error failure",
+#   "Rocm 4.2 Radeon VII Errors tensorflow", "MI50 dmesg amdgpu page fault gfxhub gfx906 VM_L2_PROTECTION_FAULT_STATUS",
+#   "gfx906 rocblaslt warning No paths matched hipblaslt library gfx906 co", "MI50 报错 rocm gfx906",
+#   "Vega 20 gfx906 segmentation fault rocBLAS error hipblas llama";
+#   pages: "MI50 gfx906 ROCm error message forum", "MI50 llama.cpp rocBLAS error TensileLibrary gfx906 ROCm 6.4 reddit
+#   LocalLLaMA", "Radeon VII ROCm pytorch HIP error fix blog".
+# Rule: every failure text shown in the results that a poster running a gfx906 card (the thread names gfx906,
+# MI50, MI60, Radeon VII or Radeon Pro VII) gave as the failure, from a thread not already in the repo's tests
+# and not read while the catalogue was written (lmstudio-bug-tracker#352 left out: the catalogue's LM Studio
+# entry was taken from that tracker; lamikr/rocm_sdk_builder#180 left out: already in the tests). An
+# application's own message counts too (want empty: the catalogue has no right answer, and any answer is a
+# wrong one). `want` was written down from the thread before the texts were run.
+HELDOUT_D = [
+    ("pytorch/pytorch#103973 (gfx906, ComfyUI)",
+     "rocblaslt warning: No paths matched /media/b_cansin/ai/ai/ComfyUI-master/venv/lib/python3.10/site-packages/"
+     "torch/lib/hipblaslt/library/*gfx906*co. Make sure that HIPBLASLT_TENSILE_LIBPATH is set correctly.\n"
+     "!!! Exception during processing!!! CUDA error: HIPBLAS_STATUS_NOT_SUPPORTED when calling "
+     "`HIPBLAS_STATUS_NOT_SUPPORTED`", {"hipblaslt-no-files"}),
+    ("ROCm/TheRock#1844 (gfx906, HSA_OVERRIDE_GFX_VERSION=9.0.a)",
+     "CUDA GPU is not available. Please run on a CUDA-enabled device.", set()),
+    ("ROCm/legacy-rocm-build#1677 (gfx906)",
+     "MIOpen(HIP): Warning [SQLiteBase] Unable to read system database file:/opt/rocm/miopen/share/miopen/db/"
+     "gfx906_60.kdb Performance may degrade\n"
+     "terminate called after throwing an instance of 'boost::filesystem::filesystem_error'\n"
+     'what():  boost::filesystem::permissions: No such file or directory: "/home/ssml/singh/.config/miopen//'
+     'gfx906_60.HIP.2_11_0_993628deb.ufdb.txt"', {"miopen-db-unwritable"}),
+    ("ROCm/MIOpen#1003 (gfx906, PyTorch wheel)",
+     "MIOpen(HIP): Warning [SQLiteBase] Unable to read system database file:/opt/rocm/miopen/share/miopen/db/"
+     "gfx906_64.kdb Performance may degrade", {"miopen-missing-kdb"}),
+    ("ROCm/legacy-rocm-build#753 (Radeon VII, ROCm 2.2, no /dev/kfd)",
+     "hsa api call failure at line 900, file: /data/jenkins_workspace/compute-rocm-rel-2.2/rocminfo/rocminfo.cc. "
+     "Call returned 4104", {"hsa-out-of-resources", "rocminfo-kfd-open", "rocminfo-rock-not-loaded"}),
+    ("ROCm/legacy-rocm-build#1423 (Radeon VII)",
+     "HSA Error:  Incompatible kernel and userspace, Vega 20 [Radeon VII] disabled. Upgrade amdgpu.",
+     {"hsa-incompatible-kernel"}),
+    ("nlzy/vllm-gfx906#5 (gfx906)", "RuntimeError: NCCL error: unhandled cuda error", {"rccl-failure"}),
+    ("nlzy/vllm-gfx906#6 (gfx906)", "HIP error: invalid device function", {"torch-invalid-device-function"}),
+    ("AlphaMine-Tech/alpha-miner#5 (MI50)",
+     "  0: AMD Radeon Graphics gcnArchName=gfx906:sramecc+:xnack- \n"
+     "     backend=unsupported memory_gib=15.98 sms=60 status=unsupported", set()),
+    ("ROCm/legacy-rocm-build#1552 (MI50)", "Fatal error during GPU init", {"amdgpu-init-failed"}),
+    ("ROCm/TheRock#2347 (gfx906, HIP 7.1)",
+     'Thread 1 "llama-cli" received signal SIGSEGV, Segmentation fault.\n'
+     "0x00007fffecaad59f in ?? () from /opt/rocm-7.1.0/lib/libamdhip64.so.7", set()),
+]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rocmrevive.diagnose.explain import explain_text
-from tests.explain_heldout import HELDOUT_A, HELDOUT_B, HELDOUT_C, MOVED_OUT, MOVED_OUT_B
+from tests.explain_heldout import HELDOUT_A, HELDOUT_B, HELDOUT_C, HELDOUT_D, MOVED_OUT, MOVED_OUT_B
 
 
 def _measure(texts) -> dict:
@@ -27,6 +27,7 @@ def _measure(texts) -> dict:
     ("A", [t for t in HELDOUT_A if t[0] not in MOVED_OUT], 7, 2),
     ("B", [t for t in HELDOUT_B if t[0] not in MOVED_OUT_B], 0, 1),
     ("C", HELDOUT_C, 1, 0),
+    ("D", HELDOUT_D, 4, 7),
 ])
 def test_held_out_sets(name, texts, right, silent):
     got = _measure(texts)
