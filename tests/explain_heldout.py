@@ -193,3 +193,15 @@ HELDOUT_D = [
      'Thread 1 "llama-cli" received signal SIGSEGV, Segmentation fault.\n'
      "0x00007fffecaad59f in ?? () from /opt/rocm-7.1.0/lib/libamdhip64.so.7", set()),
 ]
+
+# set D's texts whose gaps were filled through them after D was measured (from the sources: MIOpen's pre-2.15
+# sqlite_db.hpp warning, rocminfo's old RET_IF_HSA_ERR line, the kernel's bare 'Fatal error during GPU init'
+# without dev_err's prefix): they leave the count. ROCm/legacy-rocm-build#1677 is among them: its first line
+# showed the old MIOpen text; since the fix explain answers that harmless warning, while the thread's root
+# (boost's permissions error on MIOpen's user database) is still not recognised, so it would be a wrong answer.
+MOVED_OUT_D = {
+    "ROCm/MIOpen#1003 (gfx906, PyTorch wheel)": "miopen-kdb-unreadable-old added from sqlite_db.hpp (MIOpen <= 2.14)",
+    "ROCm/legacy-rocm-build#753 (Radeon VII, ROCm 2.2, no /dev/kfd)": "rocminfo-hsa-call-failure-old from rocminfo.cc",
+    "ROCm/legacy-rocm-build#1552 (MI50)": "amdgpu-init-failed's pattern takes the bare kernel format",
+    "ROCm/legacy-rocm-build#1677 (gfx906)": "its first line is now miopen-kdb-unreadable-old (harmless, not its root)",
+}

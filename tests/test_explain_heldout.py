@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rocmrevive.diagnose.explain import explain_text
-from tests.explain_heldout import HELDOUT_A, HELDOUT_B, HELDOUT_C, HELDOUT_D, MOVED_OUT, MOVED_OUT_B
+from tests.explain_heldout import HELDOUT_A, HELDOUT_B, HELDOUT_C, HELDOUT_D, MOVED_OUT, MOVED_OUT_B, MOVED_OUT_D
 
 
 def _measure(texts) -> dict:
@@ -27,7 +27,7 @@ def _measure(texts) -> dict:
     ("A", [t for t in HELDOUT_A if t[0] not in MOVED_OUT], 7, 2),
     ("B", [t for t in HELDOUT_B if t[0] not in MOVED_OUT_B], 0, 1),
     ("C", HELDOUT_C, 1, 0),
-    ("D", HELDOUT_D, 4, 7),
+    ("D", [t for t in HELDOUT_D if t[0] not in MOVED_OUT_D], 4, 3),
 ])
 def test_held_out_sets(name, texts, right, silent):
     got = _measure(texts)
@@ -52,3 +52,16 @@ def test_the_root_cause_of_a_paste_comes_first():
     found = explain_text(text)
     assert [d.rule for d in found] == ["rocblas-could-not-load", "rocblas-tensile-library-init"]
     assert found[1].details["explained_by"] == {"rule": "rocblas-could-not-load", "line": 1}
+
+
+def test_set_d_as_measured_at_the_frozen_catalogue_and_its_texts_that_left_the_count():
+    # measured at d4e3e5d: 4 right, 0 wrong, 7 silent; the four that showed gaps left the count afterwards
+    moved = {src: explain_text(text) for src, text, _ in HELDOUT_D if src in MOVED_OUT_D}
+    assert len(moved) == len(MOVED_OUT_D) == 4
+    first = {src: found[0].rule for src, found in moved.items()}
+    assert first == {
+        "ROCm/MIOpen#1003 (gfx906, PyTorch wheel)": "miopen-kdb-unreadable-old",
+        "ROCm/legacy-rocm-build#753 (Radeon VII, ROCm 2.2, no /dev/kfd)": "rocminfo-hsa-call-failure-old",
+        "ROCm/legacy-rocm-build#1552 (MI50)": "amdgpu-init-failed",
+        "ROCm/legacy-rocm-build#1677 (gfx906)": "miopen-kdb-unreadable-old",  # harmless: not that thread's root
+    }

@@ -556,8 +556,9 @@ RULES: tuple[Rule, ...] = tuple(Rule(i, re.compile(p), f.builder(i) if isinstanc
     ("amdgpu-gpu-reset", r"amdgpu(?: [0-9a-f:.]+)?: (?:amdgpu: )?GPU reset begin", _r_gpu_reset),
     ("amdgpu-ring-timeout", r"amdgpu_job_timedout.*ring (?P<ring>\S+) timeout", _r_job_timeout),
     ("amdgpu-init-failed",
-     r"amdgpu [0-9a-f:.]+: (?:amdgpu: Fatal error during GPU init|probe with driver amdgpu failed "
-     r"with error (?P<err>-?[0-9]+))", _r_amdgpu_probe),
+     # the kernel's format is the bare text; dev_err puts "amdgpu <pci>: amdgpu: " in front
+     r"(?:amdgpu [0-9a-f:.]+: (?:amdgpu: )?)?Fatal error during GPU init|amdgpu [0-9a-f:.]+: probe with driver "
+     r"amdgpu failed with error (?P<err>-?[0-9]+)", _r_amdgpu_probe),
 ))
 
 
