@@ -205,3 +205,28 @@ MOVED_OUT_D = {
     "ROCm/legacy-rocm-build#1552 (MI50)": "amdgpu-init-failed's pattern takes the bare kernel format",
     "ROCm/legacy-rocm-build#1677 (gfx906)": "its first line is now miopen-kdb-unreadable-old (harmless, not its root)",
 }
+
+# ---------------------------------------------------------------------------------------------------------
+# Set E: gathered on 2026-12-07 after the gaps set D showed were filled and the catalogue frozen again
+# (commit 1d87dcf), same tool and rule as set D, with queries used for no earlier set:
+#   "Radeon VII automatic1111 stable diffusion rocm crash error log", "koboldcpp rocm MI50 gfx906 error",
+#   "MI50 ROCm 6.4 upgrade broke rocblas gfx906 error message",
+#   "ROCm automatic instalation is Broken for Radeon VII MI 50 MI 60 error", "MI50 ComfyUI error torch HIP gfx906 sramecc",
+#   "Cannot test GPU running on Tensorflow 2.0 on Radeon VII is_gpu_available crashes error",
+#   "gfx906 Radeon VII whisper ctranslate2 onnxruntime rocm error", "triton gfx906 MI50 fork error compile kernel",
+#   "MI50 32GB vbios Radeon Pro VII flash rocm-smi error", "Radeon VII hashcat blender HIP rocm error gfx906",
+#   "ollama MI50 rocm v7 gfx906 runner error ggml_cuda_init", "MI60 gfx906 HSA_STATUS_ERROR rocdevice.cpp aborting
+#   with error", "Radeon VII GROMACS OpenMM HIP ROCm error gfx906".
+# Most results were other GPUs, threads already used (ROCm/legacy-rocm-build#4625, #1886, lamikr/rocm_sdk_builder#180,
+# Said-Akbar/triton-gcn5#4, lmstudio-bug-tracker#352) or threads whose gfx906 poster gave no error text.
+HELDOUT_E = [
+    ("ROCm/amdgpu#157 (MI50 passed to a KVM guest)",
+     "atombios stuck in loop\nFatal error during GPU init", {"amdgpu-init-failed"}),
+    ("ROCm/legacy-rocm-build#1434 (Radeon VII, rocm-smi --showmemvendor)",
+     "Unable to get GPU memory vendor.", {"rsmi-value-unavailable"}),
+    ("ROCm/legacy-rocm-build#843 (Radeon VII, ROCm 2.6, clinfo)", "ERROR: clGetDeviceIDs(-1)", set()),
+    ("hashcat/hashcat#3932 (Radeon VII)", "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION",
+     {"hsa-memory-aperture-violation"}),
+    ("ggml-org/llama.cpp#5712 (Radeon VII, Windows HIP SDK 5.7)",
+     'ggml_backend_sched: failed to allocate graph, reserving', set()),
+]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rocmrevive.diagnose.explain import explain_text
-from tests.explain_heldout import HELDOUT_A, HELDOUT_B, HELDOUT_C, HELDOUT_D, MOVED_OUT, MOVED_OUT_B, MOVED_OUT_D
+from tests.explain_heldout import HELDOUT_A, HELDOUT_B, HELDOUT_C, HELDOUT_D, HELDOUT_E, MOVED_OUT, MOVED_OUT_B, MOVED_OUT_D
 
 
 def _measure(texts) -> dict:
@@ -28,6 +28,7 @@ def _measure(texts) -> dict:
     ("B", [t for t in HELDOUT_B if t[0] not in MOVED_OUT_B], 0, 1),
     ("C", HELDOUT_C, 1, 0),
     ("D", [t for t in HELDOUT_D if t[0] not in MOVED_OUT_D], 4, 3),
+    ("E", HELDOUT_E, 2, 3),
 ])
 def test_held_out_sets(name, texts, right, silent):
     got = _measure(texts)
@@ -44,6 +45,13 @@ def test_the_texts_that_showed_the_gaps_are_answered_now_and_left_the_count():
     assert len(moved_b) == len(MOVED_OUT_B) == 2
     got = _measure(moved_b)
     assert len(got["right"]) == 2 and got["wrong"] == [] and got["silent"] == []
+
+
+def test_the_figures_over_all_counted_texts():
+    counted = ([t for t in HELDOUT_A if t[0] not in MOVED_OUT] + [t for t in HELDOUT_B if t[0] not in MOVED_OUT_B]
+               + HELDOUT_C + [t for t in HELDOUT_D if t[0] not in MOVED_OUT_D] + HELDOUT_E)
+    got = _measure(counted)
+    assert (len(counted), len(got["right"]), len(got["wrong"]), len(got["silent"])) == (23, 14, 0, 9)
 
 
 def test_the_root_cause_of_a_paste_comes_first():
