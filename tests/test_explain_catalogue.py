@@ -246,3 +246,16 @@ def test_the_command_answers_a_paste_root_cause_first():
     r = _run("explain", stdin=text)
     assert r.returncode == 0 and "follows from line 2 (rocblas-tensile-no-paths)" in r.stdout
     assert r.stdout.index("line 2:") < r.stdout.index("line 1:")
+
+
+def test_a_harmless_line_never_comes_before_a_failure():
+    # rocm-smi's unreadable value (harmless, an earlier line) and a kernel with no gfx906 code (the failure)
+    found = explain_text("GPU[0]\t\t: get_power_cap_range, Unexpected data received\n"
+                         "RuntimeError: HIP error: device kernel image is invalid")
+    assert [d.rule for d in found] == ["torch-hip-invalid-image", "rsmi-value-unavailable"]
+    # the kernel's report of a page fault: the fault first, its detail lines follow from it
+    found = explain_text("amdgpu 0000:03:00.0: amdgpu: VM_L2_PROTECTION_FAULT_STATUS:0x00301031\n"
+                         "amdgpu 0000:03:00.0: amdgpu: [gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:3 "
+                         "pasid:32769)")
+    assert [d.rule for d in found] == ["amdgpu-vm-fault", "amdgpu-vm-fault-detail"]
+    assert found[1].details["explained_by"] == {"rule": "amdgpu-vm-fault", "line": 2}

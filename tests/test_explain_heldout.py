@@ -7,7 +7,16 @@ from __future__ import annotations
 import pytest
 
 from rocmrevive.diagnose.explain import explain_text
-from tests.explain_heldout import HELDOUT_A, HELDOUT_B, HELDOUT_C, HELDOUT_D, HELDOUT_E, MOVED_OUT, MOVED_OUT_B, MOVED_OUT_D
+from tests.explain_heldout import (
+    HELDOUT_A,
+    HELDOUT_B,
+    HELDOUT_C,
+    HELDOUT_D,
+    HELDOUT_E,
+    MOVED_OUT,
+    MOVED_OUT_B,
+    MOVED_OUT_D,
+)
 
 
 def _measure(texts) -> dict:
