@@ -117,7 +117,7 @@ def doctor(ui: UI, pythons, trees, rocminfo_file, deep, no_search, user, vulkan_
                 progs = find_programs(ui.root, list(dict.fromkeys(targets)), pythons=pythons,
                                       common=not no_search)
                 findings += program_findings(progs)
-            from rocmrevive.advice.findings import box_findings   # HSA override, vBIOS, Vulkan+small BAR, MIOpen
+            from rocmrevive.advice.findings import box_findings  # HSA override, vBIOS, Vulkan+small BAR, MIOpen
 
             findings += box_findings(ui.root, s, env=os.environ, vulkan_text=vulkan)
         order = list(Severity)
