@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from rocmrevive.trees.miopen import read_tree
 from rocmrevive.rootfs import Root
+from rocmrevive.trees.miopen import read_tree
 from tests.machines.build import build
 
 VAR = "HSA_OVERRIDE_GFX_VERSION"
