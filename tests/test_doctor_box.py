@@ -89,12 +89,16 @@ def test_a_fifo_or_link_where_an_override_is_read_is_refused_not_followed(demo, 
     d.mkdir(parents=True)
     (d / "link.conf").symlink_to(secret)
     os.mkfifo(demo / "etc/environment")
+    write(tmp_path / "rootdir/proj/.env", f"{VAR}=9.0.6\n")         # a folder of root's ...
+    (demo / "home/alice").mkdir(parents=True)
+    (demo / "home/alice/proj").symlink_to(tmp_path / "rootdir/proj")  # ... planted as a user's folder
     t0 = time.monotonic()
     _rc, found = doctor(demo)
     assert time.monotonic() - t0 < 60
     assert ids(found, "hsa-override-set") == []          # the link is not followed, the FIFO not read
-    (u,) = ids(found, "hsa-override-unreadable")
-    assert "/etc/environment" in u["cause"]
+    causes = sorted(u["cause"] for u in ids(found, "hsa-override-unreadable"))
+    assert len(causes) == 2 and "/etc/environment" in causes[0] and "/home/alice/proj/.env" in causes[1], causes
+    assert "symbolic link" in causes[1]
 
 
 def _card_dir(root: Path, bdf: str) -> Path:

@@ -4,18 +4,20 @@ still spread ``HSA_OVERRIDE_GFX_VERSION=9.0.6``; on a card that already reports 
 rocBLAS without gfx906 files fails the same way, with the override in every log); any other
 value makes the runtime treat the card as another GPU and load code built for that one.
 
-Places read (under --root, each file through ``fs.read_regular``: no link followed, no FIFO, at
-most 1 MiB; a folder listing of at most 500 names): this process's environment, /etc/environment
-and /etc/environment.d, /etc/profile.d, systemd units and drop-ins of any unit under
-/etc/systemd/system, /run/systemd/system and /usr/lib/systemd/system (ollama.service, docker's
-and any other), Docker's container configs (/var/lib/docker/containers/*/config.v2.json: the
-container's own environment), and compose/env files under /opt, /srv and /home/*.
+Places read (under --root, each file through ``fs.read_regular`` below the root's descriptor:
+no component followed when it is a link, no FIFO, at most 1 MiB; at most 500 names a pattern):
+this process's environment, /etc/environment and /etc/environment.d, /etc/profile.d, systemd
+units and drop-ins of any unit under /etc/systemd/system, /run/systemd/system, /usr/lib and
+/usr/local/lib/systemd/system (ollama.service, docker's and any other), Docker's container configs
+(/var/lib/docker/containers/*/config.v2.json: the container's own environment), and compose/env
+files under /opt, /srv and /home/*.
 
     for f in override_findings(Root("/"), hw, os.environ): print(f.message)
 """
 from __future__ import annotations
 
 import glob
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,7 +41,7 @@ PLACES = (
     ("/etc/systemd/system/*.service.d/*.conf", "systemd drop-in"),
     ("/run/systemd/system/*.service.d/*.conf", "systemd drop-in"),
     ("/usr/lib/systemd/system/*.service", "systemd unit"),
-    ("/lib/systemd/system/ollama*.service", "systemd unit"),
+    ("/usr/local/lib/systemd/system/*.service", "systemd unit"),
     ("/var/lib/docker/containers/*/config.v2.json", "Docker container config"),
     ("/opt/*/docker-compose.y*ml", "compose file"), ("/opt/*/compose.y*ml", "compose file"),
     ("/opt/*/.env", "container env file"), ("/opt/*/*.env", "container env file"),
@@ -71,15 +73,23 @@ def _lines(text: str) -> list[tuple[int, str]]:
 
 
 def scan_file(root: Root, path: str, kind: str) -> tuple[list[OverrideSeen], str | None]:
-    """The assignments in one file (``path``: a machine path), or a problem when it was refused."""
+    """The assignments in one file (``path``: a machine path), or a problem when it was refused.
+    Every component below the root is opened without following a link (``/home/alice/x`` planted
+    as a link to root's folders is refused, not read)."""
     try:
-        raw = read_regular(root.path(path), max_size=MAX_FILE, what=path)
+        base = os.open(root.path("/"), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        return [], f"{path}: {exc.strerror or exc}"
+    try:
+        raw = read_regular(path.lstrip("/"), max_size=MAX_FILE, dir_fd=base, what=path)
     except FileNotFoundError:
         return [], None
     except RevError as exc:
         return [], exc.message
     except OSError as exc:
         return [], f"{path}: {exc.strerror or exc}"
+    finally:
+        os.close(base)
     text = raw.decode("utf-8", "replace")
     out = []
     for n, line in _lines(text):
