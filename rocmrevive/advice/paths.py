@@ -405,9 +405,8 @@ def render_lines(a: Advice) -> list[str]:
         out.append(f"   stops working: {'; '.join(p.stops)}")
         out.append(f"   undo: {p.undo}")
         out.append("   fixes: " + ("; ".join(p.fixes) if p.fixes else "none of today's findings"))
-        for c in p.cliffs:
-            out.append(f"   cliff: {c}")
-        out += [f"   $ {c}" if not c.startswith("#") else f"   {c}" for c in p.commands]
+        out += [f"   cliff: {cliff}" for cliff in p.cliffs]
+        out += [f"   $ {cmd}" if not cmd.startswith("#") else f"   {cmd}" for cmd in p.commands]
         out.append(f"   check: {p.check}")
         if p.unconfirmed:
             out.append(f"   not confirmed: {'; '.join(p.unconfirmed)}")

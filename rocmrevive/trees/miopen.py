@@ -80,7 +80,7 @@ class MiopenTree:
 def _names(root: Root, folder: str) -> list[str] | None:
     try:
         with os.scandir(root.path(folder)) as it:
-            out = []
+            out: list[str] = []
             for e in it:
                 if len(out) >= MAX_NAMES:
                     break
@@ -104,11 +104,14 @@ def read_tree(root: Root, prefix: str, *, libdirs=("lib", "lib64", "lib/x86_64-l
             lib = f"{prefix}/{d}/{hit}"
             break
     db = f"{prefix}/{DB}"
-    names = _names(root, db)
-    if names is None:
+    found = _names(root, db)
+    if found is None:
         return MiopenTree(prefix, lib, None, target=target)
-    kdb, fdb, pdb, others = [], [], [], set()
-    for n in names:
+    kdb: list[str] = []
+    fdb: list[str] = []
+    pdb: list[str] = []
+    others: set[str] = set()
+    for n in found:
         for pat, bucket in ((_KDB, kdb), (_FDB, fdb), (_PDB, pdb)):
             m = pat.match(n)
             if m:
