@@ -341,3 +341,29 @@ def test_a_therock_7_14_whole_stack(tmp_path, debian_pkgs, codeobjects):
     assert doc["box"]["findings"] == [] and by["graft"]["applies"] is False
     assert any(t["rocm_version"] and t["rocm_version"].startswith("7.14") for t in doc["box"]["trees"])
     assert unresolved(doc, human(root)) == []
+
+
+@pytest.mark.debian
+def test_debian_13_with_trixies_real_librocblas0(tmp_path, debian_pkgs):
+    """Debian 13's own librocblas0 5.5.1+dfsg-7 (rocBLAS 2.47.0, built by Debian for gfx906), the real
+    package's files: its version comes from its files and dpkg, Debian's path is already here."""
+    from tests.machines.build import build_machine, link_or_copy
+    from tests.machines.catalog import MACHINES
+
+    spec = MACHINES["dual-mi50"]()
+    spec["rocm"], spec["rocm_link"] = [], None
+    root = os_release(build_machine(spec, tmp_path / "m"), "debian", "13", "Debian GNU/Linux 13 (trixie)")
+    src = debian_pkgs["librocblas0_5.5.1+dfsg-7_amd64"] / "usr/lib/x86_64-linux-gnu"
+    shutil.copytree(src, root / "usr/lib/x86_64-linux-gnu", symlinks=True, dirs_exist_ok=True,
+                    copy_function=link_or_copy)      # hard links into the cache (2.2 GB otherwise)
+    status = root / "var/lib/dpkg/status"
+    status.parent.mkdir(parents=True, exist_ok=True)
+    status.write_text("Package: librocblas0\nStatus: install ok installed\nVersion: 5.5.1+dfsg-7\n")
+    doc = paths(root)
+    (tree,) = doc["box"]["trees"]
+    assert tree["layout"] == "debian" and tree["gfx906"] is True and tree["rocblas_version"] == "2.47.0", tree
+    assert tree["rocm_version"] == "5.5.1" and tree["rocm_version_from"] == "dpkg: librocblas0 5.5.1+dfsg-7"
+    by = {p["id"]: p for p in doc["paths"]}
+    assert by["debian"]["present"] == "already here: librocblas0 5.5.1+dfsg-7" and by["debian"]["applies"]
+    assert doc["box"]["findings"] == [] and by["graft"]["applies"] is False
+    assert unresolved(doc, human(root)) == []
