@@ -173,6 +173,14 @@ def test_demo_machine_ranks_by_what_the_owner_runs(tmp_path):
     assert unresolved(doc) == []
     r = rr(root, "recipe", "--for", "gaming")
     assert r.returncode == 2 and "gaming" in r.stderr
+    r = rr(root, "recipe", "--paths", "--tree", "/opt/rocm")
+    assert r.returncode == 2 and r.stdout == "" and "take none of --tree" in r.stderr
+    info = tmp_path / "vulkaninfo.txt"
+    info.write_text("GPU id : 0 (AMD Radeon Graphics (RADV VEGA20)):\nGPU id : 1 (AMD Radeon Graphics (RADV VEGA20)):\n")
+    doc = paths(root, "--vulkaninfo", str(info))
+    assert doc["box"]["vulkan_devices"] == ["AMD Radeon Graphics (RADV VEGA20)"]
+    assert any("Vulkan serves a card with a small BAR here (Vulkan device AMD Radeon Graphics (RADV VEGA20))" in n
+               for n in doc["notes"])
 
 
 def test_debian_13_with_debians_rocm(tmp_path):

@@ -51,7 +51,8 @@ def recipe(ui, tree, targets, rocm_version, prefix, build, output, paths, use, v
     from rocmrevive.trees.recipe import build_recipe
 
     if paths or use:
-        ui.run("recipe", lambda: _paths_outcome(ui, use, vulkan_file))
+        ui.run("recipe", lambda: _paths_outcome(ui, use, vulkan_file, dict(
+            tree=tree, target=targets, rocm_version=rocm_version, prefix=prefix, build=build, output=output)))
         return
 
     def work() -> Outcome:
@@ -64,11 +65,17 @@ def recipe(ui, tree, targets, rocm_version, prefix, build, output, paths, use, v
     ui.run("recipe", work)
 
 
-def _paths_outcome(ui, use, vulkan_file) -> Outcome:
+def _paths_outcome(ui, use, vulkan_file, build_options: dict) -> Outcome:
     """``recipe --paths``: every path for this box, ranked for ``use``."""
     from pathlib import Path
 
     from rocmrevive.advice.paths import advise, render_lines
+    from rocmrevive.errors import RevError
+
+    given = [f"--{k.replace('_', '-')}" for k, v in build_options.items() if v]
+    if given:
+        raise RevError("USAGE", f"--paths/--for answer for the whole box and take none of {', '.join(given)} "
+                                "(those are for the build script)")
     from rocmrevive.diagnose.programs import find_programs
     from rocmrevive.trees.survey import survey
 
