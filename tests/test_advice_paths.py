@@ -375,3 +375,10 @@ def test_debian_13_with_trixies_real_librocblas0(tmp_path, debian_pkgs):
     assert by["debian"]["present"] == "already here: librocblas0 5.5.1+dfsg-7" and by["debian"]["applies"]
     assert doc["box"]["findings"] == [] and by["graft"]["applies"] is False
     assert unresolved(doc, human(root)) == []
+
+
+def test_a_box_without_gfx906_says_so(tmp_path):
+    root = build("mi100-gfx908", tmp_path / "m")
+    r = rr(root, "--json", "recipe", "--paths")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 3 and doc["error"]["code"] == "NOTHING_SUPPORTED" and "no gfx906 GPU" in doc["error"]["message"]

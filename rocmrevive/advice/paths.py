@@ -78,12 +78,13 @@ class Box:
     issues: tuple[Issue, ...]
     vulkan_devices: tuple[str, ...] = ()
     whole_stacks: tuple[str, ...] = ()     # TheRock whole gfx906 stacks present (their kinds)
+    kernel: str | None = None
 
     def to_json(self) -> dict:
         return {"distro": self.distro, "distro_version": self.distro_version, "distro_name": self.distro_name,
                 "cards": list(self.cards), "trees": list(self.trees), "apps": [a.to_json() for a in self.apps],
                 "findings": [i.to_json() for i in self.issues], "vulkan_devices": list(self.vulkan_devices),
-                "whole_stacks": list(self.whole_stacks)}
+                "whole_stacks": list(self.whole_stacks), "kernel": self.kernel}
 
 
 @dataclass(frozen=True)
@@ -227,7 +228,7 @@ def read_box(root: Root, s: Survey, *, programs: ProgramReport | None = None, vu
     stacks = tuple(sorted({t.kind for t in s.therock if t.kind in ("gfx906-build", "mi50-prefix")}))
     names = tuple(parse_vulkan_devices(vulkan_text)) if vulkan_text else ()
     return Box(osr.get("ID"), osr.get("VERSION_ID"), osr.get("PRETTY_NAME"), tuple(cards), tuple(trees),
-               tuple(apps), tuple(issues), names, stacks)
+               tuple(apps), tuple(issues), names, stacks, s.hardware.host.kernel_release)
 
 
 # ---- weighing the paths ---------------------------------------------------------------------
@@ -375,7 +376,7 @@ def render_lines(a: Advice) -> list[str]:
     """The human answer, as lines (the CLI prints them)."""
     b = a.box
     out = [f"Which path for this box, for {a.use}: {a.use_title} ({a.use_from})."]
-    out.append(f"  distribution: {b.distro_name or b.distro or 'unknown'}")
+    out.append(f"  distribution: {b.distro_name or b.distro or 'unknown'}, kernel {b.kernel or '?'}")
     for c in b.cards:
         if c["processor"] != "gfx906":
             continue
