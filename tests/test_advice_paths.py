@@ -211,7 +211,8 @@ def test_debian_13_with_debians_rocm(tmp_path):
 
 def _rocm102(root: Path, soname: str = "librocblas.so.5.8.0") -> Path:
     """A ROCm 10.2 TheRock-style tree with gfx1100 files only; no version header: its rocBLAS
-    version is in its files (the SONAME file name) and nowhere else."""
+    version (5.8.0, what AMDGPU.jl v2.13.0 records for ROCm 10.2: issue 44) is in its files (the
+    SONAME file name) and nowhere else."""
     tree = root / "opt/rocm-10.2.0"
     (tree / ".info").mkdir(parents=True)
     (tree / ".info/version").write_text("10.2.0\n")
@@ -230,7 +231,6 @@ def _rocm102(root: Path, soname: str = "librocblas.so.5.8.0") -> Path:
 
 
 def test_a_rocm_10_2_tree_reads_its_rocblas_version_from_its_files(tmp_path):
-    from tests.fixtures.rocm71 import machine_with_tree  # noqa: F401  (the same dual-MI50 base)
     from tests.machines.build import build_machine
     from tests.machines.catalog import MACHINES
 
