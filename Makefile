@@ -30,6 +30,7 @@ man:
 
 fixtures:
 	bash tests/fixtures/fetch_debian.sh
+	bash tests/fixtures/fetch_debian.sh --set miopen
 	bash tests/fixtures/fetch_hostlib_debs.sh >/dev/null
 	$(PYTHON) tests/fixtures/codeobjects.py >/dev/null
 	bash tests/fixtures/ansible_qa_env.sh >/dev/null

@@ -84,16 +84,40 @@ def audit(ui, trees, targets, show_all, manifests_dir, cache, pythons, no_progra
             data.update(programs=pj["programs"], programs_cannot_run=pj["cannot_run"],
                         program_files_read=pj["files_read"], device_wheels=[w.to_json() for w in wheels])
 
+        miopen = _miopen(ui.root, trees)
+        data["miopen"] = [t.to_json() for t in miopen]
+
         def render(con) -> None:
             _render(con, rep, show_all)
             if programs is not None:
                 render_programs(con, programs)
             for w in wheels:
                 con.print(w.line(), markup=False, highlight=False)
+            for t in miopen:
+                con.print(miopen_line(t), markup=False, highlight=False)
 
         return Outcome(data=data, render=render)
 
     ui.run("audit", work)
+
+
+def _miopen(root, trees) -> list:
+    """MIOpen's gfx906 databases per tree: each --tree (its prefix), else every ROCm install and /usr."""
+    from rocmrevive.trees.installs import find_installs
+    from rocmrevive.trees.miopen import miopen_trees, read_tree
+    from rocmrevive.trees.select import given_trees
+
+    if trees:
+        out = [read_tree(root, t.path) for t in given_trees(root, trees, files=True)]
+        return [t for t in out if t.has_library]
+    return miopen_trees(root, find_installs(root)[0])
+
+
+def miopen_line(t) -> str:
+    """One line for a tree's MIOpen: its gfx906 databases, or what their absence costs."""
+    if t.verdict == "complete":
+        return f"MIOpen {t.library}: gfx906 databases {', '.join(t.kdb + t.find_db + t.perf_db)}"
+    return f"MIOpen {t.library}: {t.costs}"
 
 
 def _manifests(manifests_dir=None) -> list:

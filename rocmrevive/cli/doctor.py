@@ -7,6 +7,7 @@ gfx906, ...); 9 (INTERRUPTED) when a transaction is pending (the finding's fix i
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -116,6 +117,9 @@ def doctor(ui: UI, pythons, trees, rocminfo_file, deep, no_search, user, vulkan_
                 progs = find_programs(ui.root, list(dict.fromkeys(targets)), pythons=pythons,
                                       common=not no_search)
                 findings += program_findings(progs)
+            from rocmrevive.advice.findings import box_findings  # HSA override, vBIOS, Vulkan+small BAR, MIOpen
+
+            findings += box_findings(ui.root, s, env=os.environ, vulkan_text=vulkan)
         order = list(Severity)
         findings.sort(key=lambda f: order.index(f.severity))
         counts = {sev: sum(1 for f in findings if f.severity is sev) for sev in Severity}

@@ -6,7 +6,10 @@ from __future__ import annotations
 import click
 
 from rocmrevive.cli.policy import OnPending, policy
-from rocmrevive.cli.ui import Outcome, text_or_file
+from rocmrevive.cli.ui import Outcome, text_file_option, text_or_file
+from rocmrevive.hardware.vulkan import parse_vulkan_devices
+
+USES = ["chat", "long-context", "moe", "training", "comfyui", "vllm"]   # advice.paths.uses(), checked by a test
 
 
 @policy(writes=False, on_pending=OnPending.IGNORE)
@@ -22,8 +25,17 @@ from rocmrevive.cli.ui import Outcome, text_or_file
 @click.option("--build", is_flag=True, help="Write the build even when a shipped manifest serves the tree "
                                             "(by default recipe then says no build is needed, exit 3).")
 @click.option("-o", "--output", metavar="FILE", help="Write the script to FILE (executable) instead of stdout.")
+@click.option("--paths", "paths", is_flag=True, help="Answer 'which path for this box': every stack a gfx906 card "
+              "can use, ranked for what you run (see --for), each with what it entails, what it fixes, the "
+              "commands and the check.")
+@click.option("--for", "use", metavar="USE", type=click.Choice(USES),
+              help="What you run, for --paths (implies it): " + ", ".join(USES) + " (default: from the apps found).")
+@click.option("--vulkaninfo", "vulkan_file", type=click.Path(exists=True, dir_okay=False),
+              callback=text_file_option(lambda t: bool(parse_vulkan_devices(t)) or "vulkan" in t.lower(),
+                                        "vulkaninfo or llama.cpp --list-devices output"),
+              help="For --paths: vulkaninfo (or llama.cpp --list-devices) output saved to a file.")
 @click.pass_obj
-def recipe(ui, tree, targets, rocm_version, prefix, build, output):
+def recipe(ui, tree, targets, rocm_version, prefix, build, output, paths, use, vulkan_file):
     """The exact rocBLAS build for a tree no manifest source serves, as a script to run.
 
     Names the rocBLAS tag of the tree's ROCm release (rocm-7.1.1 builds rocBLAS 5.1.0), the
@@ -38,6 +50,11 @@ def recipe(ui, tree, targets, rocm_version, prefix, build, output):
     """
     from rocmrevive.trees.recipe import build_recipe
 
+    if paths or use:
+        ui.run("recipe", lambda: _paths_outcome(ui, use, vulkan_file, dict(
+            tree=tree, target=targets, rocm_version=rocm_version, prefix=prefix, build=build, output=output)))
+        return
+
     def work() -> Outcome:
         r = build_recipe(ui.root, tree=tree, targets=targets, rocm_version=rocm_version, prefix=prefix,
                          build=build)
@@ -46,3 +63,33 @@ def recipe(ui, tree, targets, rocm_version, prefix, build, output):
             f"{';'.join(r.targets)}" + (f" into {r.library}" if r.library else ""), f"then: {r.install}"], 0o755)
 
     ui.run("recipe", work)
+
+
+def _paths_outcome(ui, use, vulkan_file, build_options: dict) -> Outcome:
+    """``recipe --paths``: every path for this box, ranked for ``use``."""
+    from pathlib import Path
+
+    from rocmrevive.advice.paths import advise, render_lines
+    from rocmrevive.errors import RevError
+
+    given = [f"--{k.replace('_', '-')}" for k, v in build_options.items() if v]
+    if given:
+        raise RevError("USAGE", f"--paths/--for answer for the whole box and take none of {', '.join(given)} "
+                                "(those are for the build script)")
+    from rocmrevive.diagnose.programs import find_programs
+    from rocmrevive.trees.survey import survey
+
+    s = survey(ui.root)
+    targets = list(dict.fromkeys(g.target for g in s.hardware.gpus if g.target is not None))
+    programs = find_programs(ui.root, targets, envs=s.envs) if targets else None
+    vulkan = Path(vulkan_file).read_text(errors="replace") if vulkan_file else None
+    a = advise(ui.root, s, use=use, programs=programs, vulkan_text=vulkan)
+
+    def render(con) -> None:
+        for line in render_lines(a):
+            con.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    if not s.supported:
+        return Outcome(data=a.to_json(), render=render, code="NOTHING_SUPPORTED",
+                       message="no gfx906 GPU on this machine; the paths are for gfx906 cards")
+    return Outcome(data=a.to_json(), render=render)

@@ -126,7 +126,8 @@ def _copy_for(root: Root, tree: str | None, rocm_version: str | None) -> Rocblas
     lacking = [c for c in copies if "gfx906" not in c.targets]
     if not lacking:
         raise RevError("NOTHING_SUPPORTED", f"every rocBLAS copy under {root.base} already has gfx906 files; "
-                                            f"name one with --tree to build anyway")
+                                            f"name one with --tree to build anyway; `rocmrevive recipe --paths` "
+                                            f"compares every path for this box")
     return lacking[0]
 
 
@@ -219,7 +220,8 @@ def refuse_served(copy, procs: list[str]) -> None:
         return
     raise RevError("NOTHING_SUPPORTED", f"no build is needed: the shipped manifest {m.id} serves {copy.path} "
                                         f"(rocBLAS {copy.rocblas_version}); run `sudo rocmrevive install --tree "
-                                        f"{shlex.quote(copy.path)}` (pass --build to write the build anyway)",
+                                        f"{shlex.quote(copy.path)}` (pass --build to write the build anyway; `rocmrevive "
+                                        f"recipe --paths` compares every path for this box)",
                    details={"manifest": m.id, "tree": copy.path,
                             "install": f"sudo rocmrevive install --tree {shlex.quote(copy.path)}"})
 

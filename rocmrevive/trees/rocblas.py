@@ -321,8 +321,10 @@ def _debian_copy(root: Root, lib: str, dpkg: dict[str, str]) -> RocblasCopy:
     v, src = _soname_version(root, libdir)
     if _more_precise(c.rocblas_version, v):
         c.rocblas_version, c.version_source = v, src
-    major = (c.rocblas_version or "").split(".")[0]
-    pkg = f"librocblas{major}"
+    # the package is named by the SONAME's major (trixie's librocblas0 holds rocBLAS 2.47.0 as
+    # librocblas.so.0.1), else by the version's
+    majors = [m for m in ((v or "").split(".")[0], (c.rocblas_version or "").split(".")[0]) if m]
+    pkg = next((f"librocblas{m}" for m in majors if f"librocblas{m}" in dpkg), "")
     if pkg in dpkg:
         c.rocm_version = re.split(r"[-~+]", dpkg[pkg])[0]
         c.rocm_version_source = f"dpkg: {pkg} {dpkg[pkg]}"
