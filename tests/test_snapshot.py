@@ -7,7 +7,6 @@ runs them, exit codes, JSON, tree hashes."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import time
