@@ -42,8 +42,8 @@ def world(tmp_path_factory):
     # the real packages, from the cache (fetched from Debian's archive when it lacks them)
     r = subprocess.run(["bash", str(FIXTURES / "fetch_debian.sh"), *TRIXIE, *SID], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
-    lines = [f"rocm     {pins[s].suite} {s} {pins[s].size} {pins[s].sha256}" for s in ROCM]
-    lines += [f"hostlib  {pins[s].suite} {s} {pins[s].size} {pins[s].sha256}" for s in TRIXIE + SID]
+    lines = [f"rocm     {pins[s].suite} {s} {pins[s].size} {pins[s].sha256} {pins[s].sha1}" for s in ROCM]
+    lines += [f"hostlib  {pins[s].suite} {s} {pins[s].size} {pins[s].sha256} {pins[s].sha1}" for s in TRIXIE + SID]
     (base / "pins.txt").write_text("# a small set for tests/test_fixture_scripts.py\n" + "\n".join(lines) + "\n")
     repo = base / "repo"
     build_repo(repo, "trixie", [CACHE / "debs" / pins[s].deb for s in TRIXIE])
@@ -64,7 +64,8 @@ class Run:
         self.srv = srv
         self.env = {**os.environ, "ROCMREVIVE_TEST_CACHE": str(self.cache),
                     "ROCMREVIVE_DEBIAN_PINS": str(base / "pins.txt"),
-                    "ROCMREVIVE_DEBIAN_MIRROR": srv.url + "/"}
+                    "ROCMREVIVE_DEBIAN_MIRROR": srv.url + "/",
+                    "ROCMREVIVE_DEBIAN_SNAPSHOT": "none"}   # never Debian's own from a test
 
     def popen(self, script: str, *args: str) -> subprocess.Popen:
         return subprocess.Popen(["bash", str(self.fx / script), *args], env=self.env, text=True,
@@ -290,3 +291,49 @@ def test_a_drifted_pin_is_never_fetched_from_an_index_the_keyring_did_not_sign(m
     assert p.returncode != 0 and "pin drifted" not in out + err, (out, err[-2000:])
     assert not list((r.cache / "debs").glob("libfmt11_*.deb"))
     assert not (r.cache / "debs" / ".drift").exists() or not list((r.cache / "debs" / ".drift").iterdir())
+
+
+@pytest.fixture(scope="module")
+def gone(world, tmp_path_factory):
+    """A mirror whose sid has no libfmt11 at all, and a snapshot archive serving the pinned file
+    by its sha1."""
+    d = tmp_path_factory.mktemp("gone")
+    pins = _pins()
+    repo = d / "repo"
+    build_repo(repo, "trixie", [CACHE / "debs" / pins[s].deb for s in TRIXIE])
+    build_repo(repo, "sid", [CACHE / "debs" / pins[s].deb for s in SID if s != FMT])
+    build_repo(repo, "experimental", [])
+    snap = d / "snap"
+    (snap / "file").mkdir(parents=True)
+    shutil.copyfile(CACHE / "debs" / pins[FMT].deb, snap / "file" / pins[FMT].sha1)
+    with RepoServer(repo) as srv, RepoServer(snap) as sn:
+        yield world[0], srv, sn
+
+
+def test_a_pin_gone_from_its_suite_comes_from_the_snapshot_archive_byte_for_byte(gone, monkeypatch):
+    base, srv, sn = gone
+    r = Run(base, srv, "gone")
+    r.env["ROCMREVIVE_DEBIAN_SNAPSHOT"] = sn.url
+    p = r.popen("fetch_hostlib_debs.sh")
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err[-3000:]
+    pins = _pins()
+    line = (f"fetch_debian: libfmt11 11.1.1+ds1-2 is no longer served by the mirror: fetched from the snapshot "
+            f"archive ({sn.url}/file/{pins[FMT].sha1}), the pinned bytes")
+    assert line in err and "pin drifted" not in err, err[-3000:]
+    assert fixcache.sha256_file(r.cache / "debs" / pins[FMT].deb) == pins[FMT].sha256
+    assert [q[1] for q in sn.requests] == [f"/file/{pins[FMT].sha1}"]
+    monkeypatch.setenv("ROCMREVIVE_TEST_CACHE", str(r.cache))
+    assert fixcache.drifts() == []
+    _root_is_complete(Path(out.strip().splitlines()[-1]), r.cache)
+
+
+def test_a_pin_gone_everywhere_fails_with_one_line(gone):
+    base, srv, _ = gone
+    r = Run(base, srv, "gone-everywhere")           # no snapshot (none), and sid has no libfmt11
+    from tests.fixtures.aptrepo import signing_keys
+
+    r.env["ROCMREVIVE_DEBIAN_KEYRING"] = str(signing_keys()["pinned"].public_gpg)
+    p = r.popen("fetch_debian.sh", "--set", "hostlib")
+    out, err = p.communicate(timeout=600)
+    assert p.returncode != 0 and "pin drifted" not in out, (out, err[-2000:])
