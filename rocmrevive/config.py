@@ -5,6 +5,7 @@ names no Debian mirror::
 
     # /etc/rocmrevive/config.toml
     mirror = "http://deb.example.org/debian"   # like --mirror
+    snapshot = "none"                          # like --snapshot (a URL, or none: never)
     cache = "/srv/rocmrevive-cache"            # like --cache (a path on this machine)
     state_dir = "/var/lib/rocmrevive"          # like --state-dir
     manifests = "/etc/rocmrevive/manifests"    # like --manifests
@@ -45,6 +46,7 @@ _FIX = "make it a regular file of a few settings, or remove it"
 # key -> (the option it stands for, whether it is a path on the machine)
 KEYS: dict[str, tuple[str, bool]] = {
     "mirror": ("--mirror", False),
+    "snapshot": ("--snapshot", False),
     "cache": ("--cache", True),
     "state_dir": ("--state-dir", False),   # --state-dir is a machine path already (read under --root)
     "manifests": ("--manifests", True),
@@ -81,9 +83,9 @@ def load(root, path: str = CONFIG_FILE) -> Config:
         option, is_path = KEYS[key]
         if is_path and not value.startswith("/"):
             raise RevError("USAGE", f"{path}: {key} = {value!r} must be an absolute path on this machine")
-        problem = mirror_problem(value) if key == "mirror" else None
+        problem = mirror_problem(value) if key == "mirror" else snapshot_problem(value) if key == "snapshot" else None
         if problem:
-            raise RevError("USAGE", f"{path}: mirror = {value!r} {problem}; fix mirror in {path}")
+            raise RevError("USAGE", f"{path}: {key} = {value!r} {problem}; fix {key} in {path}")
         cfg.values[key] = value
         cfg.options[option] = str(root.path(value)) if is_path else value
     return cfg
@@ -167,3 +169,13 @@ def mirror_problem(url: str) -> str | None:
             (u.scheme == "file" and not u.path):
         return "is not an http://, https:// or file:// URL of a Debian mirror"
     return None
+
+
+def snapshot_problem(value: str) -> str | None:
+    """What is wrong with a snapshot archive setting ('none', or a URL as for a mirror), or None;
+    the one rule for ``--snapshot`` and the config file's ``snapshot``."""
+    if value.strip().lower() == "none":
+        return None
+    problem = mirror_problem(value)
+    return None if problem is None else problem.replace("of a Debian mirror", "of Debian's snapshot archive, "
+                                                                              "or none")

@@ -112,7 +112,8 @@ def leftovers(cache: Path) -> list[str]:
 def test_fetch_with_a_refused_mirror_tries_it_once_for_all_six_manifests(tmp_path):
     port, cache = closed_port(), tmp_path / "cache"
     p, n = connects_to(port, [sys.executable, "-m", "rocmrevive.cli.main", "--json", "fetch", "--mirror",
-                              f"http://127.0.0.1:{port}/debian", "--cache", str(cache)], tmp_path / "strace")
+                              f"http://127.0.0.1:{port}/debian", "--snapshot", "none", "--cache", str(cache)],
+                       tmp_path / "strace")
     doc = doc_of(p)
     assert p.returncode == 5 and doc["error"]["code"] == "NETWORK", p.stdout[-1500:]
     assert n == 1, f"{n} connection attempts to the refused mirror"
@@ -128,7 +129,7 @@ def test_install_with_a_refused_mirror_tries_it_once_and_leaves_nothing(tmp_path
     root, port, cache = demo_machine(tmp_path / "m"), closed_port(), tmp_path / "cache"
     before = tree_hash(root)
     p, n = connects_to(port, [sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), "--json", "install",
-                              "--yes", "--mirror", f"http://127.0.0.1:{port}/debian", "--cache", str(cache)],
+                              "--yes", "--mirror", f"http://127.0.0.1:{port}/debian", "--snapshot", "none", "--cache", str(cache)],
                        tmp_path / "strace")
     doc = doc_of(p)
     assert p.returncode == 5 and doc["error"]["code"] == "NETWORK", p.stdout[-1500:]

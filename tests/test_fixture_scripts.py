@@ -30,7 +30,8 @@ ROCM = ["libfmt11=11.1.1+ds1-2"]
 
 
 def _pins() -> dict[str, fixcache.Pin]:
-    return {p.spec: p for p in fixcache.pins("hostlib")}
+    """pinned spec -> the pin, or what stands in for it where its suite moved on (drift)."""
+    return {p.spec: fixcache.drifted(p) or p for p in fixcache.pins("hostlib", drift=False)}
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +42,8 @@ def world(tmp_path_factory):
     # the real packages, from the cache (fetched from Debian's archive when it lacks them)
     r = subprocess.run(["bash", str(FIXTURES / "fetch_debian.sh"), *TRIXIE, *SID], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
-    lines = [f"rocm     {pins[s].suite} {s} {pins[s].size} {pins[s].sha256}" for s in ROCM]
-    lines += [f"hostlib  {pins[s].suite} {s} {pins[s].size} {pins[s].sha256}" for s in TRIXIE + SID]
+    lines = [f"rocm     {pins[s].suite} {s} {pins[s].size} {pins[s].sha256} {pins[s].sha1}" for s in ROCM]
+    lines += [f"hostlib  {pins[s].suite} {s} {pins[s].size} {pins[s].sha256} {pins[s].sha1}" for s in TRIXIE + SID]
     (base / "pins.txt").write_text("# a small set for tests/test_fixture_scripts.py\n" + "\n".join(lines) + "\n")
     repo = base / "repo"
     build_repo(repo, "trixie", [CACHE / "debs" / pins[s].deb for s in TRIXIE])
@@ -63,7 +64,8 @@ class Run:
         self.srv = srv
         self.env = {**os.environ, "ROCMREVIVE_TEST_CACHE": str(self.cache),
                     "ROCMREVIVE_DEBIAN_PINS": str(base / "pins.txt"),
-                    "ROCMREVIVE_DEBIAN_MIRROR": srv.url + "/"}
+                    "ROCMREVIVE_DEBIAN_MIRROR": srv.url + "/",
+                    "ROCMREVIVE_DEBIAN_SNAPSHOT": "none"}   # never Debian's own from a test
 
     def popen(self, script: str, *args: str) -> subprocess.Popen:
         return subprocess.Popen(["bash", str(self.fx / script), *args], env=self.env, text=True,
@@ -213,3 +215,125 @@ def test_editing_one_fixture_script_rebuilds_exactly_its_fixture(world):
             assert stale() == []
         path.write_text(original)
         assert stale() == [] or script == "fetch_hostlib_debs.sh"
+
+
+# ---- Debian moves on (issue 43): a pin its suite no longer serves ---------------------------
+
+FMT = "libfmt11=11.1.1+ds1-2"
+FMT_NEXT = "11.1.1+ds1-3"
+
+
+def _next_revision(deb: Path, version: str, out: Path) -> Path:
+    """Debian's real package with the next revision in its control file (what the suite holds
+    once a new upload replaced the pinned one): the same files, another version."""
+    tree = out / "tree"
+    out.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["dpkg-deb", "-R", str(deb), str(tree)], check=True, capture_output=True)
+    control = tree / "DEBIAN/control"
+    control.write_text("".join(f"Version: {version}\n" if ln.startswith("Version:") else ln
+                               for ln in control.read_text().splitlines(keepends=True)))
+    new = out / deb.name.replace("11.1.1+ds1-2", version)
+    subprocess.run(["dpkg-deb", "--root-owner-group", "-b", str(tree), str(new)], check=True, capture_output=True)
+    return new
+
+
+@pytest.fixture(scope="module")
+def moved_on(world, tmp_path_factory):
+    """A signed mirror whose sid holds libfmt11 at a newer revision than its pin."""
+    from tests.fixtures.aptrepo import signing_keys
+
+    base, _ = world
+    d = tmp_path_factory.mktemp("moved-on")
+    pins = _pins()
+    key = signing_keys()["pinned"]
+    newer = _next_revision(CACHE / "debs" / pins[FMT].deb, FMT_NEXT, d / "new")
+    repo = d / "repo"
+    build_repo(repo, "trixie", [CACHE / "debs" / pins[s].deb for s in TRIXIE], key=key)
+    build_repo(repo, "sid", [CACHE / "debs" / pins[s].deb for s in SID if s != FMT] + [newer], key=key)
+    build_repo(repo, "experimental", [], key=key)
+    with RepoServer(repo) as srv:
+        yield base, srv, key
+
+
+def test_a_pin_its_suite_no_longer_serves_is_replaced_through_the_signed_index(moved_on, monkeypatch):
+    base, srv, key = moved_on
+    r = Run(base, srv, "drift")
+    r.env["ROCMREVIVE_DEBIAN_KEYRING"] = str(key.public_gpg)
+    p = r.popen("fetch_hostlib_debs.sh")
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err[-3000:]
+    line = f"pin drifted: libfmt11 11.1.1+ds1-2 -> {FMT_NEXT}; update debian-packages.txt"
+    assert line in err, err[-3000:]
+    # the tests get the package that was fetched: pins() names it, and the root is built from it
+    monkeypatch.setenv("ROCMREVIVE_TEST_CACHE", str(r.cache))
+    monkeypatch.setenv("ROCMREVIVE_DEBIAN_PINS", str(base / "pins.txt"))
+    fmt = next(pin for pin in fixcache.pins("hostlib") if pin.name == "libfmt11")
+    assert fmt.version == FMT_NEXT and fixcache.deb_ok(r.cache / "debs" / fmt.deb, fmt)
+    assert fixcache.drifts() == [line]
+    root = Path(out.strip().splitlines()[-1])
+    _root_is_complete(root, r.cache)
+    assert (r.cache / "unpacked" / fmt.deb[:-4]).is_dir()
+    # a second run reuses it: nothing downloaded, the drift still named
+    gets = r.deb_gets()
+    assert r.fc("drifts").stdout.strip() == line
+    r.run("fetch_hostlib_debs.sh")
+    assert r.deb_gets() == gets
+
+
+def test_a_drifted_pin_is_never_fetched_from_an_index_the_keyring_did_not_sign(moved_on):
+    from tests.fixtures.aptrepo import signing_keys
+
+    base, srv, _ = moved_on
+    r = Run(base, srv, "drift-unsigned")
+    r.env["ROCMREVIVE_DEBIAN_KEYRING"] = str(signing_keys()["other"].public_gpg)
+    p = r.popen("fetch_debian.sh", "--set", "hostlib")
+    out, err = p.communicate(timeout=600)
+    assert p.returncode != 0 and "pin drifted" not in out + err, (out, err[-2000:])
+    assert not list((r.cache / "debs").glob("libfmt11_*.deb"))
+    assert not (r.cache / "debs" / ".drift").exists() or not list((r.cache / "debs" / ".drift").iterdir())
+
+
+@pytest.fixture(scope="module")
+def gone(world, tmp_path_factory):
+    """A mirror whose sid has no libfmt11 at all, and a snapshot archive serving the pinned file
+    by its sha1."""
+    d = tmp_path_factory.mktemp("gone")
+    pins = _pins()
+    repo = d / "repo"
+    build_repo(repo, "trixie", [CACHE / "debs" / pins[s].deb for s in TRIXIE])
+    build_repo(repo, "sid", [CACHE / "debs" / pins[s].deb for s in SID if s != FMT])
+    build_repo(repo, "experimental", [])
+    snap = d / "snap"
+    (snap / "file").mkdir(parents=True)
+    shutil.copyfile(CACHE / "debs" / pins[FMT].deb, snap / "file" / pins[FMT].sha1)
+    with RepoServer(repo) as srv, RepoServer(snap) as sn:
+        yield world[0], srv, sn
+
+
+def test_a_pin_gone_from_its_suite_comes_from_the_snapshot_archive_byte_for_byte(gone, monkeypatch):
+    base, srv, sn = gone
+    r = Run(base, srv, "gone")
+    r.env["ROCMREVIVE_DEBIAN_SNAPSHOT"] = sn.url
+    p = r.popen("fetch_hostlib_debs.sh")
+    out, err = p.communicate(timeout=600)
+    assert p.returncode == 0, err[-3000:]
+    pins = _pins()
+    line = (f"fetch_debian: libfmt11 11.1.1+ds1-2 is no longer served by the mirror: fetched from the snapshot "
+            f"archive ({sn.url}/file/{pins[FMT].sha1}), the pinned bytes")
+    assert line in err and "pin drifted" not in err, err[-3000:]
+    assert fixcache.sha256_file(r.cache / "debs" / pins[FMT].deb) == pins[FMT].sha256
+    assert [q[1] for q in sn.requests] == [f"/file/{pins[FMT].sha1}"]
+    monkeypatch.setenv("ROCMREVIVE_TEST_CACHE", str(r.cache))
+    assert fixcache.drifts() == []
+    _root_is_complete(Path(out.strip().splitlines()[-1]), r.cache)
+
+
+def test_a_pin_gone_everywhere_fails_with_one_line(gone):
+    base, srv, _ = gone
+    r = Run(base, srv, "gone-everywhere")           # no snapshot (none), and sid has no libfmt11
+    from tests.fixtures.aptrepo import signing_keys
+
+    r.env["ROCMREVIVE_DEBIAN_KEYRING"] = str(signing_keys()["pinned"].public_gpg)
+    p = r.popen("fetch_debian.sh", "--set", "hostlib")
+    out, err = p.communicate(timeout=600)
+    assert p.returncode != 0 and "pin drifted" not in out, (out, err[-2000:])

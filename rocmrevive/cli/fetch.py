@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from rocmrevive.cli.policy import OnPending, policy
-from rocmrevive.cli.ui import Outcome
+from rocmrevive.cli.ui import Outcome, snapshot_option
 
 
 class _Bar:
@@ -38,6 +38,9 @@ class _Bar:
 @click.option("--all-sources", is_flag=True, help="Every source of each manifest, not just the first that works.")
 @click.option("--mirror", metavar="URL", help="Debian mirror base URL (default: the one in the machine's apt "
                                               "configuration under --root).")
+@click.option("--snapshot", metavar="URL", callback=snapshot_option,
+              help="Debian's snapshot archive, tried for a pinned package no mirror serves any more (default: "
+                   "Debian's own; 'none': never).")
 @click.option("--from", "from_path", metavar="PATH", type=click.Path(exists=True),
               help="A local .deb, tarball, folder of them, an export made by --to, or an unpacked tree; "
                    "no network is used.")
@@ -56,7 +59,7 @@ class _Bar:
 @click.option("--retries", default=4, show_default=True, metavar="N",
               help="Retries on transient errors (5xx, timeouts, cut connections) without progress.")
 @click.pass_obj
-def fetch(ui, manifest_ids, source_names, all_sources, mirror, from_path, to_dir, extract_dir, cache_dir,
+def fetch(ui, manifest_ids, source_names, all_sources, mirror, snapshot, from_path, to_dir, extract_dir, cache_dir,
           manifests_dir, keyrings, timeout, retries):
     """Download and verify the sources of the manifests into the cache, touching no ROCm tree.
 
@@ -70,7 +73,7 @@ def fetch(ui, manifest_ids, source_names, all_sources, mirror, from_path, to_dir
 
     def work() -> Outcome:
         run = run_fetch(ui.root, manifests_dir=manifests_dir, manifest_ids=manifest_ids, source_names=source_names,
-                        all_sources=all_sources, mirror=mirror, from_path=from_path, to_dir=to_dir,
+                        all_sources=all_sources, mirror=mirror, snapshot=snapshot, from_path=from_path, to_dir=to_dir,
                         extract_dir=extract_dir, cache_dir=cache_dir, keyrings=keyrings, timeout=timeout,
                         retries=retries, progress_for=lambda s: _Bar(ui, f"{s.package} {s.version}"))
         return Outcome(data=run.to_json(), render=lambda con: _render(con, run), changed=run.changed,
@@ -95,6 +98,9 @@ def _render(con, run) -> None:
         t.add_row(r.manifest.id, r.source.name, r.status, f"{res.size:,}" if res and res.size else "",
                   (res.sha256 or "")[:16] if res else "", where)
     con.print(t)
+    for r in run.results:
+        if r.result is not None and r.result.provenance.get("fallback"):
+            con.print(f"{r.source.package} {r.source.version}: {r.result.provenance['fallback']}", markup=False)
     for m in run.manifests.values():
         if m["extracted"]:
             e = m["extracted"]

@@ -8,7 +8,7 @@ import click
 
 from rocmrevive.cli.options import state_dir_option
 from rocmrevive.cli.policy import OnPending, policy
-from rocmrevive.cli.ui import Outcome, mirror_option, targets_option
+from rocmrevive.cli.ui import Outcome, mirror_option, snapshot_option, targets_option
 
 
 @policy(writes=True, on_pending=OnPending.RECOVER)
@@ -27,6 +27,9 @@ from rocmrevive.cli.ui import Outcome, mirror_option, targets_option
                    "source matches (a `rocmrevive recipe` build), it is accepted only when it proves itself by "
                    "content, and journaled as 'verified by content, unpinned'.")
 @click.option("--mirror", metavar="URL", callback=mirror_option, help="Debian mirror to fetch from (default: the host's apt configuration).")
+@click.option("--snapshot", metavar="URL", callback=snapshot_option,
+              help="Debian's snapshot archive, tried for a pinned package no mirror serves any more (default: "
+                   "Debian's own; 'none': never).")
 @click.option("--cache", metavar="DIR", help="Download cache (default /var/cache/rocmrevive under --root).")
 @click.option("--manifests", "manifests_dir", metavar="DIR", help="Manifest folder (default: the shipped ones).")
 @click.option("--cross-version", is_flag=True,
@@ -37,8 +40,8 @@ from rocmrevive.cli.ui import Outcome, mirror_option, targets_option
               help="Also replace host libraries (rocSPARSE, rocSOLVER, rocFFT, rocRAND) that lack gfx906 code, "
                    "where a manifest's source passes the static ABI check on this machine.")
 @click.pass_obj
-def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache, manifests_dir, cross_version,
-            state_dir, pythons, libraries):
+def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, snapshot, cache, manifests_dir,
+            cross_version, state_dir, pythons, libraries):
     """Install version-matched gfx906 rocBLAS files as one journaled transaction per copy, and
     graft host libraries that lack gfx906 (one transaction per library).
 
@@ -59,8 +62,9 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache,
     opts = InstallOptions(trees=tuple(trees), targets=tuple(targets), pythons=tuple(pythons),
                           manifests_dir=manifests_dir, cache=cache, mirror=mirror, from_path=from_path,
                           cross_version=cross_version, check=check, state_dir=state_dir, libraries=libraries,
+                          snapshot=snapshot,
                           rerun=tuple(_rerun(targets, from_path, mirror, manifests_dir, cross_version, libraries,
-                                             yes, check)))
+                                             yes, check, snapshot)))
 
     def confirm(rec, plan) -> bool:
         s = plan.summary()
@@ -94,11 +98,13 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache,
     ui.run("install", work)
 
 
-def _rerun(targets, from_path, mirror, manifests_dir, cross_version, libraries, yes, check) -> list[str]:
+def _rerun(targets, from_path, mirror, manifests_dir, cross_version, libraries, yes, check,
+           snapshot=None) -> list[str]:
     """The options a tree's owner repeats in the command printed for them (not --cache or
     --state-dir: theirs are their own)."""
     out = [a for t in targets for a in ("--target", str(t))]
-    for flag, value in (("--from", from_path), ("--mirror", mirror), ("--manifests", manifests_dir)):
+    for flag, value in (("--from", from_path), ("--mirror", mirror), ("--snapshot", snapshot),
+                        ("--manifests", manifests_dir)):
         out += [flag, value] if value else []
     out += ["--cross-version"] * bool(cross_version) + ["--no-libraries"] * (not libraries)
     return out + ["--check"] * bool(check) + ["--yes"] * bool(yes and not check)

@@ -151,6 +151,8 @@ def _render_show(con, m) -> None:
         con.print(f"  source {s.name} [{s.kind}]: {s.describe()}", markup=False)
         if s.pinned:
             con.print(f"    {s.size:,} bytes, sha256 {s.sha256}", markup=False)
+        if s.sha1 or s.seen:
+            con.print(f"    snapshot archive: sha1 {s.sha1 or '-'}; {s.suite} listed it at {s.seen or '-'}", markup=False)
         if s.signed_by:
             con.print(f"    signed index, key {s.signed_by}", markup=False)
         con.print(f"    members {s.member_prefix}; built from {_built(s)}; matches {_match(s)}"

@@ -462,6 +462,18 @@ def mirror_option(ctx, param, value):
     return value
 
 
+def snapshot_option(ctx, param, value):
+    """click callback for ``--snapshot``: 'none', or an http(s):// or file:// URL."""
+    if value is None:
+        return value
+    from rocmrevive.config import snapshot_problem
+
+    problem = snapshot_problem(value)
+    if problem:
+        raise click.BadParameter(f"{value!r} {problem}", ctx=ctx, param=param)
+    return value
+
+
 def text_file_option(looks_like: Callable[[str], bool], what: str):
     """A click callback for an option that names a saved tool output: the file must be text and
     look like ``what`` (``looks_like(text)``), else exit 2 instead of silently using nothing."""

@@ -50,16 +50,20 @@ def run_downloader():
     return _DOWNLOADER[0]
 
 
-def fetch_first(root, sources, cache_dir: Path, *, mirror, from_path, log: Log, progress, manifests=()):
+def fetch_first(root, sources, cache_dir: Path, *, mirror, from_path, log: Log, progress, manifests=(),
+                snapshot: str | None = None):
     """(source, FetchResult) of the first source that can be fetched; a network failure moves on
     to the next source, any other error stops. ``manifests``: all of the run's, whose pinned
     packages a ``--from`` file may be instead (then it is left to them, not refused)."""
     def attempt(src):
         # a --from is read where it is, not fetched: say so (and which of the manifest's sources it stands for)
         log(f"reading {from_path} as {src.describe()}" if from_path else f"fetching {src.describe()}")
-        return src, fetch_source(src, cache_dir, mirror=mirror, local=from_path, root=root,
-                                 progress=feed(progress, "downloading", "bytes"), downloader=run_downloader(),
-                                 others=[s for m in manifests for s in m.sources])
+        got = fetch_source(src, cache_dir, mirror=mirror, local=from_path, root=root,
+                           progress=feed(progress, "downloading", "bytes"), downloader=run_downloader(),
+                           others=[s for m in manifests for s in m.sources], snapshot=snapshot)
+        if got.provenance.get("fallback"):
+            log(f"{src.package} {src.version}: {got.provenance['fallback']}")
+        return src, got
 
     return first_reachable(sources, attempt)
 

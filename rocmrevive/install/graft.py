@@ -82,7 +82,8 @@ def graft_library(run: InstallRun, libdir: str, rocm_version: str | None, manife
             return replace(out, status=Status.UNSUPPORTED,
                            reason=f"{manifest.id} has no source built for ROCm {rocm_version}")
         source, fetched = fetch_first(run.root, sources, run.cache_dir, mirror=run.mirror, from_path=run.from_path,
-                                      log=run.log, progress=run.progress, manifests=run.manifests)
+                                      log=run.log, progress=run.progress, manifests=run.manifests,
+                                       snapshot=run.snapshot)
         out = replace(out, source=source.to_json(), artifact=fetched.to_json())
         # the graft must serve the gfx906 devices, and every other detected GPU the tree's copy serves
         keep = [o for o in run.others if not serves(current, [o])[0]]

@@ -99,7 +99,7 @@ def install(root: Root, opts: InstallOptions, *, log: Log = lambda s: None, prog
                      tuple(load_manifests(opts.manifests_dir or default_manifest_dir())),
                      Path(opts.cache) if opts.cache else default_cache_dir(root), opts.state_dir or DEFAULT_STATE_DIR,
                      check=opts.check, mirror=opts.mirror, from_path=opts.from_path,
-                     cross_version=opts.cross_version, log=log, progress=progress, confirm=confirm)
+                     cross_version=opts.cross_version, snapshot=opts.snapshot, log=log, progress=progress, confirm=confirm)
     trees, pythons, libraries = opts.trees, opts.pythons, opts.libraries
     installs, _link = find_installs(root)
     with _selecting(root):

@@ -39,6 +39,7 @@ class InstallOptions:
     from_path: Optional[str] = None
     cross_version: bool = False
     check: bool = False
+    snapshot: Optional[str] = None
     state_dir: Optional[str] = None
     libraries: bool = True
     rerun: tuple[str, ...] = ()
@@ -60,6 +61,7 @@ class InstallRun:
     mirror: Optional[str] = None
     from_path: Optional[str] = None
     cross_version: bool = False
+    snapshot: Optional[str] = None         # Debian's snapshot archive (None: Debian's; "none": never)
     log: Log = lambda s: None
     progress: Optional[Callable] = None    # progress(stage, done, total, unit): see ``core.feed``
     confirm: Optional[Confirm] = None      # confirm(outcome so far, plan) -> bool, before a tree is changed

@@ -361,6 +361,7 @@ def _component(run: InstallRun, copy, out: CopyOutcome, real_lib: Path,
 
     def fetched() -> TensileFiles:
         source, artifact = fetch_first(run.root, pinned, run.cache_dir, mirror=run.mirror, from_path=run.from_path,
-                                       log=run.log, progress=run.progress, manifests=run.manifests)
+                                       log=run.log, progress=run.progress, manifests=run.manifests,
+                                       snapshot=run.snapshot)
         return PinnedTensile(run, copy, real_lib, host_lib, manifest, source, artifact)
     return out, fetched

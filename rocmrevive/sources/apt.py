@@ -199,6 +199,27 @@ def verify_inrelease(data: bytes, fingerprint: str, keyrings: list[Path], *, whe
         return out.read_bytes(), fingerprint
 
 
+def verify_inrelease_any(data: bytes, keyrings: list[Path], *, where: str = "InRelease") -> tuple[bytes, str]:
+    """Check a clear-signed InRelease against whole keyrings (a Debian archive's keyring, as apt's
+    ``Signed-By`` names it): a good, valid signature by any key in them and no bad one. Returns
+    (the signed text, the signer's fingerprint). For maintainers' tools; installs pin a key."""
+    exe = gpgv_path()
+    if exe is None:
+        raise RevError("PERMISSION", "gpgv is not installed, so signed indexes cannot be checked; "
+                                     "install it (apt-get install gpgv)")
+    with tempfile.TemporaryDirectory(prefix="rocmrevive-gpgv-") as tmp:
+        proc, out = _run_gpgv(exe, Path(tmp), data, keyrings)
+        status = _GpgvStatus.read(proc.stdout.decode("utf-8", "replace"), "-")
+        if status.problems:
+            raise RevError("VERIFY_FAILED", f"{where}: {status.problems[0]}; the index was not used")
+        good = [s for s in status.signers if re.match(r"^[0-9A-F]{40}$", s)]
+        if proc.returncode != 0 or not good or not out.is_file():
+            raise RevError("VERIFY_FAILED", f"{where}: no good signature by a key of "
+                                            f"{', '.join(str(k) for k in keyrings) or 'no keyring'}; the index was "
+                                            f"not used")
+        return out.read_bytes(), good[0]
+
+
 def _run_gpgv(exe: str, tmp: Path, data: bytes, keyrings: list[Path]) -> tuple[subprocess.CompletedProcess, Path]:
     """gpgv over ``data`` with the readable ``keyrings`` (dearmoured into ``tmp``); returns the
     finished process (its --status-fd lines on stdout) and where the signed text goes."""

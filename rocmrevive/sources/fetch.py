@@ -34,6 +34,7 @@ from rocmrevive.sources.http import Downloader
 from rocmrevive.sources.local import OtherArtifact, from_local
 from rocmrevive.sources.manifest import Source
 from rocmrevive.sources.resolve import not_found, resolve
+from rocmrevive.sources.snapshot import snapshot_base, snapshot_urls
 
 T = TypeVar("T")
 C = TypeVar("C")
@@ -59,9 +60,12 @@ def fetch_source(source: Source, cache: Path | os.PathLike | str | Cache, *, mir
                  local: Path | os.PathLike | str | None = None,
                  progress: Callable[[int, int | None], None] | None = None,
                  root: Root | None = None, keyrings: Iterable[Path] = (),
-                 downloader: Downloader | None = None, others: Iterable[Source] = ()) -> FetchResult:
+                 downloader: Downloader | None = None, others: Iterable[Source] = (),
+                 snapshot: str | None = None) -> FetchResult:
     """The verified artifact of ``source`` in ``cache``, downloading (or copying from ``local``)
-    only what is missing. Raises RevError: NETWORK (mirror trouble: retry), VERIFY_FAILED (a
+    only what is missing: from the cache, else the mirror, else (a Debian pin no mirror serves
+    any more) Debian's snapshot archive (``snapshot``: its URL, None for Debian's, "none" for
+    never; ``sources.snapshot``). Raises RevError: NETWORK (mirror trouble: retry), VERIFY_FAILED (a
     checksum, size or signature is wrong: nothing was kept), USAGE (no mirror configured).
 
     A ``local`` file of another size is left aside for ``source`` (fetched from the cache or a
@@ -84,15 +88,16 @@ def fetch_source(source: Source, cache: Path | os.PathLike | str | Cache, *, mir
                                                 "nothing was changed: give the pinned package with --from, or "
                                                 "leave --from out to use the cache or a mirror") from None
             try:
-                return _fetch_normally(source, cache, mirror, root, keyrings, dl, progress)
+                return _fetch_normally(source, cache, mirror, root, keyrings, dl, progress, snapshot)
             except RevError as exc:
                 raise RevError(exc.code, f"{other.message}, and {exc.message}", details=exc.details) from None
-    return _fetch_normally(source, cache, mirror, root, keyrings, dl, progress)
+    return _fetch_normally(source, cache, mirror, root, keyrings, dl, progress, snapshot)
 
 
 def _fetch_normally(source: Source, cache: Cache, mirror, root: Root, keyrings: list[Path], dl: Downloader,
-                    progress) -> FetchResult:
-    """From the cache, else from the first reachable mirror (Debian) or the source's repository."""
+                    progress, snapshot: str | None = None) -> FetchResult:
+    """From the cache, else from the first reachable mirror (Debian) or the source's repository,
+    else (a Debian pin) from the snapshot archive."""
     got = _from_cache(source, cache)
     if got is not None:
         return got
@@ -103,11 +108,60 @@ def _fetch_normally(source: Source, cache: Cache, mirror, root: Root, keyrings: 
                                     f"/sources.list(.d) to fetch {source.package} {source.version} from; "
                                     f"pass --mirror URL (a Debian mirror) or --from a copy, or set mirror = \"URL\" once "
                                     f"in /etc/rocmrevive/config.toml")
+        snap = snapshot_base(snapshot)
+        urls = snapshot_urls(snap, source) if snap is not None and source.pin is not None else []
+        if urls:
+            return _mirrors_then_snapshot(bases, snap, urls, source, cache, root, keyrings, dl, progress)
     elif source.repo:
         bases = [source.repo]
     else:  # the manifest check requires a repo for every source not from Debian
         raise RevError("USAGE", f"{source.describe()}: its manifest names no repository to fetch it from")
     return first_reachable(bases, lambda base: _fetch_from(base, source, cache, root, keyrings, dl, progress))
+
+
+def _mirrors_then_snapshot(bases: list[str], snap, urls: list[tuple[str, str]], source: Source, cache: Cache,
+                           root: Root, keyrings: list[Path], dl: Downloader, progress) -> FetchResult:
+    """The mirrors in turn, then the snapshot archive's URLs in turn (each download checked by the
+    pin). A mirror's checksum error stops, as it always has; the snapshot's is one more place that
+    failed. None worked: one RevError naming each place and what it said (VERIFY_FAILED when a
+    place served other bytes, else NETWORK); nothing was kept."""
+    tried: list[tuple[str, RevError]] = []
+    for base in bases:
+        try:
+            return _fetch_from(base, source, cache, root, keyrings, dl, progress)
+        except RevError as exc:
+            if exc.code != "NETWORK":
+                raise
+            tried.append((f"the mirror {base}", exc))
+    why = ("not on the mirror any more" if all(not_found(e) or " is not in " in e.message for _, e in tried)
+           else "the mirror could not be reached")
+    assert source.pin is not None
+    for url, how in urls:
+        try:
+            path, origin = _download(url, source, *source.pin, cache, dl, progress)
+        except RevError as exc:
+            if exc.code not in ("NETWORK", "VERIFY_FAILED"):
+                raise
+            tried.append((f"Debian's snapshot archive {snap} ({how})", exc))
+            if any(url.startswith(host + "/") for host in dl.unreachable):
+                break  # nothing answers there: the other form would say the same
+            continue
+        note = f"{why}: from Debian's snapshot archive ({how})"
+        return FetchResult(path, source, origin, source.sha256, source.size, repo_filename(source), url, True,
+                           {"url": url, "pinned_by": "manifest", "from": "snapshot", "fallback": note})
+    code = "VERIFY_FAILED" if any(e.code == "VERIFY_FAILED" for _, e in tried) else "NETWORK"
+    said = "; ".join(f"{where}: {_short(e.message)}" for where, e in tried)
+    raise RevError(code, f"{source.package} {source.version}: no place had it ({said}); nothing was kept: "
+                         f"give a copy with --from, or check --mirror and --snapshot",
+                   details={"tried": [{"place": where, "code": e.code, "message": e.message} for where, e in tried]})
+
+
+def _short(message: str) -> str:
+    """A place's message without its advice (the line ends with one advice for all)."""
+    for cut in ("; try another mirror", "; check the network", " (not retried", "; the mirror may not",
+                "; retry later", "; the file was deleted", "; refused (wrong mirror"):
+        message = message.split(cut, 1)[0]
+    return message
 
 
 def _from_cache(source: Source, cache: Cache) -> FetchResult | None:

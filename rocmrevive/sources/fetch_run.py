@@ -70,7 +70,7 @@ def fetch_manifests(manifests: list[Manifest], cache: Path | Cache, *, mirror: s
                     local: Path | None = None, sources: Iterable[str] = (), all_sources: bool = False,
                     progress_for: Callable[[Source], Progress | None] | None = None,
                     root: Root | None = None, keyrings: Iterable[Path] = (),
-                    downloader: Downloader | None = None) -> list[SourceFetch]:
+                    downloader: Downloader | None = None, snapshot: str | None = None) -> list[SourceFetch]:
     """For each manifest: its sources in order, stopping at the first that works (version-matched
     sources only), or every source (``all_sources``), or the ones named in ``sources``."""
     cache = cache if isinstance(cache, Cache) else Cache(cache)
@@ -91,7 +91,8 @@ def fetch_manifests(manifests: list[Manifest], cache: Path | Cache, *, mirror: s
             prog = progress_for(s) if progress_for else None
             try:
                 r = fetch_source(s, cache, mirror=mirror, local=local, progress=prog, root=root, keyrings=keyrings,
-                                 downloader=downloader, others=[o for mm in manifests for o in mm.sources])
+                                 downloader=downloader, others=[o for mm in manifests for o in mm.sources],
+                                 snapshot=snapshot)
             except RevError as exc:
                 out.append(SourceFetch(m, s, FetchStatus.FAILED, error=exc))
                 continue
@@ -133,7 +134,8 @@ def run_fetch(root: Root, *, manifests_dir: str | None = None, manifest_ids: Ite
               source_names: Iterable[str] = (), all_sources: bool = False, mirror: str | None = None,
               from_path: str | None = None, to_dir: str | None = None, extract_dir: str | None = None,
               cache_dir: str | None = None, keyrings: Iterable[str] = (), timeout: float = 60.0, retries: int = 4,
-              progress_for: Callable[[Source], Progress | None] | None = None) -> FetchRun:
+              progress_for: Callable[[Source], Progress | None] | None = None,
+              snapshot: str | None = None) -> FetchRun:
     """Fetch the chosen manifests' sources into the cache (touching no tree), then extract and
     export what was fetched. Raises RevError("USAGE") for an unknown manifest or source; a source
     that could not be fetched is an outcome (``run.code``), not an exception."""
@@ -145,7 +147,7 @@ def run_fetch(root: Root, *, manifests_dir: str | None = None, manifest_ids: Ite
     results = fetch_manifests(
         ms, cache, mirror=mirror, local=Path(from_path) if from_path else None, sources=source_names,
         all_sources=all_sources, root=root, keyrings=[Path(k) for k in keyrings], downloader=dl,
-        progress_for=progress_for)
+        progress_for=progress_for, snapshot=snapshot)
     run = FetchRun(cache, mdir, mirror, from_path, results, _per_manifest(ms, results))
     run.changed = any(r.status in (FetchStatus.DOWNLOADED, FetchStatus.LOCAL) for r in results)
     run.warnings = [f"{r.source.key}: {r.result.provenance['warning']}" for r in results

@@ -88,6 +88,8 @@ class Source:
     line: int = 0
     rocm_version: Version | None = None       # the ROCm release the source was built from
     rocm_versions: SpecifierSet | None = None  # tree ROCm versions it is built for (None: any)
+    sha1: str | None = None                   # the file's SHA1: Debian's snapshot archive serves it by content
+    seen: str | None = None                   # when the suite last listed it ("20261030T080801Z", snapshot's form)
 
     @property
     def pinned(self) -> bool:
@@ -134,7 +136,7 @@ class Source:
             "rocm_version": None if self.rocm_version is None else str(self.rocm_version),
             "rocm_versions": None if self.rocm_versions is None else spec_text(self.rocm_versions),
             "cross_version": self.cross_version, "files": self.expected_files, "note": self.note,
-            "pinned": self.pinned,
+            "pinned": self.pinned, "sha1": self.sha1, "seen": self.seen,
         }
 
 

@@ -8,6 +8,7 @@ manifest is, and how it matches files and trees, is ``manifest`` (docs/manifests
 """
 from __future__ import annotations
 
+import datetime
 import difflib
 import os
 import re
@@ -29,6 +30,7 @@ else:  # pragma: no cover - Python 3.10
 
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9.+_-]*$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_HEX40 = re.compile(r"^[0-9a-f]{40}$")
 _FPR = re.compile(r"^[0-9A-F]{40}$")
 _TARGET_RE = re.compile(r"^gfx[0-9a-f]{3,4}$")
 _LAYOUT_KEY = re.compile(r"^[a-z][a-z0-9_-]*$")
@@ -200,7 +202,7 @@ _COMPONENT_KEYS = {"kind", "files", "soname"}
 _COMMON_SOURCE_KEYS = {"name", "kind", "package", "version", "suite", "component", "arch", "member_prefix",
                        "rocblas_version", "compatible", "cross_version", "files", "note", "size", "sha256",
                        "signed_by", "key_url", "rocm_version", "rocm_versions"}
-_SOURCE_KEYS = {"debian": _COMMON_SOURCE_KEYS | {"filename"}, "apt": _COMMON_SOURCE_KEYS | {"repo", "filename"}}
+_SOURCE_KEYS = {"debian": _COMMON_SOURCE_KEYS | {"filename", "sha1", "seen"}, "apt": _COMMON_SOURCE_KEYS | {"repo", "filename"}}
 
 
 def _load_one(path: Path) -> tuple[Manifest | None, list[str]]:
@@ -459,8 +461,33 @@ def _source_pins(c: _Checker, s: dict, w: tuple, kind: str | None) -> dict[str, 
     if "sha256" not in s and "signed_by" not in s:
         c.err(w, "unpinned source: give size and sha256, or signed_by (the fingerprint of the key that signs "
                  "the repository's InRelease)")
+    sha1, seen = _snapshot_keys(c, s, w, filename)
     return {"filename": filename, "repo": repo.rstrip("/") if repo else None, "size": size, "sha256": sha,
-            "signed_by": fpr, "key_url": key_url}
+            "signed_by": fpr, "key_url": key_url, "sha1": sha1, "seen": seen}
+
+
+def _snapshot_keys(c: _Checker, s: dict, w: tuple, filename: str | None) -> tuple[str | None, str | None]:
+    """What finds a Debian pin in Debian's snapshot archive once the suite has moved on: ``sha1``
+    (the archive serves every file by its SHA1) and ``seen`` (a UTC date and time the suite
+    listed it: the archive as it was then has it at ``filename``). Both only beside sha256 and
+    size, which still decide whether the bytes are right."""
+    sha1 = s.get("sha1")
+    if sha1 is not None and (not isinstance(sha1, str) or not _HEX40.match(sha1)):
+        c.err(w + ("sha1",), "must be 40 lower-case hex digits (the file's SHA1)")
+        sha1 = None
+    seen = s.get("seen")
+    stamp = None
+    if seen is not None:
+        if not isinstance(seen, datetime.datetime) or seen.utcoffset() != datetime.timedelta(0):
+            c.err(w + ("seen",), "must be a UTC date and time, written like 2026-10-30T08:08:01Z")
+        elif not filename:
+            c.err(w + ("seen",), "needs filename (the pool path the archive had at that date)")
+        else:
+            stamp = seen.strftime("%Y%m%dT%H%M%SZ")
+    if (sha1 is not None or seen is not None) and "sha256" not in s:
+        c.err(w + ("sha1" if sha1 is not None else "seen",), "only a source pinned by size and sha256 can be "
+                                                              "fetched from the snapshot archive (they check it)")
+    return sha1, stamp
 
 
 def _source_ranges(c: _Checker, s: dict, w: tuple, match: dict[str, Any], rocblas: SpecifierSet | None,
