@@ -42,7 +42,7 @@ from rocmrevive.trees.installs import find_installs
 from rocmrevive.trees.layout import kpack_files
 from rocmrevive.trees.pythonenv import find_envs
 from rocmrevive.trees.rocblas import ollama_supported
-from rocmrevive.trees.select import given_trees, nothing_found, rocblas_copies
+from rocmrevive.trees.select import Copy, given_trees, nothing_found, rocblas_copies
 from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.journal import PENDING, TxState
 
@@ -339,14 +339,16 @@ class VerifyReport:
                            for r, o, lv in zip(self.results, self.ollama, self.libraries + [None] * len(self.results))]}
 
 
-def verify_machine(root, *, trees=(), targets=(), progress: Callable[[int], None] = lambda n: None,
-                   state_dir: str | None = None) -> VerifyReport:
-    """Resolve the devices and copies (``trees.select``), then check each copy for each device
-    (``progress(n)`` after each copy, n checks done)."""
+def verify_machine(root, *, trees=(), copies: Sequence[Copy] | None = None, targets=(),
+                   progress: Callable[[int], None] = lambda n: None, state_dir: str | None = None) -> VerifyReport:
+    """Resolve the devices and copies (``trees.select``: the ``--tree`` folders as typed, or the
+    ``copies`` a caller already selected, as doctor's survey did), then check each copy for each
+    device (``progress(n)`` after each copy, n checks done)."""
     devices, device_note = resolve_devices(root, targets)
-    installs, _link = find_installs(root)
-    envs, _problems = find_envs(root)
-    copies = rocblas_copies(root, given_trees(root, trees), installs=installs, envs=envs)
+    if copies is None:
+        installs, _link = find_installs(root)
+        envs, _problems = find_envs(root)
+        copies = rocblas_copies(root, given_trees(root, trees), installs=installs, envs=envs)
     if not copies:
         raise nothing_found(root)
     show = root.machine_path

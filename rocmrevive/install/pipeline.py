@@ -133,7 +133,7 @@ def install(root: Root, opts: InstallOptions, *, log: Log = lambda s: None, prog
                          lib_outcomes, libraries_enabled=libraries, left_alone=tuple(left_alone))
 
 
-def _install_one_copy(run: InstallRun, copy, chosen: Chosen) -> CopyOutcome:
+def _install_one_copy(run: InstallRun, copy: Copy, chosen: Chosen) -> CopyOutcome:
     """One rocBLAS copy, written by this run or, a user's tree the user named, by a child that is
     its owner (``as_owner.py``)."""
     trust = chosen.trust.to_json()
@@ -143,11 +143,11 @@ def _install_one_copy(run: InstallRun, copy, chosen: Chosen) -> CopyOutcome:
                             CopyOutcome(copy.path, copy.layout, copy.rocblas_version, copy.rocm_version, trust=trust))
 
 
-def _select_copies(root: Root, given, pythons, installs) -> list[tuple]:
+def _select_copies(root: Root, given, pythons, installs) -> list[tuple[Copy, Chosen]]:
     """Every rocBLAS copy on the machine, or only those in the ``--tree`` folders (``trees.select``),
-    each with its trust decision (``Chosen``)."""
+    each with its trust decision (``Chosen``): the selection itself goes down to the step."""
     envs, _problems = find_envs(root, pythons)
-    return [(c.found, _chosen(root, c, envs, named=bool(given)))
+    return [(c, _chosen(root, c, envs, named=bool(given)))
             for c in rocblas_copies(root, given, installs=installs, envs=envs)]
 
 

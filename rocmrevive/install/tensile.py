@@ -26,8 +26,8 @@ from rocmrevive.install.report import CopyOutcome, refused
 from rocmrevive.install.run import InstallRun
 from rocmrevive.install.unpinned import VERIFIED_BY_CONTENT
 from rocmrevive.sources.manifest import TARGET, choose_manifest
-from rocmrevive.trees import layout as locate
 from rocmrevive.trees.gfx906_choices import summary
+from rocmrevive.trees.select import Copy
 from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.plan import Op
 
@@ -75,9 +75,9 @@ class TensileFiles(Hooks):
     is verified again, whole. What the walk found (``found``) becomes fields of the copy's
     outcome."""
 
-    def __init__(self, run: InstallRun, copy, real_lib: Path, host_lib):
+    def __init__(self, run: InstallRun, copy: Copy):
         self.run, self.copy = run, copy
-        self.real_lib, self.host_lib = real_lib, host_lib
+        self.real_lib, self.host_lib = copy.real, copy.host   # as trees.select resolved them, once
         self.label = copy.path
         self.files: dict[str, Path] = {}
         self.sha256: dict[str, tuple[str, int]] = {}   # file name → as extracted (collect may say)
@@ -150,8 +150,8 @@ class TensileFiles(Hooks):
 class PinnedTensile(TensileFiles):
     """The manifest's members of a fetched, checksummed artifact."""
 
-    def __init__(self, run: InstallRun, copy, real_lib: Path, host_lib, manifest, source, fetched):
-        super().__init__(run, copy, real_lib, host_lib)
+    def __init__(self, run: InstallRun, copy: Copy, manifest, source, fetched):
+        super().__init__(run, copy)
         self.manifest, self.source, self.fetched = manifest, source, fetched
 
     def found(self) -> dict:
@@ -193,8 +193,8 @@ class UnpinnedTensile(TensileFiles):
     """``--from`` a folder or tarball no manifest pins: accepted only by content
     (``rocmrevive.install.unpinned``), and journaled as "verified by content, unpinned"."""
 
-    def __init__(self, run: InstallRun, copy, real_lib: Path, host_lib, manifest):
-        super().__init__(run, copy, real_lib, host_lib)
+    def __init__(self, run: InstallRun, copy: Copy, manifest):
+        super().__init__(run, copy)
         self.manifest = manifest
         self.artifact: dict | None = None     # the staged build (unpinned.UnpinnedBuild.to_json())
 
@@ -264,17 +264,18 @@ def _host_report(host_lib: Path | None):
     return report
 
 
-def install_copy(run: InstallRun, copy, *, trust: dict | None = None) -> CopyOutcome:
+def install_copy(run: InstallRun, copy: Copy, *, trust: dict | None = None) -> CopyOutcome:
     """Decide, stage, apply and verify one rocBLAS copy, and say what came of it. The copy's own
     failure (a checksum, a refused staged file, a failed check after) is its ``refused`` outcome;
-    a failure of the machine (``report.FATAL``) is raised."""
+    a failure of the machine (``report.FATAL``) is raised. ``copy``: as ``trees.select`` selected it
+    (its real library folder and ``librocblas.so`` resolved there, once)."""
     out = CopyOutcome(copy.path, copy.layout, copy.rocblas_version, copy.rocm_version, trust=trust)
     component: TensileFiles | None = None
+    found = copy.found
+    real_lib, host_lib = copy.real, copy.host
     try:
-        real_lib = run.root.resolve(copy.path)
-        host_lib = locate.rocblas_host_library(real_lib)
-        if copy.arch_folders or copy.kpack:
-            have = set(copy.targets) | set(copy.kpack_arches)   # a whole gfx906 stack (7.14, 10.0) serves itself
+        if found.arch_folders or found.kpack:
+            have = set(found.targets) | set(found.kpack_arches)   # a whole gfx906 stack (7.14, 10.0) serves itself
             if all(d.processor in have for d in run.devices):
                 return replace(out, status=Status.SATISFIED,
                                reason=(f"a TheRock tree that carries {TARGET} device code ({', '.join(sorted(have))}): "
@@ -288,7 +289,7 @@ def install_copy(run: InstallRun, copy, *, trust: dict | None = None) -> CopyOut
         if _gating_ok(before):
             _refuse_drift(run.root, real_lib, copy.path, run.state_dir)
             return replace(out, status=Status.SATISFIED, reason="already serves " + ", ".join(map(str, run.devices)))
-        out, make = _component(run, copy, out, real_lib, host_lib)
+        out, make = _component(run, copy, out)
         if make is None:
             return out
         component = make()   # a pinned source is fetched here
@@ -333,8 +334,7 @@ def _files(summary: dict) -> str:
     return "file" if summary.get(Op.CREATE, 0) + summary.get(Op.REPLACE, 0) == 1 else "files"
 
 
-def _component(run: InstallRun, copy, out: CopyOutcome, real_lib: Path,
-               host_lib) -> tuple[CopyOutcome, Callable[[], TensileFiles] | None]:
+def _component(run: InstallRun, copy: Copy, out: CopyOutcome) -> tuple[CopyOutcome, Callable[[], TensileFiles] | None]:
     """The source for this copy: a manifest's pinned source (fetched when the component is
     made), or an unpinned ``--from`` when no manifest source is built for its rocBLAS; None (the
     outcome says why) when there is neither. The outcome gains the manifest chosen."""
@@ -344,11 +344,11 @@ def _component(run: InstallRun, copy, out: CopyOutcome, real_lib: Path,
     if run.from_path and not pinned and run.from_is_build:
         # no manifest source for this rocBLAS, and --from is a build: it must prove itself by content
         out = replace(out, verification=VERIFIED_BY_CONTENT, manifest=manifest.id if manifest else None)
-        return out, lambda: UnpinnedTensile(run, copy, real_lib, host_lib, manifest)
+        return out, lambda: UnpinnedTensile(run, copy, manifest)
     if manifest is None:
         return replace(out, status=Status.UNSUPPORTED,
                        reason=(f"no manifest for rocBLAS {copy.rocblas_version or '(version unknown)'}"
-                               + ("" if copy.rocblas_version else f" ({'; '.join(copy.problems)})")
+                               + ("" if copy.rocblas_version else f" ({'; '.join(copy.found.problems)})")
                                + f"; `rocmrevive recipe --tree {copy.path}` writes the build, `install --from` "
                                  f"takes it")), None
     out = replace(out, manifest=manifest.id)
@@ -362,5 +362,5 @@ def _component(run: InstallRun, copy, out: CopyOutcome, real_lib: Path,
     def fetched() -> TensileFiles:
         source, artifact = fetch_first(run.root, pinned, run.cache_dir, mirror=run.mirror, from_path=run.from_path,
                                        log=run.log, progress=run.progress, manifests=run.manifests)
-        return PinnedTensile(run, copy, real_lib, host_lib, manifest, source, artifact)
+        return PinnedTensile(run, copy, manifest, source, artifact)
     return out, fetched

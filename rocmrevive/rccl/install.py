@@ -33,6 +33,7 @@ from rocmrevive.sources.fetch import fetch_source
 from rocmrevive.sources.unpack import extract_selected
 from rocmrevive.trees.installs import find_installs
 from rocmrevive.trees.pythonenv import find_envs
+from rocmrevive.trees.select import Tree, given_trees, library_folders
 from rocmrevive.trees.trust import decide, refusal
 from rocmrevive.txn.fsutil import sha256_file
 from rocmrevive.txn.result import TxOutcome
@@ -93,15 +94,15 @@ def _is_forbidden(prefix: str) -> bool:
         or "site-packages" in parts or "dist-packages" in parts
 
 
-def hip_consumers(root: Root, pythons=(), tree: str | None = None) -> list[HipConsumer]:
+def hip_consumers(root: Root, pythons=(), tree: Tree | None = None) -> list[HipConsumer]:
     """The HIP runtimes programs on the machine are bound to: each ROCm install's and each
-    PyTorch wheel's ``libamdhip64``."""
+    PyTorch wheel's ``libamdhip64`` (``tree``: the ``--tree`` as ``trees.select`` resolved it)."""
 
     out = []
     installs, _ = find_installs(root)
     paths = [i.path for i in installs]
-    if tree and tree not in paths:
-        paths.append(tree)
+    if tree and tree.path not in paths:
+        paths.append(tree.path)
     for p in paths:
         names = sorted(n for n in list_dir(root.path(f"{p}/lib")) if HIP_RE.match(n))
         versioned = [n for n in names if HIP_RE.match(n).group(1)]
@@ -116,11 +117,12 @@ def hip_consumers(root: Root, pythons=(), tree: str | None = None) -> list[HipCo
     return out
 
 
-def abi_search_dirs(root: Root, tree: str | None) -> list[str]:
+def abi_search_dirs(root: Root, tree: Tree | None) -> list[str]:
     """The folders a program's loader searches for RCCL's needs besides the system's: the ROCm
-    tree's lib folder (``--tree``, else the default ``/opt/rocm``)."""
+    tree's library folder (``--tree``, as ``trees.select`` selects it), else the default
+    ``/opt/rocm``'s."""
     if tree:
-        return [f"{tree.rstrip('/')}/lib"]
+        return [f.path for f in library_folders(root, [tree], find_installs(root)[0])]
     if root.path("/opt/rocm/lib").is_dir():
         return ["/opt/rocm/lib"]
     return []
@@ -186,6 +188,7 @@ def install_rccl(root: Root, *, targets=(), source: str | None = None, from_path
                                 f"tree, a system folder or a Python environment; use a folder such as "
                                 f"{ROCMREVIVE_PREFIX}/{src.install_name}")
     rep.library = f"{dest_dir}/lib/{SONAME}"
+    selected = given_trees(root, [tree])[0] if tree else None   # --tree converted once (trees.select)
     if _already_installed(root, src, dest_dir, also_names, rep):
         return rep
     # who may write the prefix (trees.trust): decided on the deepest folder of it that exists
@@ -198,7 +201,7 @@ def install_rccl(root: Root, *, targets=(), source: str | None = None, from_path
     log(f"fetching {src.describe()}")
     art = fetch_source(src.as_source(), cache_dir, mirror=mirror, local=from_path, root=root)
     rep.artifact = art.to_json()
-    component = RcclSideBySide(root, rep, src, art, gpus, dest_dir, tree=tree, also_names=also_names,
+    component = RcclSideBySide(root, rep, src, art, gpus, dest_dir, tree=selected, also_names=also_names,
                                skip_abi=skip_abi, pythons=pythons)
     with staging_area(staging_parent(cache_dir)) as area:
         applied = install_component(root, component, area, state_dir=state_dir or DEFAULT_STATE_DIR, check=check)
@@ -214,7 +217,7 @@ class RcclSideBySide(Hooks):
     """The one library of an RCCL source, checked for device code and this host's ABI, with its
     provenance file, under a prefix of its own."""
 
-    def __init__(self, root: Root, rep: InstallReport, src: RcclSource, art, gpus, dest_dir: str, *, tree,
+    def __init__(self, root: Root, rep: InstallReport, src: RcclSource, art, gpus, dest_dir: str, *, tree: Tree | None,
                  also_names, skip_abi: bool, pythons):
         self.root, self.rep, self.src, self.art, self.gpus = root, rep, src, art, gpus
         self.dest_dir, self.tree, self.also_names, self.skip_abi, self.pythons = (dest_dir, tree, also_names,
@@ -274,7 +277,7 @@ class RcclSideBySide(Hooks):
                                          f"one process do not work, so those programs cannot use it")
         refuse = list(verdict.lines)
         if tree:
-            refuse += [x for x in rep.hip_conflicts if f"at {tree.rstrip('/')}" in x]
+            refuse += [x for x in rep.hip_conflicts if f"at {tree.path.rstrip('/')}" in x]
         if refuse and not self.skip_abi:
             # the causes first: undefined symbols of a library that is missing follow from it
             causes = [x for x in refuse if not x.startswith(("undefined symbol", "… and "))] or refuse[:3]

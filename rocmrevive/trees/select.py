@@ -47,6 +47,14 @@ class Copy:
     found: RocblasCopy          # what trees.rocblas knows of it (layout, versions, targets)
     tree: Tree | None = None    # the --tree it lies in (None: found on its own)
 
+    @property
+    def layout(self) -> str:
+        return self.found.layout
+
+    @property
+    def rocblas_version(self) -> str | None:
+        return self.found.rocblas_version
+
     @cached_property
     def trust(self) -> TreeTrust:
         """Who may write it (``trust.decide``), decided once, the first time a command asks (a
@@ -102,6 +110,17 @@ def rocblas_copies(root: Root, trees: Sequence[Tree], *, installs: Sequence[Rocm
     every copy on the machine when none is given (an empty list when there is none: the caller
     may go on, or raise ``nothing_found``). Each real folder once, named as its install or package
     knows it (``find_copies``)."""
+    _found, copies = machine_copies(root, trees, installs=installs, envs=envs)
+    return [c for c in copies if c.tree is not None] if trees else copies
+
+
+def machine_copies(root: Root, trees: Sequence[Tree], *, installs: Sequence[RocmInstall] = (),
+                   envs: Sequence[PythonEnv] = (), deep: bool = False,
+                   progress=None) -> tuple[list[RocblasCopy], list[Copy]]:
+    """Every rocBLAS copy on the machine and in ``trees`` (``detect`` and ``doctor`` show them all):
+    what ``find_copies`` found (each real folder once), and the same as selections, each copy of a
+    ``--tree`` with its ``tree`` (RevError("NOTHING_SUPPORTED") for a tree without one). A tree
+    adds its library folders, never itself: the folder of an install is no copy."""
     libs: list[tuple[Tree, Path]] = []
     for t in trees:
         found = rocblas_library_dirs(t.real)
@@ -112,19 +131,18 @@ def rocblas_copies(root: Root, trees: Sequence[Tree], *, installs: Sequence[Rocm
         # a link inside the tree (lib -> lib64) resolved too: each folder is known by its real path
         libs += [(t, _resolved(root, root.machine_path(lib)) or lib) for lib in found]
     copies = find_copies(root, installs=list(installs), envs=list(envs),
-                         extra=[root.machine_path(lib) for _, lib in libs])
+                         extra=[root.machine_path(lib) for _, lib in libs], deep=deep, progress=progress)
     by_real: dict[Path, RocblasCopy] = {}
     for c in copies:
         real = _resolved(root, c.path)
         if real is not None and real.is_dir():
             by_real.setdefault(real, c)
-    if not trees:
-        return [_copy(c, real, None) for real, c in by_real.items()]
-    out: list[Copy] = []
+    tree_of: dict[Path, Tree] = {}
     for t, lib in libs:
-        if lib in by_real and all(o.real != lib for o in out):
-            out.append(_copy(by_real[lib], lib, t))
-    return out
+        tree_of.setdefault(lib, t)
+    # the trees' copies first, in the order given, then every other one as found
+    ordered = [lib for _, lib in libs if lib in by_real] + list(by_real)
+    return copies, [_copy(by_real[real], real, tree_of.get(real)) for real in dict.fromkeys(ordered)]
 
 
 def _resolved(root: Root, machine_path: str) -> Path | None:
