@@ -7,7 +7,8 @@ serving every detected GPU. A file a dpkg package owns is diverted (``txn.divert
 ABI check refuses is a finding (``status: refused`` with the verdict's lines, and a warning), not
 an error.
 
-    out = graft_library(run, "/opt/rocm-6.4.3/lib", "6.4.3", manifest, comp)   # a LibraryOutcome
+    (folder,) = library_folders(root, given_trees(root, ["/opt/rocm-6.4.3"]), installs)
+    out = graft_library(run, folder, manifest, comp)   # a LibraryOutcome
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from rocmrevive.rootfs import Root
 from rocmrevive.sources.manifest import TARGET
 from rocmrevive.trees.installs import read_version
 from rocmrevive.trees.layout import tree_library
+from rocmrevive.trees.select import LibraryFolder
 from rocmrevive.txn import divert
 
 
@@ -52,10 +54,11 @@ def serves(report, devices: Sequence[TargetId]) -> tuple[list[TargetId], list[st
     return [c.device for c in report.coverage(devices) if not c.loads], report.processors
 
 
-def graft_library(run: InstallRun, libdir: str, rocm_version: str | None, manifest, comp) -> LibraryOutcome:
+def graft_library(run: InstallRun, folder: LibraryFolder, manifest, comp) -> LibraryOutcome:
     """Decide, stage, apply and verify one graft of ``comp`` (a manifest's library) in the tree's
-    library folder ``libdir``, and say what came of it. Its own failure is its ``refused``
-    outcome; a failure of the machine (``report.FATAL``) is raised."""
+    library folder (as ``trees.select`` selected it), and say what came of it. Its own failure is
+    its ``refused`` outcome; a failure of the machine (``report.FATAL``) is raised."""
+    libdir, rocm_version = folder.path, folder.rocm_version
     known = library_for_file(comp.soname)
     out = LibraryOutcome(libdir, comp.soname, known.name if known else comp.soname, rocm_version,
                          manifest=manifest.id)

@@ -32,7 +32,7 @@ from rocmrevive.sources.cache import default_cache_dir, read_only_caches
 from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
 from rocmrevive.trees.installs import find_installs
 from rocmrevive.trees.pythonenv import find_envs
-from rocmrevive.trees.select import Copy, given_trees, library_folders, nothing_found, rocblas_copies
+from rocmrevive.trees.select import Copy, LibraryFolder, given_trees, library_folders, nothing_found, rocblas_copies
 from rocmrevive.trees.trust import TreeTrust, Trust, not_writable
 from rocmrevive.txn.divert import reconcile
 from rocmrevive.txn.state import DEFAULT_STATE_DIR
@@ -104,7 +104,7 @@ def install(root: Root, opts: InstallOptions, *, log: Log = lambda s: None, prog
     installs, _link = find_installs(root)
     with _selecting(root):
         given = given_trees(root, trees)
-        lib_trees = [((f.path, f.rocm_version), Chosen(f.path, f.trust, bool(given), ("--tree", f.path)))
+        lib_trees = [(f, Chosen(f.path, f.trust, bool(given), ("--tree", f.path)))
                      for f in (library_folders(root, given, installs) if libraries else [])]
         try:
             copies = _select_copies(root, given, pythons, installs)
@@ -175,13 +175,13 @@ def _chosen(root: Root, copy: Copy, envs, *, named: bool) -> Chosen:
     return Chosen(copy.path, copy.trust, named, (*args, "--tree", copy.path))
 
 
-def _graft_libraries(run: InstallRun, lib_trees) -> list[LibraryOutcome]:
+def _graft_libraries(run: InstallRun, lib_trees: list[LibraryFolder]) -> list[LibraryOutcome]:
     """Every library component of a manifest for each tree's ROCm version, grafted or not."""
     if not run.check:
         # every transaction keeps dpkg's diversions in step (txn.divert.follow); this mends what was
         # changed outside rocmrevive (a diversion removed by hand): `status` sends the user here
         for line in reconcile(run.root, run.state_dir):
             run.log(line)
-    return [graft_library(run, libdir, rocm_version, manifest, comp)
-            for libdir, rocm_version in lib_trees
-            for manifest, comp in library_components(run.manifests, rocm_version)]
+    return [graft_library(run, folder, manifest, comp)
+            for folder in lib_trees
+            for manifest, comp in library_components(run.manifests, folder.rocm_version)]

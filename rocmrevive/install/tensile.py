@@ -271,11 +271,11 @@ def install_copy(run: InstallRun, copy: Copy, *, trust: dict | None = None) -> C
     (its real library folder and ``librocblas.so`` resolved there, once)."""
     out = CopyOutcome(copy.path, copy.layout, copy.rocblas_version, copy.rocm_version, trust=trust)
     component: TensileFiles | None = None
-    found = copy.found
+    rb = copy.found   # what trees.rocblas read of it
     real_lib, host_lib = copy.real, copy.host
     try:
-        if found.arch_folders or found.kpack:
-            have = set(found.targets) | set(found.kpack_arches)   # a whole gfx906 stack (7.14, 10.0) serves itself
+        if rb.arch_folders or rb.kpack:
+            have = set(rb.targets) | set(rb.kpack_arches)   # a whole gfx906 stack (7.14, 10.0) serves itself
             if all(d.processor in have for d in run.devices):
                 return replace(out, status=Status.SATISFIED,
                                reason=(f"a TheRock tree that carries {TARGET} device code ({', '.join(sorted(have))}): "
