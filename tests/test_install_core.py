@@ -181,17 +181,15 @@ def test_the_outcomes_the_report_and_the_run_are_frozen():
 
 
 def test_a_steps_own_failure_is_its_refused_outcome_and_a_machines_stops_the_install():
-    from dataclasses import replace
-
     from rocmrevive.install.report import FATAL, CopyOutcome, refused
 
     out = CopyOutcome("/opt/rocm-6.4.3/lib/rocblas/library", "rocm-tree", "4.4.1", "6.4.3", manifest="m")
-    got = replace(out, **refused(RevError("VERIFY_FAILED", "staged files do not serve it")))
+    got = refused(out, RevError("VERIFY_FAILED", "staged files do not serve it"))
     assert (got.status, got.reason, got.error["code"], got.manifest) == (
         Status.REFUSED, "staged files do not serve it", "VERIFY_FAILED", "m")
     for code in FATAL:
         with pytest.raises(RevError) as ei:
-            refused(RevError(code, "the machine"))
+            refused(out, RevError(code, "the machine"))
         assert ei.value.code == code
 
 
@@ -206,3 +204,8 @@ def test_the_owners_child_outcome_keeps_the_parents_copy_and_reads_the_status_ba
     assert (got.library, got.layout, got.status, got.txid, got.changed) == (
         parent.library, parent.layout, Status.INSTALLED, "0001-x", True)
     assert got.status is Status.INSTALLED and "unknown" not in got.to_json()
+    # each field read with its type: the child runs as the tree's owner, a wrong type is dropped
+    odd = parent.from_child({"status": "refused", "txid": 5, "changed": "yes", "changes": [1, {"op": "create"}],
+                             "verify_after": ["x"], "reason": {"a": 1}})
+    assert (odd.txid, odd.changed, odd.changes, odd.verify_after, odd.reason) == (None, False, [{"op": "create"}],
+                                                                                 None, "")

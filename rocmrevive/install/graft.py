@@ -92,8 +92,7 @@ def graft_library(run: InstallRun, folder: LibraryFolder, manifest, comp) -> Lib
         graft = LibraryGraft(run, out, manifest, comp, source, fetched, [*run.devices, *keep])
         out, walk = run.walk(out, graft)
     except RevError as exc:
-        found = {} if graft is None else graft.found()
-        return replace(out, **found, **refused(exc))
+        return refused(out if graft is None else graft.found_in(out), exc)
     if walk.plan is None:
         return out
     return replace(out, reason={
@@ -123,9 +122,11 @@ class LibraryGraft(Hooks):
         self.divert: dict | None = None
         self.after: dict | None = None
 
-    def found(self) -> dict:
-        return {"abi": self.abi, "abi_ok": self.abi_ok, "lines": self.lines, "warnings": self.warnings,
-                "owner": self.owner, "divert": self.divert, "verify_after": self.after}
+    def found_in(self, out: LibraryOutcome) -> LibraryOutcome:
+        """``out`` with what this walk decided: the ABI verdict, dpkg's ownership and diversion,
+        the check after."""
+        return replace(out, abi=self.abi, abi_ok=self.abi_ok, lines=self.lines, warnings=self.warnings,
+                       owner=self.owner, divert=self.divert, verify_after=self.after)
 
     def stage(self, area: Path) -> StagedFiles:
         run, lib = self.run, self.lib

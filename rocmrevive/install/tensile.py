@@ -85,10 +85,11 @@ class TensileFiles(Hooks):
         self.staged: CopyResult | None = None           # the verdict on the staged files
         self.after: dict | None = None                  # the verdict after the install (JSON)
 
-    def found(self) -> dict:
-        """The outcome's fields this walk decided (``verify_staged``, ``verify_after``; a kind of
+    def found_in(self, out: CopyOutcome) -> CopyOutcome:
+        """``out`` with what this walk decided (``verify_staged``, ``verify_after``; a kind of
         source adds its own)."""
-        return {"verify_staged": None if self.staged is None else self.staged.to_json(), "verify_after": self.after}
+        return replace(out, verify_staged=None if self.staged is None else self.staged.to_json(),
+                       verify_after=self.after)
 
     # what a kind of source says ----------------------------------------------------------
     def collect(self, area: Path) -> dict[str, Path]:
@@ -154,8 +155,8 @@ class PinnedTensile(TensileFiles):
         super().__init__(run, copy)
         self.manifest, self.source, self.fetched = manifest, source, fetched
 
-    def found(self) -> dict:
-        return {**super().found(), "source": self.source.to_json(), "artifact": self.fetched.to_json()}
+    def found_in(self, out: CopyOutcome) -> CopyOutcome:
+        return replace(super().found_in(out), source=self.source.to_json(), artifact=self.fetched.to_json())
 
     def stage(self, area: Path) -> StagedFiles:
         try:
@@ -198,12 +199,11 @@ class UnpinnedTensile(TensileFiles):
         self.manifest = manifest
         self.artifact: dict | None = None     # the staged build (unpinned.UnpinnedBuild.to_json())
 
-    def found(self) -> dict:
+    def found_in(self, out: CopyOutcome) -> CopyOutcome:
         if self.artifact is None:
-            return super().found()
-        return {**super().found(), "source": {"kind": "unpinned", "from": str(self.run.from_path),
-                                              "verification": VERIFIED_BY_CONTENT},
-                "artifact": self.artifact}
+            return super().found_in(out)
+        return replace(super().found_in(out), artifact=self.artifact,
+                       source={"kind": "unpinned", "from": str(self.run.from_path), "verification": VERIFIED_BY_CONTENT})
 
     def collect(self, area: Path) -> dict[str, Path]:
         run, from_path = self.run, self.run.from_path
@@ -295,8 +295,7 @@ def install_copy(run: InstallRun, copy: Copy, *, trust: dict | None = None) -> C
         component = make()   # a pinned source is fetched here
         out, walk = run.walk(out, component)
     except RevError as exc:
-        found = {} if component is None else component.found()
-        return replace(out, **found, **refused(exc))
+        return refused(out if component is None else component.found_in(out), exc)
     s = out.summary or {}
     reason = {
         Status.DECLINED: "declined at the prompt; nothing was changed",
