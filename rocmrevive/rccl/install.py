@@ -105,7 +105,7 @@ def hip_consumers(root: Root, pythons=(), tree: Tree | None = None) -> list[HipC
         paths.append(tree.path)
     for p in paths:
         names = sorted(n for n in list_dir(root.path(f"{p}/lib")) if HIP_RE.match(n))
-        versioned = [n for n in names if HIP_RE.match(n).group(1)]
+        versioned = [n for n in names if (m := HIP_RE.match(n)) and m.group(1)]
         if versioned:
             out.append(HipConsumer(f"ROCm at {p}", min(versioned, key=len)))
     envs, _ = find_envs(root, pythons, common=True)
@@ -205,7 +205,7 @@ def install_rccl(root: Root, *, targets=(), source: str | None = None, from_path
                                skip_abi=skip_abi, pythons=pythons)
     with staging_area(staging_parent(cache_dir)) as area:
         applied = install_component(root, component, area, state_dir=state_dir or DEFAULT_STATE_DIR, check=check)
-    assert applied.plan is not None and applied.result is not None
+    assert applied.plan is not None and applied.result is not None and applied.result.state is not None
     rep.plan = applied.plan.summary()
     rep.transaction = applied.result.to_json()
     rep.state = Status.INSTALLED if applied.result.state is TxOutcome.COMMITTED else applied.result.state
@@ -310,7 +310,7 @@ class RcclSideBySide(Hooks):
         real = self.root.path(self.lib)
         after = inspect_file(real)
         acov = coverage_of(after.entries, self.gpus)
-        v = {"sha256_ok": sha256_file(real)[0] == self.sha, "targets": after.targets,
-             "serves_all": all(c.served for c in acov)}
+        sha_ok, serves_all = sha256_file(real)[0] == self.sha, all(c.served for c in acov)
+        v = {"sha256_ok": sha_ok, "targets": after.targets, "serves_all": serves_all}
         self.rep.verify_after = v
-        return Verdict(v["sha256_ok"] and v["serves_all"], v, why=f"{self.lib} differs from what was staged")
+        return Verdict(sha_ok and serves_all, v, why=f"{self.lib} differs from what was staged")

@@ -23,6 +23,7 @@ import pwd
 import shlex
 import stat
 from dataclasses import dataclass
+from typing import Mapping
 
 from rocmrevive.errors import RevError
 from rocmrevive.strenum import StrEnum
@@ -77,7 +78,7 @@ def owner_name(uid: int) -> str:
         return f"uid {uid}"
 
 
-def state_dir_of(uid: int, env: dict | None = None) -> str | None:
+def state_dir_of(uid: int, env: Mapping[str, str] | None = None) -> str | None:
     """The state folder (journals, backups, lock) of a run as ``uid`` other than root (None for
     root: /var/lib/rocmrevive): ``$XDG_STATE_HOME/rocmrevive``, else ``<home>/.local/state/rocmrevive``
     with the account's home from the password database. A machine path, as ``--state-dir`` is.
