@@ -11,8 +11,9 @@ one set of error messages.
 """
 from __future__ import annotations
 
+import contextlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Sequence
@@ -20,9 +21,9 @@ from typing import Sequence
 from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root
 from rocmrevive.trees import therock
-from rocmrevive.trees.installs import RocmInstall, read_version
+from rocmrevive.trees.installs import RocmInstall, find_installs, read_version
 from rocmrevive.trees.layout import library_files, rocblas_host_library, rocblas_library_dirs
-from rocmrevive.trees.pythonenv import PythonEnv
+from rocmrevive.trees.pythonenv import PythonEnv, find_envs
 from rocmrevive.trees.rocblas import RocblasCopy, find_copies
 from rocmrevive.trees.trust import TreeTrust, decide
 
@@ -46,6 +47,7 @@ class Copy:
     rocm_version: str | None
     found: RocblasCopy          # what trees.rocblas knows of it (layout, versions, targets)
     tree: Tree | None = None    # the --tree it lies in (None: found on its own)
+    env: PythonEnv | None = None   # the Python environment it lies in (a wheel's copy)
 
     @property
     def layout(self) -> str:
@@ -184,3 +186,52 @@ def library_folders(root: Root, trees: Sequence[Tree], installs: Sequence[RocmIn
         elif library_files([t.real], by_content=False):   # a library folder itself
             add(t.real, version_of(t.real))
     return out
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What an installing command works on, selected once: the ``--tree`` folders, the rocBLAS
+    copies (each with the Python environment it lies in) and, when asked, the library folders."""
+
+    trees: tuple[Tree, ...]
+    copies: tuple[Copy, ...]
+    folders: tuple[LibraryFolder, ...]
+
+
+def for_install(root: Root, typed: Sequence[str], *, pythons: Sequence[str] = (),
+                libraries: bool = False) -> Selection:
+    """``install``'s selection: every copy on the machine, or those in the ``--tree`` folders; with
+    ``libraries`` the folders whose host libraries may be grafted too (a ``--tree`` without a
+    rocBLAS folder may still hold those). RevError("NOTHING_SUPPORTED") when there is nothing to
+    work on; a folder that changes while it is read is one line, exit 2, nothing changed."""
+    with _selecting(root):
+        trees = given_trees(root, typed)
+        installs, _link = find_installs(root)
+        folders = library_folders(root, trees, installs) if libraries else []
+        envs, _problems = find_envs(root, pythons)
+        try:
+            copies = rocblas_copies(root, trees, installs=installs, envs=envs)
+        except RevError as exc:
+            if exc.code != "NOTHING_SUPPORTED" or not folders:
+                raise
+            copies = []
+        homes = [(real, env) for env in envs if (real := _resolved(root, env.site_packages)) is not None]
+    if not copies and not folders:
+        raise nothing_found(root)
+    return Selection(tuple(trees), tuple(replace(c, env=_env_of(c, homes)) for c in copies), tuple(folders))
+
+
+def _env_of(copy: Copy, homes: Sequence[tuple[Path, PythonEnv]]) -> PythonEnv | None:
+    return next((env for real, env in homes if real in copy.real.parents), None)
+
+
+@contextlib.contextmanager
+def _selecting(root: Root):
+    """Selection reads folders their owners may move meanwhile (a link gone, a folder renamed):
+    such a race is one line, exit 2, nothing changed."""
+    try:
+        yield
+    except OSError as exc:
+        raise RevError("USAGE", f"{root.machine_path(exc.filename or '?')} changed while the trees were "
+                                f"selected ({(exc.strerror or str(exc)).lower()}); nothing was changed; "
+                                f"retry") from None
