@@ -12,6 +12,8 @@ from rocmrevive.errors import RevError
 from rocmrevive.install.core import Decline, Hooks, StagedFiles, Status, Verdict, install_component, staging_area
 from rocmrevive.rootfs import Root
 from rocmrevive.txn.history import list_transactions
+from rocmrevive.txn.plan import Op
+from rocmrevive.txn.result import Action
 from rocmrevive.txn.state import DEFAULT_STATE_DIR
 
 TREE = "/opt/rocm-6.4.3/lib"
@@ -205,7 +207,10 @@ def test_the_owners_child_outcome_keeps_the_parents_copy_and_reads_the_status_ba
         parent.library, parent.layout, Status.INSTALLED, "0001-x", True)
     assert got.status is Status.INSTALLED and "unknown" not in got.to_json()
     # each field read with its type: the child runs as the tree's owner, a wrong type is dropped
-    odd = parent.from_child({"status": "refused", "txid": 5, "changed": "yes", "changes": [1, {"op": "create"}],
-                             "verify_after": ["x"], "reason": {"a": 1}})
-    assert (odd.txid, odd.changed, odd.changes, odd.verify_after, odd.reason) == (None, False, [{"op": "create"}],
-                                                                                 None, "")
+    odd = parent.from_child({"status": "refused", "txid": 5, "changed": "yes", "verify_after": ["x"],
+                             "reason": {"a": 1}, "changes": [1, {"op": "create"}, {"path": "/opt/x", "op": "bogus"},
+                                                             {"path": "/opt/x", "op": "create", "after": "ab", "size": "9"}]})
+    assert (odd.txid, odd.changed, odd.verify_after, odd.reason) == (None, False, None, "")
+    assert odd.changes == (Action("/opt/x", Op.CREATE, None, "ab"),)   # frozen actions, each field typed
+    assert odd.to_json()["changes"] == [{"path": "/opt/x", "op": "create", "before": None, "after": "ab",
+                                         "size": None, "source": None}]

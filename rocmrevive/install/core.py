@@ -90,6 +90,9 @@ class Installable(Protocol):
     def after_undo(self) -> None: ...
 
 
+DECLINED = "declined at the prompt; nothing was changed"   # the reason of a step answered no
+
+
 class Hooks:
     """The do-nothing parts of an ``Installable``, for components that need none of them."""
 
@@ -147,10 +150,10 @@ def install_component(root: Root, component: Installable, area: Path, *, state_d
     plan = plan_from_staged(root, staged.tree, staged.files, source=staged.source, meta=staged.meta,
                             known=staged.sha256)
     if not check and confirm is not None and not confirm(component.label, plan):
-        return Applied(Status.DECLINED, plan, reason="declined at the prompt; nothing was changed")
+        return Applied(Status.DECLINED, plan, reason=DECLINED)
     res = apply_plan(root, plan, state_dir=state_dir, dry_run=check)
     if check:
-        pending = any(a.get("op") != Op.UNCHANGED for a in res.actions)
+        pending = any(a.op != Op.UNCHANGED for a in res.actions)
         return Applied(Status.PLANNED if pending else Status.UNCHANGED, plan, res)
     try:
         component.after_commit(res)

@@ -28,7 +28,7 @@ from rocmrevive.hashing import sha256_file
 from rocmrevive.hostlib.abi import check_library
 from rocmrevive.install.core import Decline, Hooks, StagedFiles, Status, Verdict
 from rocmrevive.install.extract import cached_component_file, component_file, fetch_first
-from rocmrevive.install.report import LibraryOutcome, refused
+from rocmrevive.install.report import LibraryOutcome, ended, refused
 from rocmrevive.install.run import InstallRun
 from rocmrevive.rootfs import Root
 from rocmrevive.sources.manifest import TARGET
@@ -95,11 +95,9 @@ def graft_library(run: InstallRun, folder: LibraryFolder, manifest, comp) -> Lib
         return refused(out if graft is None else graft.found_in(out), exc)
     if walk.plan is None:
         return out
-    return replace(out, reason={
-        Status.DECLINED: "declined at the prompt; nothing was changed",
-        Status.PLANNED: f"would replace {path} with {source.describe()}",
-        Status.INSTALLED: f"replaced with {source.describe()} (transaction {out.txid})",
-    }.get(walk.status, "graft already in place"))
+    return ended(out, walk.status, planned=f"would replace {path} with {source.describe()}",
+                 installed=f"replaced with {source.describe()} (transaction {out.txid})",
+                 unchanged="graft already in place")
 
 
 class LibraryGraft(Hooks):

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, replace
 from typing import Optional, TypeVar, Union
 
 from rocmrevive.errors import RevError
-from rocmrevive.install.core import Applied, Status
+from rocmrevive.install.core import DECLINED, Applied, Status
+from rocmrevive.txn.result import Action
 
 # Errors about the machine rather than one copy: they stop the whole install.
 FATAL = ("NETWORK", "LOCKED", "INTERRUPTED", "PERMISSION", "USAGE", "INTERNAL")
@@ -32,7 +33,7 @@ class CopyOutcome:
     source: Optional[dict] = None
     artifact: Optional[dict] = None
     summary: Optional[dict] = None
-    changes: list[dict] = field(default_factory=list)
+    changes: tuple[Action, ...] = ()
     diff: Optional[dict] = None
     verify_before: Optional[dict] = None
     verify_staged: Optional[dict] = None
@@ -71,7 +72,8 @@ class CopyOutcome:
                        status=Status(doc.get("status", self.status)), reason=text("reason") or "",
                        manifest=text("manifest"), source=mapping("source"), artifact=mapping("artifact"),
                        summary=mapping("summary"),
-                       changes=[c for c in changes if isinstance(c, dict)] if isinstance(changes, list) else [],
+                       changes=tuple(a for c in changes if (a := Action.from_json(c)) is not None)
+                       if isinstance(changes, list) else (),
                        diff=mapping("diff"), verify_before=mapping("verify_before"),
                        verify_staged=mapping("verify_staged"), verify_after=mapping("verify_after"),
                        txid=text("txid"), journal=text("journal"), changed=doc.get("changed") is True,
@@ -79,7 +81,7 @@ class CopyOutcome:
                        trust=mapping("trust") or self.trust, as_user=text("as_user"))
 
     def to_json(self) -> dict:
-        return dict(self.__dict__)
+        return {**self.__dict__, "changes": [a.to_json() for a in self.changes]}
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,7 @@ class LibraryOutcome:
     owner: Optional[dict] = None       # dpkg ownership of ``path`` (txn.divert.Ownership)
     divert: Optional[dict] = None      # {"wanted", "path", "divert_to", "package", "orig_sha256", "registered", "why_not"}
     summary: Optional[dict] = None
-    changes: list[dict] = field(default_factory=list)
+    changes: tuple[Action, ...] = ()
     diff: Optional[dict] = None
     verify_after: Optional[dict] = None
     txid: Optional[str] = None
@@ -129,7 +131,7 @@ class LibraryOutcome:
         return f"{self.path} ({self.name} graft)"
 
     def to_json(self) -> dict:
-        return dict(self.__dict__)
+        return {**self.__dict__, "changes": [a.to_json() for a in self.changes]}
 
 
 Record = Union[CopyOutcome, LibraryOutcome]
@@ -151,6 +153,13 @@ def applied(out: R, walk: Applied, *, check: bool) -> R:
         return replace(out, changes=walk.result.actions)
     return replace(out, changes=walk.result.actions, txid=walk.result.txid, journal=walk.result.journal_path,
                    changed=walk.result.changed)
+
+
+def ended(out: R, status: Status, *, planned: str, installed: str, unchanged: str) -> R:
+    """``out`` with its last line, by what its walk did: declined at the prompt, planned (a dry
+    run), installed, or nothing to do. One ending for a rocBLAS copy and a graft alike."""
+    reason = {Status.DECLINED: DECLINED, Status.PLANNED: planned, Status.INSTALLED: installed}.get(status, unchanged)
+    return replace(out, reason=reason)
 
 
 def refused(out: R, exc: RevError) -> R:

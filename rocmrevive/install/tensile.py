@@ -22,7 +22,7 @@ from rocmrevive.hardware.p2p import size_text
 from rocmrevive.install import unpinned
 from rocmrevive.install.core import Hooks, StagedFiles, Status, Verdict, feed
 from rocmrevive.install.extract import extracted, fetch_first, forget_extracted
-from rocmrevive.install.report import CopyOutcome, refused
+from rocmrevive.install.report import CopyOutcome, ended, refused
 from rocmrevive.install.run import InstallRun
 from rocmrevive.install.unpinned import VERIFIED_BY_CONTENT
 from rocmrevive.sources.manifest import TARGET, choose_manifest
@@ -127,7 +127,7 @@ class TensileFiles(Hooks):
         return self.copy.path if p == self.real_lib else self.run.root.machine_path(p)
 
     def verify(self, result) -> Verdict:
-        changed = {a["path"]: a.get("after") for a in result.actions if a.get("after")}
+        changed = {a.path: a.after for a in result.actions if a.after}
         root = self.run.root
         staged = self.staged.to_json() if self.staged is not None else {}
         # a file still the inode the apply wrote and hashed is those bytes (TxResult.still_written)
@@ -297,14 +297,13 @@ def install_copy(run: InstallRun, copy: Copy, *, trust: dict | None = None) -> C
     except RevError as exc:
         return refused(out if component is None else component.found_in(out), exc)
     s = out.summary or {}
-    reason = {
-        Status.DECLINED: "declined at the prompt; nothing was changed",
-        Status.PLANNED: f"would add {s.get(Op.CREATE)} and replace {s.get(Op.REPLACE)} {_files(s)} ({size_text(s.get('bytes', 0))})",
-        Status.INSTALLED: f"added {s.get(Op.CREATE)}, replaced {s.get(Op.REPLACE)} {_files(s)} (transaction {out.txid})",
-    }.get(walk.status, "files already in place")
-    if isinstance(component, UnpinnedTensile) and out.status is not Status.DECLINED:
-        reason += f"; {VERIFIED_BY_CONTENT}"
-    return replace(out, reason=reason)
+    how = f"; {VERIFIED_BY_CONTENT}" if isinstance(component, UnpinnedTensile) else ""
+    return ended(out, walk.status,
+                 planned=f"would add {s.get(Op.CREATE)} and replace {s.get(Op.REPLACE)} {_files(s)} "
+                         f"({size_text(s.get('bytes', 0))}){how}",
+                 installed=f"added {s.get(Op.CREATE)}, replaced {s.get(Op.REPLACE)} {_files(s)} "
+                           f"(transaction {out.txid}){how}",
+                 unchanged=f"files already in place{how}")
 
 
 def _refuse_drift(root, real_lib: Path, machine_lib: str, state_dir: str) -> None:
