@@ -121,7 +121,7 @@ class Applied:
         return self.status == Status.PLANNED
 
 
-Confirm = Callable[[str, Plan], bool]
+ConfirmLabel = Callable[[str, Plan], bool]   # the walk asks by label; run.Confirm by outcome
 
 
 @contextlib.contextmanager
@@ -139,7 +139,7 @@ def staging_area(parent: Optional[Path] = None) -> Iterator[Path]:
 
 
 def install_component(root: Root, component: Installable, area: Path, *, state_dir: str, check: bool = False,
-                      confirm: Optional[Confirm] = None) -> Applied:
+                      confirm: Optional[ConfirmLabel] = None) -> Applied:
     """Walk ``component``: stage into ``area``, plan, ask ``confirm(label, plan)`` (not with
     ``check``), apply as one transaction (a dry run with ``check``), then verify. A failed check
     after the install rolls the transaction back and raises VERIFY_FAILED."""

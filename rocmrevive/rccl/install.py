@@ -55,7 +55,7 @@ class HipConsumer:
 
 
 @dataclass(frozen=True)
-class InstallReport:
+class RcclReport:
     """What ``rccl install`` did: built once, from the walk and what the component found."""
 
     devices: list[dict]
@@ -139,7 +139,7 @@ def _stage_library(src: RcclSource, artifact, staging: Path) -> Path:
 
 
 def _already_installed(root: Root, src: RcclSource, dest_dir: str, also_names, devices: list[dict],
-                       processors: list[str]) -> InstallReport | None:
+                       processors: list[str]) -> RcclReport | None:
     """The same source is in place, byte for byte, under every name asked for: nothing to fetch
     (an idempotent run, e.g. from Ansible, costs one hash of the library). Its report, else None."""
     text = root.path(f"{dest_dir}/{PROVENANCE}")
@@ -157,7 +157,7 @@ def _already_installed(root: Root, src: RcclSource, dest_dir: str, also_names, d
     targets = prov.get("targets", [])
     abi = {"ok": (prov.get("abi") or {}).get("ok"), "lines": (prov.get("abi") or {}).get("lines", []),
            "from": f"{dest_dir}/{PROVENANCE}"}
-    return InstallReport(devices, processors, src.to_json(), Status.UNCHANGED, library=f"{dest_dir}/lib/{SONAME}",
+    return RcclReport(devices, processors, src.to_json(), Status.UNCHANGED, library=f"{dest_dir}/lib/{SONAME}",
                          staged_targets=targets, abi=abi, abi_skipped=bool((prov.get("abi") or {}).get("skipped")),
                          verify_after={"sha256_ok": True, "targets": targets, "serves_all": True},
                          env=_env_lines(dest_dir))
@@ -173,7 +173,7 @@ def _env_lines(dest_dir: str) -> list[dict]:
 def install_rccl(root: Root, *, targets=(), source: str | None = None, from_path=None, cache=None,
                  mirror: str | None = None, tree: str | None = None, prefix: str | None = None,
                  also_names=(), skip_abi: bool = False, check: bool = False, pythons=(),
-                 state_dir: str | None = None, log=lambda m: None) -> InstallReport:
+                 state_dir: str | None = None, log=lambda m: None) -> RcclReport:
     """Install the RCCL that serves every detected GPU side by side. Raises RevError:
     NOTHING_SUPPORTED (no known source has the targets), VERIFY_FAILED (the library lacks a
     target, or would not load here: the ABI verdict's lines say why), USAGE (a bad prefix)."""
@@ -208,7 +208,7 @@ def install_rccl(root: Root, *, targets=(), source: str | None = None, from_path
         applied = install_component(root, c, area, state_dir=state_dir or DEFAULT_STATE_DIR, check=check)
     assert applied.plan is not None and applied.result is not None and applied.result.state is not None
     state = Status.INSTALLED if applied.result.state is TxOutcome.COMMITTED else applied.result.state
-    return InstallReport(devices, processors, src.to_json(), state, art.to_json(), c.lib, c.staged_targets,
+    return RcclReport(devices, processors, src.to_json(), state, art.to_json(), c.lib, c.staged_targets,
                          c.coverage, c.abi, c.abi_skipped, c.hip_conflicts, applied.plan.summary(),
                          applied.result.to_json(), c.verify_after, _env_lines(dest_dir), c.warnings)
 
