@@ -11,6 +11,7 @@ from rocmrevive.cli.options import STATE_DIR
 from rocmrevive.errors import RevError
 from rocmrevive.install.core import Decline, Hooks, StagedFiles, Status, Verdict, install_component, staging_area
 from rocmrevive.rootfs import Root
+from rocmrevive.trees.trust import TreeTrust, Trust
 from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.plan import Op
 from rocmrevive.txn.result import Action
@@ -199,13 +200,14 @@ def test_the_owners_child_outcome_keeps_the_parents_copy_and_reads_the_status_ba
     from rocmrevive.install.report import CopyOutcome
 
     parent = CopyOutcome("/home/alice/venv/rocblas/library", "python-torch", "4.4.1", "6.4.3",
-                         trust={"verdict": "owner"})
+                         trust=TreeTrust("/home/alice/venv", Trust.OWNER, 1000, "alice", None, "alice's"))
     child = {**parent.to_json(), "library": "/elsewhere", "layout": "other", "status": "installed",
              "txid": "0001-x", "changed": True, "unknown": 1}
     got = parent.from_child(child)
     assert (got.library, got.layout, got.status, got.txid, got.changed) == (
         parent.library, parent.layout, Status.INSTALLED, "0001-x", True)
     assert got.status is Status.INSTALLED and "unknown" not in got.to_json()
+    assert got.trust is parent.trust and got.to_json()["trust"]["verdict"] == "owner"   # the parent's decision
     # each field read with its type: the child runs as the tree's owner, a wrong type is dropped
     odd = parent.from_child({"status": "refused", "txid": 5, "changed": "yes", "verify_after": ["x"],
                              "reason": {"a": 1}, "changes": [1, {"op": "create"}, {"path": "/opt/x", "op": "bogus"},

@@ -74,7 +74,7 @@ def keep_writable(base: Sequence[str], left_alone: list[LeftAlone], chosen: list
             continue
         if c.named and not users:
             raise why.error()
-        left_alone.append(LeftAlone(c.path, c.trust.to_json(), why.warning(), why.command))
+        left_alone.append(LeftAlone(c.path, c.trust, why.warning(), why.command))
     return keep
 
 
@@ -127,7 +127,7 @@ def install(root: Root, opts: InstallOptions, *, log: Log = lambda s: None, prog
 def _install_one_copy(run: InstallRun, copy: Copy, chosen: Chosen) -> CopyOutcome:
     """One rocBLAS copy, written by this run or, a user's tree the user named, by a child that is
     its owner (``as_owner.py``)."""
-    trust = chosen.trust.to_json()
+    trust = chosen.trust
     if chosen.trust.writable_by(os.geteuid()):
         return install_copy(run, copy, trust=trust)
     return install_as_owner(run, chosen.trust, lambda mine: install_copy(mine, copy, trust=trust),

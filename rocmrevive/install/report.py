@@ -12,6 +12,7 @@ from typing import Optional, TypeVar, Union
 
 from rocmrevive.errors import RevError
 from rocmrevive.install.core import DECLINED, Applied, Status
+from rocmrevive.trees.trust import TreeTrust
 from rocmrevive.txn.result import Action
 
 # Errors about the machine rather than one copy: they stop the whole install.
@@ -43,7 +44,7 @@ class CopyOutcome:
     changed: bool = False
     error: Optional[dict] = None          # {"code", "exit", "message"} when this copy was refused
     verification: str = "pinned"          # "pinned" (a manifest's hashes) | "verified by content, unpinned"
-    trust: Optional[dict] = None          # who may write it (trees.trust.TreeTrust.to_json())
+    trust: Optional[TreeTrust] = None     # who may write it, decided where it was selected
     as_user: Optional[str] = None         # installed by a child run as the tree's owner (install.as_owner)
 
     @property
@@ -78,10 +79,11 @@ class CopyOutcome:
                        verify_staged=mapping("verify_staged"), verify_after=mapping("verify_after"),
                        txid=text("txid"), journal=text("journal"), changed=doc.get("changed") is True,
                        error=mapping("error"), verification=text("verification") or self.verification,
-                       trust=mapping("trust") or self.trust, as_user=text("as_user"))
+                       as_user=text("as_user"))   # the trust decision stays the parent's
 
     def to_json(self) -> dict:
-        return {**self.__dict__, "changes": [a.to_json() for a in self.changes]}
+        return {**self.__dict__, "changes": [a.to_json() for a in self.changes],
+                "trust": None if self.trust is None else self.trust.to_json()}
 
 
 @dataclass(frozen=True)
@@ -179,12 +181,12 @@ class LeftAlone:
     line and the command its owner would run."""
 
     path: str
-    trust: dict                        # trees.trust.TreeTrust.to_json()
+    trust: TreeTrust
     message: str
     command: Optional[str]            # None: no one user owns it (trees.trust.NotWritable)
 
     def to_json(self) -> dict:
-        return {"path": self.path, "trust": self.trust, "message": self.message, "command": self.command}
+        return {"path": self.path, "trust": self.trust.to_json(), "message": self.message, "command": self.command}
 
 
 @dataclass(frozen=True)

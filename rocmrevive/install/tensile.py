@@ -28,6 +28,7 @@ from rocmrevive.install.unpinned import VERIFIED_BY_CONTENT
 from rocmrevive.sources.manifest import TARGET, choose_manifest
 from rocmrevive.trees.gfx906_choices import summary
 from rocmrevive.trees.select import Copy
+from rocmrevive.trees.trust import TreeTrust
 from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.plan import Op
 
@@ -264,7 +265,7 @@ def _host_report(host_lib: Path | None):
     return report
 
 
-def install_copy(run: InstallRun, copy: Copy, *, trust: dict | None = None) -> CopyOutcome:
+def install_copy(run: InstallRun, copy: Copy, *, trust: TreeTrust | None = None) -> CopyOutcome:
     """Decide, stage, apply and verify one rocBLAS copy, and say what came of it. The copy's own
     failure (a checksum, a refused staged file, a failed check after) is its ``refused`` outcome;
     a failure of the machine (``report.FATAL``) is raised. ``copy``: as ``trees.select`` selected it
