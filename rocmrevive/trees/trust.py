@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from rocmrevive.errors import RevError
+from rocmrevive.fs import DIR_FLAGS, walk_plain
 from rocmrevive.strenum import StrEnum
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_LINKS = 40
 
 
@@ -147,7 +147,7 @@ def survey(path: str | os.PathLike) -> list[Folder]:
     ``fstat``ed; a link on the way is recorded, then its target walked; the walk stops at the
     first missing component: what root would create there, the deepest folder decides)."""
     parts = [x for x in os.path.abspath(os.fspath(path)).split("/") if x]
-    fd = os.open("/", _DIR_FLAGS)
+    fd = os.open("/", DIR_FLAGS)
     chain = [_folder("/", os.fstat(fd))]
     cur: list[str] = []
     hops = 0
@@ -158,7 +158,7 @@ def survey(path: str | os.PathLike) -> list[Folder]:
                 if name == "..":
                     cur = cur[:-1]
                     os.close(fd)
-                    fd = _open_plain(cur)
+                    fd = walk_plain(cur)
                 continue
             shown = "/" + "/".join(cur + [name])
             try:
@@ -173,13 +173,13 @@ def survey(path: str | os.PathLike) -> list[Folder]:
                 target = os.readlink(name, dir_fd=fd)
                 if target.startswith("/"):
                     os.close(fd)
-                    fd, cur = os.open("/", _DIR_FLAGS), []
+                    fd, cur = os.open("/", DIR_FLAGS), []
                 parts = [x for x in target.split("/") if x] + parts
                 continue
             if not stat.S_ISDIR(lst.st_mode):
                 break
             try:
-                nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                nfd = os.open(name, DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
                     raise RevError("PERMISSION", f"{shown} changed while it was looked at; retry") from None
@@ -195,15 +195,6 @@ def survey(path: str | os.PathLike) -> list[Folder]:
 
 def _folder(path: str, st: os.stat_result, *, link: bool = False) -> Folder:
     return Folder(path, st.st_uid, st.st_mode, link)
-
-
-def _open_plain(parts: list[str]) -> int:
-    fd = os.open("/", _DIR_FLAGS)
-    for name in parts:
-        nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
-        os.close(fd)
-        fd = nfd
-    return fd
 
 
 def decide(path: str | os.PathLike) -> TreeTrust:
