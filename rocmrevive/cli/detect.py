@@ -67,7 +67,7 @@ def nothing_message(s) -> str | None:
 # ---- human output ------------------------------------------------------------------------
 
 def _gib(n) -> str:
-    from rocmrevive.hardware.p2p import format_bytes
+    from rocmrevive.units import format_bytes
 
     return format_bytes(n) if n else "?"
 

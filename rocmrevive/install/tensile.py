@@ -18,7 +18,6 @@ from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.diagnose import verify as dverify  # a module: tests count its calls
 from rocmrevive.diagnose.verify import CheckStatus, CopyResult, runtime_limit
 from rocmrevive.errors import RevError
-from rocmrevive.hardware.p2p import size_text
 from rocmrevive.install import unpinned
 from rocmrevive.install.core import Hooks, StagedFiles, Status, Verdict, feed
 from rocmrevive.install.extract import extracted, fetch_first, forget_extracted
@@ -31,6 +30,7 @@ from rocmrevive.trees.select import Copy
 from rocmrevive.trees.trust import TreeTrust
 from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.plan import Op
+from rocmrevive.units import size_text
 
 GATING = ("targets", "tensile")  # the host library's own device code is reported, not gated on
 

@@ -23,9 +23,9 @@ import struct
 from dataclasses import dataclass, field
 
 from rocmrevive.hardware.host import P2P_CONFIG
-from rocmrevive.hardware.p2p import format_bytes
 from rocmrevive.rootfs import Root
 from rocmrevive.strenum import StrEnum
+from rocmrevive.units import format_bytes
 
 RELATION_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
 ACS_CAP_ID = 0x000D
