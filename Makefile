@@ -15,7 +15,8 @@ demo: setup
 test: setup setup-torch fixtures lint
 	$(PYTHON) -m pytest -q -rfEs -p no:cacheprovider
 
-# ruff on the whole tree, mypy on the typed core packages (both come with the `test` extra).
+# ruff on the whole tree, mypy on the whole package (pyproject's [tool.mypy] files; both come with the
+# `test` extra).
 lint:
 	$(PYTHON) -m ruff check rocmrevive tests bench scripts
 	$(PYTHON) -m mypy

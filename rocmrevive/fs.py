@@ -25,14 +25,14 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from rocmrevive.errors import RevError
 from rocmrevive.hashing import Reader, hash_fd
 
 SHARED_ENV = "ROCMREVIVE_TRUST_SHARED"
 CHUNK = 1 << 20
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC   # a folder, never through a link
 _MAX_LINKS = 40
 
 
@@ -120,7 +120,7 @@ class Dir:
             except OSError as exc:
                 raise _oserror(self.what, self.path / name, exc) from None
         try:
-            fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+            fd = os.open(name, DIR_FLAGS, dir_fd=self.fd)
         except FileNotFoundError:
             raise
         except OSError as exc:
@@ -315,7 +315,7 @@ class Dir:
         if not stat.S_ISDIR(st.st_mode):
             os.unlink(name, dir_fd=self.fd)
             return
-        fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+        fd = os.open(name, DIR_FLAGS, dir_fd=self.fd)
         try:
             _rmtree_fd(fd)
         finally:
@@ -361,7 +361,7 @@ class _Walk:
         self.shared = False
         self.hops = 0
         self.parent_trusted = False
-        self.fd = os.open("/", _DIR_FLAGS)
+        self.fd = os.open("/", DIR_FLAGS)
 
     def run(self) -> None:
         self.parent_trusted = folder_problem(os.fstat(self.fd)) is None
@@ -372,7 +372,7 @@ class _Walk:
             if name == "..":
                 # only reached through a link we trust; re-walk from / to the parent
                 self.cur = self.cur[:-1]
-                self._move_to(_walk_plain(self.cur))
+                self._move_to(walk_plain(self.cur))
                 self.parent_trusted = True
                 continue
             lst = self._entry(name)
@@ -421,7 +421,7 @@ class _Walk:
             self.shared = True
         target = os.readlink(name, dir_fd=self.fd)
         if target.startswith("/"):
-            self._move_to(os.open("/", _DIR_FLAGS))
+            self._move_to(os.open("/", DIR_FLAGS))
             self.cur = []
             self.parent_trusted = folder_problem(os.fstat(self.fd)) is None
         self.parts = [x for x in target.split("/") if x] + self.parts
@@ -432,7 +432,7 @@ class _Walk:
         if not stat.S_ISDIR(lst.st_mode):
             raise RevError("USAGE", f"{shown} is not a folder (for the {self.what} {self.p})")
         try:
-            nfd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+            nfd = os.open(name, DIR_FLAGS, dir_fd=self.fd)
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                 raise RevError("PERMISSION", f"{shown} changed while it was opened (for the {self.what} "
@@ -457,11 +457,16 @@ class _Walk:
         self.parent_trusted = problem is None or sticky
 
 
-def _walk_plain(parts: list[str]) -> int:
-    fd = os.open("/", _DIR_FLAGS)
+def walk_plain(parts: Sequence[str]) -> int:
+    """A descriptor of the folder ``/parts[0]/parts[1]/…``, each component opened ``O_NOFOLLOW``
+    relative to the one above (a link or a non-folder on the way: OSError); nothing is judged.
+    The one such walk (``Dir``'s re-walk after ``..``, ``trees.trust``, ``txn.folders``)."""
+    fd = os.open("/", DIR_FLAGS)
     for name in parts:
-        nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
-        os.close(fd)
+        try:
+            nfd = os.open(name, DIR_FLAGS, dir_fd=fd)
+        finally:
+            os.close(fd)
         fd = nfd
     return fd
 
@@ -470,7 +475,7 @@ def _rmtree_fd(dfd: int) -> None:
     for name in os.listdir(dfd):
         st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
         if stat.S_ISDIR(st.st_mode):
-            cfd = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+            cfd = os.open(name, DIR_FLAGS, dir_fd=dfd)
             try:
                 _rmtree_fd(cfd)
             finally:
@@ -545,7 +550,7 @@ def _walk_below(dir_fd: int, folders: list[str]) -> int:
             os.close(fd)
             raise OSError(errno.EPERM, "'..' in a path read below a folder", name)
         try:
-            nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+            nfd = os.open(name, DIR_FLAGS, dir_fd=fd)
         finally:
             os.close(fd)
         fd = nfd

@@ -11,7 +11,10 @@ from rocmrevive.cli.options import STATE_DIR
 from rocmrevive.errors import RevError
 from rocmrevive.install.core import Decline, Hooks, StagedFiles, Status, Verdict, install_component, staging_area
 from rocmrevive.rootfs import Root
+from rocmrevive.trees.trust import TreeTrust, Trust
 from rocmrevive.txn.history import list_transactions
+from rocmrevive.txn.plan import Op
+from rocmrevive.txn.result import Action
 from rocmrevive.txn.state import DEFAULT_STATE_DIR
 
 TREE = "/opt/rocm-6.4.3/lib"
@@ -181,17 +184,15 @@ def test_the_outcomes_the_report_and_the_run_are_frozen():
 
 
 def test_a_steps_own_failure_is_its_refused_outcome_and_a_machines_stops_the_install():
-    from dataclasses import replace
-
     from rocmrevive.install.report import FATAL, CopyOutcome, refused
 
     out = CopyOutcome("/opt/rocm-6.4.3/lib/rocblas/library", "rocm-tree", "4.4.1", "6.4.3", manifest="m")
-    got = replace(out, **refused(RevError("VERIFY_FAILED", "staged files do not serve it")))
+    got = refused(out, RevError("VERIFY_FAILED", "staged files do not serve it"))
     assert (got.status, got.reason, got.error["code"], got.manifest) == (
         Status.REFUSED, "staged files do not serve it", "VERIFY_FAILED", "m")
     for code in FATAL:
         with pytest.raises(RevError) as ei:
-            refused(RevError(code, "the machine"))
+            refused(out, RevError(code, "the machine"))
         assert ei.value.code == code
 
 
@@ -199,10 +200,19 @@ def test_the_owners_child_outcome_keeps_the_parents_copy_and_reads_the_status_ba
     from rocmrevive.install.report import CopyOutcome
 
     parent = CopyOutcome("/home/alice/venv/rocblas/library", "python-torch", "4.4.1", "6.4.3",
-                         trust={"verdict": "owner"})
+                         trust=TreeTrust("/home/alice/venv", Trust.OWNER, 1000, "alice", None, "alice's"))
     child = {**parent.to_json(), "library": "/elsewhere", "layout": "other", "status": "installed",
              "txid": "0001-x", "changed": True, "unknown": 1}
     got = parent.from_child(child)
     assert (got.library, got.layout, got.status, got.txid, got.changed) == (
         parent.library, parent.layout, Status.INSTALLED, "0001-x", True)
     assert got.status is Status.INSTALLED and "unknown" not in got.to_json()
+    assert got.trust is parent.trust and got.to_json()["trust"]["verdict"] == "owner"   # the parent's decision
+    # each field read with its type: the child runs as the tree's owner, a wrong type is dropped
+    odd = parent.from_child({"status": "refused", "txid": 5, "changed": "yes", "verify_after": ["x"],
+                             "reason": {"a": 1}, "changes": [1, {"op": "create"}, {"path": "/opt/x", "op": "bogus"},
+                                                             {"path": "/opt/x", "op": "create", "after": "ab", "size": "9"}]})
+    assert (odd.txid, odd.changed, odd.verify_after, odd.reason) == (None, False, None, "")
+    assert odd.changes == (Action("/opt/x", Op.CREATE, None, "ab"),)   # frozen actions, each field typed
+    assert odd.to_json()["changes"] == [{"path": "/opt/x", "op": "create", "before": None, "after": "ab",
+                                         "size": None, "source": None}]

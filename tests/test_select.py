@@ -2,16 +2,22 @@
 inside the machine, the copies and library folders it names, and one set of error lines."""
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
+from machines.build import build
+from machines.catalog import MACHINES
 
 from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root
 from rocmrevive.trees.installs import find_installs
 from rocmrevive.trees.select import given_trees, library_folders, nothing_found, rocblas_copies
 from rocmrevive.trees.trust import TreeTrust
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _machine(tmp_path: Path) -> Root:
@@ -95,3 +101,45 @@ def test_a_tree_without_rocblas_and_a_machine_without_any(tmp_path):
     assert exc.value.message.startswith("--tree /opt/empty: no rocBLAS Tensile library folder in it")
     assert rocblas_copies(Root(root.base / "opt/empty"), []) == []
     assert nothing_found(root).code == "NOTHING_SUPPORTED"
+
+
+# ---- one selection for every command: detect --tree lists what verify --tree checks -----------
+
+def _cli(*args):
+    from click.testing import CliRunner
+
+    from rocmrevive.cli.main import cli
+
+    res = CliRunner().invoke(cli, ["--json", *args], catch_exceptions=False)
+    return res.exit_code, json.loads(res.stdout)
+
+
+def _fixture_machines(tmp_path) -> list[Path]:
+    """Every catalog machine, and the committed demo machine (``make demo``'s, before its rocBLAS)."""
+    roots = [build(name, tmp_path / name) for name in MACHINES]
+    demo = tmp_path / "demo"
+    shutil.copytree(REPO / "demo/machines/dual-mi50", demo, symlinks=True)
+    return [*roots, demo]
+
+
+def test_detect_and_verify_list_the_same_copies_of_a_tree_on_every_fixture_machine(tmp_path):
+    """``detect --tree T`` lists every copy ``detect`` lists plus exactly the copies ``verify
+    --tree T`` checks: a ROCm install's folder is never a copy of its own (issue 41: detect listed
+    /opt/rocm-6.4.3 itself beside its lib/rocblas/library)."""
+    compared = 0
+    for root in _fixture_machines(tmp_path):
+        code, plain = _cli("--root", str(root), "detect")
+        every = {c["path"] for c in plain["rocblas_copies"]}
+        installs = [i["path"] for i in plain["rocm_installs"]]
+        for tree in dict.fromkeys([*installs, *sorted(every)]):
+            dcode, detect = _cli("--root", str(root), "detect", "--tree", tree)
+            vcode, verify = _cli("--root", str(root), "verify", "--tree", tree, "--target", "gfx906")
+            if vcode == 3:   # no rocBLAS folder in this tree: neither lists anything
+                assert dcode == 3 and verify["error"]["code"] == detect["error"]["code"] == "NOTHING_SUPPORTED", tree
+                continue
+            listed = {c["path"] for c in detect["rocblas_copies"]}
+            checked = {c["library"] for c in verify["copies"]}
+            assert checked and listed == every | checked, (root.name, tree, listed, checked)
+            assert all(c["rocblas_version"] or c["layout"] != "user" for c in detect["rocblas_copies"]), tree
+            compared += 1
+    assert compared >= len(MACHINES)   # most machines have an install or a copy to name

@@ -204,7 +204,7 @@ CORPUS = {
     "truncated-xz": (lambda outer: _truncated_xz(), "truncated"),
     "corrupt-zstd": (lambda outer: _corrupt_zstd(), "corrupt"),
     "truncated-ar-member": (lambda outer: raw_deb(_tar([_ok()]))[:-40], "is truncated"),
-    "tar-bomb": (lambda outer: raw_deb(_bomb_tar()), "declares 1.0 TiB"),
+    "tar-bomb": (lambda outer: raw_deb(_bomb_tar()), "declares 1 TiB"),
     "corrupt-tar-header": (lambda outer: raw_deb(_corrupt_header_tar()), "corrupt tar header"),
     "bad-ar-header": (lambda outer: b"!<arch>\n" + b"debian-binary   " + b"garbage" * 6 + b"!!" + b"2.0\n" + b"\0" * 600,
                       "bad ar header at offset 8"),

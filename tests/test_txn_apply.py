@@ -76,7 +76,7 @@ def test_apply_puts_exactly_the_plan_in_place_with_tree_owners_and_modes(m):
     expect[f"{lib}/gfx906/extra"] = ["d", 0o755, *OWNER, None]
     expect[f"{lib}/gfx906/extra/sub.hsaco"][2:4] = list(OWNER)
     assert after == expect
-    acts = {a["path"]: a["op"] for a in res.actions}
+    acts = {a.path: a.op for a in res.actions}
     assert acts[f"{RLIB}/TensileManifest.txt"] == "replace"
     assert acts[f"{RLIB}/Kernels.so-000-gfx90a.hsaco"] == "delete"
     assert acts[f"{RLIB}/gfx906"] == "mkdir"
@@ -89,7 +89,7 @@ def test_written_identity_vouches_only_for_the_very_file_the_apply_wrote(m):
     apply wrote: a file put in its place after the apply with the same size, other bytes and the
     old mtime (os.utime) is a new inode, and is not vouched for (the caller hashes it)."""
     res = apply_plan(m.root, m.plan())
-    written = {a["path"] for a in res.actions if a["op"] in ("create", "replace")}
+    written = {a.path for a in res.actions if a.op in ("create", "replace")}
     assert set(res.written) == written and written
     for p in written:
         assert res.still_written(p, m.root.resolve(p)), p
@@ -103,7 +103,7 @@ def test_written_identity_vouches_only_for_the_very_file_the_apply_wrote(m):
     os.replace(forged, real)
     assert os.lstat(real).st_size == old.st_size and os.lstat(real).st_mtime_ns == old.st_mtime_ns
     assert not res.still_written(path, real)
-    assert sha256_file(real)[0] != next(a["after"] for a in res.actions if a["path"] == path)
+    assert sha256_file(real)[0] != next(a.after for a in res.actions if a.path == path)
     assert not res.still_written(f"{RLIB}/not-written", real), "only what the apply wrote"
     assert "written" not in res.to_json(), "the JSON is unchanged"
 
@@ -147,7 +147,7 @@ def test_second_apply_is_a_no_op_and_writes_no_journal(m):
     h = m.hash()
     res = apply_plan(m.root, plan)
     assert (res.changed, res.txid, res.journal_path, res.state) == (False, None, None, "unchanged")
-    assert {a["op"] for a in res.actions} == {"unchanged"}
+    assert {a.op for a in res.actions} == {"unchanged"}
     assert res.diff == {"before": {}, "after": {}}
     assert m.hash() == h and len(m.journals()) == 1
 
@@ -157,7 +157,7 @@ def test_files_already_in_place_are_left_alone(m):
     first = plan.changes[0]
     shutil.copyfile(first.staged, m.p(first.dest))
     res = apply_plan(m.root, plan)
-    ops = {a["path"].rsplit("/", 1)[1]: a["op"] for a in res.actions}
+    ops = {a.path.rsplit("/", 1)[1]: a.op for a in res.actions}
     assert ops[first.dest.rsplit("/", 1)[1]] == "unchanged"
     assert list(ops.values()).count("create") == len(plan.changes) - 1
     begin = read_journal(m.journals()[0])[0]
@@ -172,7 +172,7 @@ def test_dry_run_checks_everything_and_writes_nothing(m):
     res = apply_plan(m.root, plan, dry_run=True)
     assert res.changed and res.state == "dry-run" and res.txid is None
     assert m.hash() == h and not m.state().exists(), "a dry run created the state folder"
-    assert len([a for a in res.actions if a["op"] == "mkdir"]) == 2
+    assert len([a for a in res.actions if a.op == "mkdir"]) == 2
     (m.stage / plan.changes[0].staged.name).write_bytes(b"short")
     _refused(m, plan, "VERIFY_FAILED", "staged file", "fetch again", dry_run=True)
 
@@ -246,7 +246,7 @@ def test_relative_opt_rocm_symlink_inside_the_root_works(m):
     link.unlink()
     link.symlink_to("rocm-6.4.3")
     res = apply_plan(m.root, m.plan())
-    assert res.tree == TREE and all(a["path"].startswith(TREE) for a in res.actions)
+    assert res.tree == TREE and all(a.path.startswith(TREE) for a in res.actions)
 
 
 def test_state_folder_outside_the_root_is_refused(m, tmp_path):

@@ -43,7 +43,7 @@ def test_real_gfx906_files_round_trip(tmp_path, rocblas441):
     t0 = time.perf_counter()
     res = apply_plan(root, plan)
     elapsed = time.perf_counter() - t0
-    assert res.changed and len([a for a in res.actions if a["op"] == "create"]) == 140
+    assert res.changed and len([a for a in res.actions if a.op == "create"]) == 140
     after = tree_listing(base / "opt")
     added = {k: v for k, v in after.items() if k not in before}
     assert sorted(added) == sorted(f"rocm-6.4.3/lib/rocblas/library/{n}" for n in gfx906)

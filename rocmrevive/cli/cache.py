@@ -28,8 +28,8 @@ def clean(ui, dry_run, cache, manifests_dir):
     may write is refused. Installed files and journals are never touched: `rollback` still works.
     """
     from rocmrevive.cli.options import orphan_sources
-    from rocmrevive.hardware.p2p import format_bytes
     from rocmrevive.sources.cache_clean import clean_cache
+    from rocmrevive.units import format_bytes
 
     def work() -> Outcome:
         cache_dir, manifests = orphan_sources(ui.root, cache, manifests_dir)

@@ -56,7 +56,7 @@ def _txids(ctx, param, incomplete: str) -> list[CompletionItem]:
     return [CompletionItem(t) for t in ids if t.startswith(incomplete)]
 
 
-def _given(ctx: click.Context, name: str) -> str | None:
+def _given(ctx: click.Context | None, name: str) -> str | None:
     """A value parsed so far, on this command or a parent (the group's --root)."""
     while ctx is not None:
         value = ctx.params.get(name)

@@ -41,8 +41,8 @@ def run_survey(ui: UI, pythons, trees, rocminfo_file, deep, no_search):
     from rocmrevive.trees.survey import survey
 
     # each --tree resolved once (trees.select, the one resolver: a typo is exit 2, TheRock's
-    # /opt/rocm is its core-X.Y prefix); the survey works on what it resolved to
-    trees = [t.path for t in given_trees(ui.root, trees or ())]
+    # /opt/rocm is its core-X.Y prefix); the survey lists the copies selected in them
+    trees = given_trees(ui.root, trees or ())
 
     text = Path(rocminfo_file).read_text(errors="replace") if rocminfo_file else None
     if deep:
@@ -67,7 +67,7 @@ def nothing_message(s) -> str | None:
 # ---- human output ------------------------------------------------------------------------
 
 def _gib(n) -> str:
-    from rocmrevive.hardware.p2p import format_bytes
+    from rocmrevive.units import format_bytes
 
     return format_bytes(n) if n else "?"
 

@@ -162,10 +162,10 @@ def with_rocmrevive_findings(ui: UI, s, findings: list) -> list:
     has_source = _source_check(s.copies)
     findings = with_source_fixes(findings, has_source)
     flagged = {f.subject for f in findings if f.severity is Severity.ERROR}
-    serving = [c.path for c in s.copies if c.path not in flagged]
+    serving = [c for c in s.selected if c.path not in flagged]   # as the survey selected them, once
     if serving:
         try:
-            rep = verify_machine(ui.root, trees=serving, targets=[str(g.target) for g in s.hardware.gfx906],
+            rep = verify_machine(ui.root, copies=serving, targets=[str(g.target) for g in s.hardware.gfx906],
                                  state_dir=ui.state_dir)
         except RevError as exc:
             return findings + found + [Finding("verify-unavailable", Severity.WARNING, "machine",

@@ -2,6 +2,8 @@
 optionally export them for other hosts (``--to``) or unpack the selected files (``--extract``)."""
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from rocmrevive.cli.policy import OnPending, policy
@@ -13,7 +15,8 @@ class _Bar:
 
     def __init__(self, ui, desc: str):
         self.ui, self.desc = ui, desc
-        self.cm = self.advance = None
+        self.cm: Any = None
+        self.advance: Any = None
         self.last = 0
 
     def __call__(self, done: int, total: int | None) -> None:

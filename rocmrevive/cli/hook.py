@@ -76,7 +76,7 @@ def remove(ui, force, dry_run):
 
     def work() -> Outcome:
         results = remove_hook(ui.root, force=force, dry_run=dry_run)
-        acted = [r for r in results if any(a["op"] != Op.KEEP for a in r.actions)]
+        acted = [r for r in results if any(a.op != Op.KEEP for a in r.actions)]
 
         def show(con):
             if not results:
@@ -85,7 +85,7 @@ def remove(ui, force, dry_run):
             head = "would roll back" if dry_run else "rolled back"
             for r in results:
                 con.print(f"{head} hook transaction {r.txid}: " +
-                          ", ".join(f"{a['op']} {a['path']}" for a in r.actions), markup=False)
+                          ", ".join(f"{a.op} {a.path}" for a in r.actions), markup=False)
 
         data = {"path": HOOK_FILE, "dry_run": dry_run, "removed": bool(acted) and not dry_run,
                 "transactions": [r.to_json() for r in results]}

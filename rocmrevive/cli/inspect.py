@@ -6,6 +6,7 @@ import os
 import sys
 import time
 from collections import Counter
+from typing import Any
 
 import click
 
@@ -113,13 +114,14 @@ def render_text(reports, summary) -> str:
             out.extend(_columns(rows, indent="  "))
             out.extend(f"  problem: {p}" for p in r.problems)
     else:
-        rows, problems = [], {}
+        files_rows: list[tuple[str, ...]] = []
+        problems = {}
         for r in reports:
             if r.kind == "tensile-dat" and not r.problems:
                 continue
-            rows.append((r.kind, " ".join(r.targets) or "-", r.path))
-            problems[len(rows) - 1] = r.problems
-        lines = _columns([("kind", "targets", "file")] + rows, cap=40)
+            files_rows.append((r.kind, " ".join(r.targets) or "-", r.path))
+            problems[len(files_rows) - 1] = r.problems
+        lines = _columns([("kind", "targets", "file"), *files_rows], cap=40)
         out.append(lines[0])
         for i, line in enumerate(lines[1:]):
             out.append(line)
@@ -150,13 +152,13 @@ def _late_progress(ui, total: int, after: float = 0.5):
     a blink needs no bar (and starting one costs more than reading it)."""
     start, done = time.monotonic(), [0]
     with contextlib.ExitStack() as stack:
-        bar = [None]
+        bar: list[Any] = [None]
 
         def advance(n: int = 1) -> None:
             done[0] += n
             if bar[0] is None and time.monotonic() - start > after:
-                bar[0] = stack.enter_context(ui.progress("inspecting", total, unit="files"))
-                bar[0](done[0])
+                drawn = bar[0] = stack.enter_context(ui.progress("inspecting", total, unit="files"))
+                drawn(done[0])
             elif bar[0] is not None:
                 bar[0](n)
 

@@ -91,9 +91,11 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, snapsh
         warnings = list(rep.warnings)
         if rep.left_without and code != "NOTHING_SUPPORTED":
             warnings.append(left_without_line(rep.left_without))   # --check with other changes: 20, and this
+        def render(con) -> None:
+            _render(con, rep, show_diff)
+            _closing(con, rep, ui.root)
         return Outcome(data=rep.to_json(), changed=rep.changed and not check, code=code, message=message,
-                       render=lambda con: (_render(con, rep, show_diff), _closing(con, rep, ui.root)),
-                       warnings=warnings)
+                       render=render, warnings=warnings)
 
     ui.run("install", work)
 

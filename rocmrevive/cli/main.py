@@ -121,7 +121,7 @@ def _with_global_options(cmd: click.Command) -> click.Command:
     """Accept the group's options after the subcommand too (`rocmrevive inspect --json X`)."""
     if getattr(cmd, "_rocmrevive_globals", False):
         return cmd
-    cmd._rocmrevive_globals = True
+    setattr(cmd, "_rocmrevive_globals", True)  # noqa: B010 - a mark on click's object
     if isinstance(cmd, click.Group):
         for sub in cmd.commands.values():
             _with_global_options(sub)
@@ -338,7 +338,9 @@ def completion(shell):
     """
     from click.shell_completion import get_completion_class
 
-    comp = get_completion_class(shell)(cli, {}, "rocmrevive", "_ROCMREVIVE_COMPLETE")
+    kind = get_completion_class(shell)
+    assert kind is not None   # click.Choice of the shells it knows
+    comp = kind(cli, {}, "rocmrevive", "_ROCMREVIVE_COMPLETE")
     click.echo(comp.source())
 
 

@@ -12,17 +12,17 @@ from rocmrevive.cli.ui import Outcome
 from rocmrevive.trees.trust import refuse_untrusted_undo
 
 
-def _verbs(actions: list[dict], dry: bool) -> str:
+def _verbs(actions, dry: bool) -> str:
     from rocmrevive.txn.plan import Op
 
-    counts = Counter(a["op"] for a in actions)
+    counts = Counter(a.op for a in actions)
     words = {Op.RESTORE: ("restored", "restore"), Op.REMOVE: ("removed", "remove"),
              Op.RMDIR: ("folders removed", "remove folders"), Op.KEEP: ("already as before", "already as before")}
     parts = [f"{counts[op]} {words[op][1 if dry else 0]}" for op in words if counts.get(op)]
     return ", ".join(parts) or "nothing to do"
 
 
-def _render_actions(con, actions: list[dict], verbose: int) -> None:
+def _render_actions(con, actions, verbose: int) -> None:
     from rich.table import Table
 
     shown = actions if verbose or len(actions) <= 12 else actions[:10]
@@ -32,7 +32,7 @@ def _render_actions(con, actions: list[dict], verbose: int) -> None:
     for col in ("op", "path", "sha256 now", "sha256 after"):
         t.add_column(col)
     for a in shown:
-        t.add_row(a["op"], a["path"], (a.get("before") or "-")[:12], (a.get("after") or "-")[:12])
+        t.add_row(a.op, a.path, (a.before or "-")[:12], (a.after or "-")[:12])
     con.print(t)
     if len(shown) < len(actions):
         con.print(f"… and {len(actions) - len(shown)} more (-v or --json lists them all)")

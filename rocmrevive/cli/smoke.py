@@ -74,7 +74,7 @@ def smoke(ui, want_torch, want_llama, python, llama_bin, cpu_test_mode, timeout,
                         explicit=explicit, python=python, llama_bin=llama_bin,
                         cpu_test_mode=cpu_test_mode, cpu_devices=cpu_devices, timeout=timeout,
                         on_torch_record=on_torch, on_llama_run=on_llama)
-        warnings = []
+        warnings: list[str] = []
         for p in doc["parts"].values():
             warnings += p.get("warnings") or []
         if doc["record_error"]:

@@ -113,7 +113,7 @@ class _Bars:
 
     def __init__(self, ui: "UI"):
         self.ui = ui
-        self._prog = None
+        self._prog: Any = None
         self._tasks: dict[str, tuple[int, str]] = {}
 
     def update(self, desc: str, done: int, total: int | None = None, unit: str = "bytes") -> None:
@@ -392,10 +392,11 @@ def runnable(fix: str, root: Root) -> str:
 
 def error_document(command: str | None, root: str, code: str, message: str, details: dict | None = None) -> dict:
     """The one JSON document of a failed run (also for click's usage errors)."""
-    doc = {"schema_version": SCHEMA_VERSION, "command": command, "root": root, "changed": False,
-           "warnings": [], "error": {"code": code, "exit": exit_code(code), "message": message}}
+    error: dict[str, Any] = {"code": code, "exit": exit_code(code), "message": message}
+    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "command": command, "root": root, "changed": False,
+                           "warnings": [], "error": error}
     if details:
-        doc["error"]["details"] = details
+        error["details"] = details
     return doc
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass
+from typing import IO, cast
 
 BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 CCOB_MAGIC = b"CCOB"
@@ -60,7 +61,7 @@ class BundleEntry:
         return self.kind == "host"
 
 
-def parse_bundle(data: bytes | memoryview, *, limit: int | None = None) -> list[BundleEntry]:
+def parse_bundle(data: bytes | bytearray | memoryview, *, limit: int | None = None) -> list[BundleEntry]:
     """The entry table of an uncompressed bundle starting at ``data[0]``.
 
     ``limit`` is the bundle's real length when ``data`` holds only its head (then entry
@@ -267,7 +268,7 @@ class CcobStream:
     def _zstd(self, payload):
         import zstandard  # noqa: PLC0415 — a C extension loaded only for a compressed bundle
 
-        reader = zstandard.ZstdDecompressor().stream_reader(_ViewReader(payload),
+        reader = zstandard.ZstdDecompressor().stream_reader(cast("IO[bytes]", _ViewReader(payload)),
                                                             read_across_frames=True)
         while True:
             piece = reader.read(STEP)
@@ -320,7 +321,7 @@ class _Cursor:
             k = min(n, len(self.buf))
             self.buf, n, self.pos = self.buf[k:], n - k, self.pos + k
 
-    def unread(self, data: bytes) -> None:
+    def unread(self, data: bytes | bytearray) -> None:
         self.buf, self.pos = bytes(data) + self.buf, self.pos - len(data)
 
     def drain(self) -> None:

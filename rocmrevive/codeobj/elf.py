@@ -235,16 +235,16 @@ def read_amdgpu_elf_at(read: Callable[[int, int], bytes], size: int) -> AmdgpuEl
         obj.problems.append("section headers lie past the end of the file (truncated)")
         return obj
     try:
-        sections = _sections(hdr, read, size)
-        for sh_type, off, length, link in sections:
+        table = sections(hdr, read, size)
+        for sh_type, off, length, link in table:
             if sh_type == SHT_NOTE:
-                _read_notes(obj, _section_bytes(read, size, off, length, "note section"))
+                _read_notes(obj, section_bytes(read, size, off, length, "note section"))
             elif sh_type == SHT_DYNSYM:
-                if link >= len(sections):
-                    raise ValueError(f"a symbol table links to section {link} of {len(sections)}")
-                _s_type, s_off, s_len, _l = sections[link]
-                _read_kd_symbols(obj, _section_bytes(read, size, off, length, "symbol table"),
-                                 _section_bytes(read, size, s_off, s_len, "symbol table"))
+                if link >= len(table):
+                    raise ValueError(f"a symbol table links to section {link} of {len(table)}")
+                _s_type, s_off, s_len, _l = table[link]
+                _read_kd_symbols(obj, section_bytes(read, size, off, length, "symbol table"),
+                                 section_bytes(read, size, s_off, s_len, "symbol table"))
     except (ValueError, OSError, struct.error) as exc:
         obj.problems.append(f"cannot read sections: {exc}")
         return obj
@@ -283,20 +283,23 @@ def section_table(hdr: ElfHeader, read: Callable[[int, int], bytes], size: int) 
         raise ValueError(f"section headers of {hdr.e_shentsize} bytes, not {_SHDR.size}")
     count = hdr.e_shnum
     if count == 0:  # extended numbering: the count is section 0's sh_size
-        count = _SHDR.unpack(_section_bytes(read, size, hdr.e_shoff, _SHDR.size, "the section table"))[5]
+        count = _SHDR.unpack(section_bytes(read, size, hdr.e_shoff, _SHDR.size, "the section table"))[5]
     if count > _SHDR_TABLE_MAX:
         raise ValueError(f"a section table of {count:,} entries")
-    return _section_bytes(read, size, hdr.e_shoff, count * _SHDR.size, "the section table")
+    return section_bytes(read, size, hdr.e_shoff, count * _SHDR.size, "the section table")
 
 
-def _sections(hdr: ElfHeader, read: Callable[[int, int], bytes], size: int) -> list[tuple[int, int, int, int]]:
-    """(sh_type, sh_offset, sh_size, sh_link) of every section."""
+def sections(hdr: ElfHeader, read: Callable[[int, int], bytes], size: int) -> list[tuple[int, int, int, int]]:
+    """(sh_type, sh_offset, sh_size, sh_link) of every section, read through ``read(length,
+    offset)``; ValueError as ``section_table``."""
     return [(t, off, length, link) for _n, t, _f, _a, off, length, link, _i, _al, _es
             in _SHDR.iter_unpack(section_table(hdr, read, size))]
 
 
-def _section_bytes(read: Callable[[int, int], bytes], size: int, off: int, length: int,
-                   what: str) -> bytes:
+def section_bytes(read: Callable[[int, int], bytes], size: int, off: int, length: int,
+                  what: str) -> bytes:
+    """``length`` bytes at ``off`` of an ELF of ``size`` bytes; ValueError when they lie past its
+    end (or the file shrank under the reader)."""
     if off + length > size:
         raise ValueError(f"{what} lies past the end of the file")
     data = read(length, off)

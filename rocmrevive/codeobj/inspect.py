@@ -249,7 +249,8 @@ def _elf_entry(rep: FileReport, data, offset: int, size: int, entry_id: str | No
         if entry_id:
             return _entry_from_id(entry_id, offset, size, container)
         return None
-    target = hdr.target()
+    target = hdr.target() if hdr is not None else None
+    assert hdr is not None and target is not None   # header_problem refused no header and an unknown processor
     co = CodeObject(target, offset, size, entry_id, hdr.co_version, hdr.e_flags, None, container)
     if entry_id:
         _check_entry_id(rep, entry_id, target, hdr.co_version)

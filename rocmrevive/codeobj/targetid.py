@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Generic, Iterable, TypeVar
+from typing import Any, Generic, Iterable, TypeVar, cast
 
 from rocmrevive.strenum import StrEnum
 
@@ -162,7 +162,7 @@ class TargetId:
         for dev in devices:
             covering, loads, conditional = [], [], []
             for item in items:
-                t = item if isinstance(item, TargetId) else item.target
+                t = item if isinstance(item, TargetId) else cast(Any, item).target   # a CodeObject
                 if not t.covers_processor(dev.processor):
                     continue
                 covering.append(item)

@@ -19,7 +19,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from rocmrevive.codeobj.inspect import inspect_file
 from rocmrevive.codeobj.kpack import file_report
@@ -77,7 +77,7 @@ class Cell:
     graft: dict | None = None  # a manifest source for it, and whether it passes the ABI check here
 
     def to_json(self) -> dict:
-        out = {"target": self.target, "status": self.status, "detail": self.detail}
+        out: dict[str, Any] = {"target": self.target, "status": self.status, "detail": self.detail}
         if self.breaks or self.remedy:
             out["breaks"], out["remedy"] = self.breaks, self.remedy
         if self.graft is not None:

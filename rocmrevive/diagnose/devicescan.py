@@ -16,6 +16,7 @@ import glob
 import os
 import stat
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator
 
 from rocmrevive.codeobj.bundle import BUNDLE_MAGIC, CCOB_MAGIC
@@ -80,7 +81,7 @@ def walk(root: Root, where: list[Place], counts: Walked | None = None) -> Iterat
     seen_dirs: set[tuple[int, int]] = set()
     seen_files: set[tuple[int, int]] = set()
     for place in where:
-        stack = [(root.path(place.path), 0)]
+        stack: list[tuple[Path | str, int]] = [(root.path(place.path), 0)]
         while stack:
             folder, depth = stack.pop()
             try:

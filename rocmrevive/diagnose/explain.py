@@ -184,7 +184,7 @@ def _r_no_binary(m, ctx):
     named = check_command(features(m.string)["path"])
     if named and named.startswith("rocmrevive inspect"):
         # the line names the program or library: check that one first
-        d.fix = f"{named} (which GPU targets it carries); then " + d.fix
+        d.fix = f"{named} (which GPU targets it carries); then " + (d.fix or "")
         d.details["path"] = named.split(" ", 2)[2]
     return d
 

@@ -24,7 +24,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocmrevive.codeobj.elf import parse_header, section_table
+from rocmrevive.codeobj.elf import parse_header, section_bytes, sections
 from rocmrevive.codeobj.inspect import inspect_file, open_regular
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.diagnose.audit import Cell, CellStatus, _cell
@@ -225,7 +225,6 @@ class ProgramReport:
                 "truncated": self.truncated}
 
 
-_SHDR = struct.Struct("<IIQQQQIIQQ")   # Elf64_Shdr: name, type, flags, addr, offset, size, link, info, align, entsize
 SHT_DYNAMIC, DT_NEEDED = 6, 1
 DYNAMIC_MAX = 1 << 20
 _ROCM_LIBS = ("libamdhip64", "librocblas", "libhipblas", "librocsolver", "libhipblaslt", "librccl",
@@ -242,16 +241,16 @@ def _needs(real: Path) -> list[str]:
             hdr = parse_header(os.pread(fd, 64, 0))
             if hdr is None or hdr.ei_class != 2 or hdr.ei_data != 1:
                 return []
-            table = section_table(hdr, lambda n, at: os.pread(fd, n, at), size)
-            sections = list(_SHDR.iter_unpack(table[:len(table) - len(table) % _SHDR.size]))
-            dyn = next((sh for sh in sections if sh[1] == SHT_DYNAMIC), None)
-            if dyn is None or dyn[6] >= len(sections) or dyn[5] > DYNAMIC_MAX:
+            read = lambda n, at: os.pread(fd, n, at)  # noqa: E731
+            table = sections(hdr, read, size)   # codeobj.elf's reader: (type, offset, size, link)
+            dyn = next((sh for sh in table if sh[0] == SHT_DYNAMIC), None)
+            if dyn is None or dyn[3] >= len(table) or dyn[2] > DYNAMIC_MAX:
                 return []
-            strtab = sections[dyn[6]]
-            if strtab[5] > DYNAMIC_MAX or dyn[4] + dyn[5] > size or strtab[4] + strtab[5] > size:
+            strtab = table[dyn[3]]
+            if strtab[2] > DYNAMIC_MAX:
                 return []
-            entries = os.pread(fd, dyn[5], dyn[4])
-            strs = os.pread(fd, strtab[5], strtab[4])
+            entries = section_bytes(read, size, dyn[1], dyn[2], ".dynamic")
+            strs = section_bytes(read, size, strtab[1], strtab[2], ".dynstr")
     except (OSError, ValueError):
         return []
     needed = []

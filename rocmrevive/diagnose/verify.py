@@ -42,7 +42,7 @@ from rocmrevive.trees.installs import find_installs
 from rocmrevive.trees.layout import kpack_files
 from rocmrevive.trees.pythonenv import find_envs
 from rocmrevive.trees.rocblas import ollama_supported
-from rocmrevive.trees.select import given_trees, nothing_found, rocblas_copies
+from rocmrevive.trees.select import Copy, given_trees, nothing_found, rocblas_copies
 from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.journal import PENDING, TxState
 
@@ -315,13 +315,16 @@ def _host_check(host_library: Path | None, rep, dev: TargetId, show) -> Check:
 # ------------------------------------------------------------------------------------------
 # the whole machine: ``rocmrevive verify``
 
-@dataclass
+@dataclass(frozen=True)
 class VerifyReport:
+    """The whole ``verify``, built once: per copy (in the same order) its result, Ollama's own check
+    and a TheRock tree's library verdicts."""
+
     devices: list
     device_note: str
-    results: list = field(default_factory=list)      # diagnose.verify.CopyResult per copy
-    ollama: list = field(default_factory=list)       # per copy: Ollama's own check (None: not Ollama's)
-    libraries: list = field(default_factory=list)    # per copy: TheRock tree's library verdicts (None: not one)
+    results: tuple[CopyResult, ...] = ()   # diagnose.verify.CopyResult per copy
+    ollama: tuple = ()                     # per copy: Ollama's own check (None: not Ollama's)
+    libraries: tuple = ()                  # per copy: TheRock tree's library verdicts (None: not one)
 
     @property
     def failed(self) -> list:
@@ -336,30 +339,33 @@ class VerifyReport:
     def to_json(self) -> dict:
         return {"ok": self.ok, "targets": [str(d) for d in self.devices], "target_source": self.device_note,
                 "copies": [{**r.to_json(), **({"ollama": o} if o else {}), **({"libraries": lv} if lv is not None else {})}
-                           for r, o, lv in zip(self.results, self.ollama, self.libraries + [None] * len(self.results))]}
+                           for r, o, lv in zip(self.results, self.ollama, self.libraries)]}
 
 
-def verify_machine(root, *, trees=(), targets=(), progress: Callable[[int], None] = lambda n: None,
-                   state_dir: str | None = None) -> VerifyReport:
-    """Resolve the devices and copies (``trees.select``), then check each copy for each device
-    (``progress(n)`` after each copy, n checks done)."""
+def verify_machine(root, *, trees=(), copies: Sequence[Copy] | None = None, targets=(),
+                   progress: Callable[[int], None] = lambda n: None, state_dir: str | None = None) -> VerifyReport:
+    """Resolve the devices and copies (``trees.select``: the ``--tree`` folders as typed, or the
+    ``copies`` a caller already selected, as doctor's survey did), then check each copy for each
+    device (``progress(n)`` after each copy, n checks done)."""
     devices, device_note = resolve_devices(root, targets)
-    installs, _link = find_installs(root)
-    envs, _problems = find_envs(root)
-    copies = rocblas_copies(root, given_trees(root, trees), installs=installs, envs=envs)
+    if copies is None:
+        installs, _link = find_installs(root)
+        envs, _problems = find_envs(root)
+        copies = rocblas_copies(root, given_trees(root, trees), installs=installs, envs=envs)
     if not copies:
         raise nothing_found(root)
     show = root.machine_path
-    rep = VerifyReport(devices, device_note)
+    results, libraries, ollama = [], [], []
     for c in copies:
         integrity = integrity_check(root, c.path, [show(c.host)] if c.host else [], state_dir=state_dir)
-        rep.results.append(verify_copy(c.real, devices, host_library=c.host, rocm_version=c.rocm_version,
-                                       integrity=integrity, show=show))
-        _kpack_checks(rep.results[-1], c.real, c.rocm_version, show)
-        rep.libraries.append(therock_library_checks(root, rep.results[-1], c.real))  # every GPU library, by content
-        rep.ollama.append(_ollama_check(c.path, c.real, devices))
+        result = verify_copy(c.real, devices, host_library=c.host, rocm_version=c.rocm_version,
+                             integrity=integrity, show=show)
+        _kpack_checks(result, c.real, c.rocm_version, show)
+        results.append(result)
+        libraries.append(therock_library_checks(root, result, c.real))  # every GPU library, by content
+        ollama.append(_ollama_check(c.path, c.real, devices))
         progress(len(devices))
-    return rep
+    return VerifyReport(devices, device_note, tuple(results), tuple(ollama), tuple(libraries))
 
 
 def _kpack_checks(result, lib: Path, rocm_version, show) -> None:

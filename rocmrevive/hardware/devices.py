@@ -35,7 +35,8 @@ def partition_devices(root, targets=(), *, processor: str | None = None
                 out.append(tid)
         return out, "--target", []
 
-    out, others = [], []
+    out = []
+    others: list[TargetId] = []
     for gpu in gpus.scan(root).gpus:  # by attribute: the scan is counted by the tests
         if gpu.target is None:
             continue

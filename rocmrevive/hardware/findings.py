@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rocmrevive.hardware.p2p import format_bytes
 from rocmrevive.hardware.vulkan import parse_vulkan_devices, radv_codename
 from rocmrevive.strenum import StrEnum
+from rocmrevive.units import format_bytes
 
 
 class Severity(StrEnum):

@@ -14,27 +14,13 @@ from dataclasses import dataclass, field
 
 from rocmrevive.hardware.host import P2P_CONFIG, Host
 from rocmrevive.hardware.topology import relation
+from rocmrevive.units import format_bytes, size_text  # noqa: F401 - size_text: the name cli/install.py imports here
 
 # drivers/pci/p2pdma.c pci_p2pdma_whitelist[]: Intel host bridges (vendor 8086), True when
 # both devices must sit under the same host bridge (REQ_SAME_HOST_BRIDGE)
 INTEL_P2PDMA_WHITELIST = {0x3C00: True, 0x3C01: True, 0x2F00: True, 0x2F01: True,
                           0x2030: False, 0x2031: False, 0x2032: False, 0x2033: False,
                           0x2020: False, 0x09A2: False}
-
-
-def size_text(n: int) -> str:
-    """A size as every report shows it: '70.5 KiB', '9 B' (0 and small sizes too, unlike format_bytes)."""
-    return format_bytes(n) if n >= 1024 else f"{n} B"
-
-
-def format_bytes(n: int | None) -> str:
-    if not n:
-        return "?"
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            v = n / size
-            return f"{v:.0f} {unit}" if abs(v - round(v)) < 0.05 else f"{v:.1f} {unit}"
-    return f"{n} B"
 
 
 @dataclass

@@ -21,6 +21,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.hostlib.elfdyn import DynamicError, UndefinedSymbol
@@ -302,7 +303,8 @@ def _coverage(v: AbiVerdict, lib_real: Path, targets: list[TargetId], rocm_versi
     have = ", ".join(rep.targets) or "none"
     for t in targets:
         loads = [e for e in rep.entries if e.target.can_load_on(t)]
-        cell = {"target": str(t), "covered": False, "by": sorted({str(e.target) for e in loads}),
+        by = sorted({str(e.target) for e in loads})
+        cell: dict[str, Any] = {"target": str(t), "covered": False, "by": by,
                 "co_versions": sorted({_co_version(e, known) or 0 for e in loads}), "min_rocm": None}
         out["targets"].append(cell)
         if not loads:
@@ -317,7 +319,7 @@ def _coverage(v: AbiVerdict, lib_real: Path, targets: list[TargetId], rocm_versi
             v.lines.append(f"{t}: the code object version of {name}'s device code is unreadable")
             continue
         cell["min_rocm"] = COV6_MIN_ROCM
-        kinds = ", ".join(cell["by"])
+        kinds = ", ".join(by)
         if rocm_version is None:
             v.lines.append(f"{t}: {name} has only code object v6 ({kinds}), which needs ROCm >= "
                            f"{COV6_MIN_ROCM}; the tree's ROCm version is unknown")

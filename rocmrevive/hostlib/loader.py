@@ -161,7 +161,7 @@ class _Search:
                 dirs.append((via, d))
 
         if not lo.obj.runpath:
-            chain = lo
+            chain: Loaded | None = lo
             while chain is not None:
                 add("rpath", chain.obj.rpath, chain)
                 chain = chain.loader
@@ -216,8 +216,7 @@ def _elf_class_machine(real: Path) -> tuple[int, int] | None:
         return None
     if len(head) < 20 or head[:4] != b"\x7fELF":
         return None
-    order = "little" if head[5] == 1 else "big"
-    return head[4], int.from_bytes(head[18:20], order)
+    return head[4], int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
 
 
 def load_closure(root: Root, lib_real: Path, *, machine_path: str, origin: str | None,

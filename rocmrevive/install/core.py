@@ -90,6 +90,9 @@ class Installable(Protocol):
     def after_undo(self) -> None: ...
 
 
+DECLINED = "declined at the prompt; nothing was changed"   # the reason of a step answered no
+
+
 class Hooks:
     """The do-nothing parts of an ``Installable``, for components that need none of them."""
 
@@ -118,7 +121,7 @@ class Applied:
         return self.status == Status.PLANNED
 
 
-Confirm = Callable[[str, Plan], bool]
+ConfirmLabel = Callable[[str, Plan], bool]   # the walk asks by label; run.Confirm by outcome
 
 
 @contextlib.contextmanager
@@ -136,7 +139,7 @@ def staging_area(parent: Optional[Path] = None) -> Iterator[Path]:
 
 
 def install_component(root: Root, component: Installable, area: Path, *, state_dir: str, check: bool = False,
-                      confirm: Optional[Confirm] = None) -> Applied:
+                      confirm: Optional[ConfirmLabel] = None) -> Applied:
     """Walk ``component``: stage into ``area``, plan, ask ``confirm(label, plan)`` (not with
     ``check``), apply as one transaction (a dry run with ``check``), then verify. A failed check
     after the install rolls the transaction back and raises VERIFY_FAILED."""
@@ -147,10 +150,10 @@ def install_component(root: Root, component: Installable, area: Path, *, state_d
     plan = plan_from_staged(root, staged.tree, staged.files, source=staged.source, meta=staged.meta,
                             known=staged.sha256)
     if not check and confirm is not None and not confirm(component.label, plan):
-        return Applied(Status.DECLINED, plan, reason="declined at the prompt; nothing was changed")
+        return Applied(Status.DECLINED, plan, reason=DECLINED)
     res = apply_plan(root, plan, state_dir=state_dir, dry_run=check)
     if check:
-        pending = any(a.get("op") != Op.UNCHANGED for a in res.actions)
+        pending = any(a.op != Op.UNCHANGED for a in res.actions)
         return Applied(Status.PLANNED if pending else Status.UNCHANGED, plan, res)
     try:
         component.after_commit(res)

@@ -7,7 +7,8 @@ serving every detected GPU. A file a dpkg package owns is diverted (``txn.divert
 ABI check refuses is a finding (``status: refused`` with the verdict's lines, and a warning), not
 an error.
 
-    out = graft_library(run, "/opt/rocm-6.4.3/lib", "6.4.3", manifest, comp)   # a LibraryOutcome
+    (folder,) = library_folders(root, given_trees(root, ["/opt/rocm-6.4.3"]), installs)
+    out = graft_library(run, folder, manifest, comp)   # a LibraryOutcome
 """
 from __future__ import annotations
 
@@ -27,12 +28,13 @@ from rocmrevive.hashing import sha256_file
 from rocmrevive.hostlib.abi import check_library
 from rocmrevive.install.core import Decline, Hooks, StagedFiles, Status, Verdict
 from rocmrevive.install.extract import cached_component_file, component_file, fetch_first
-from rocmrevive.install.report import LibraryOutcome, refused
+from rocmrevive.install.report import LibraryOutcome, ended, refused
 from rocmrevive.install.run import InstallRun
 from rocmrevive.rootfs import Root
 from rocmrevive.sources.manifest import TARGET
 from rocmrevive.trees.installs import read_version
 from rocmrevive.trees.layout import tree_library
+from rocmrevive.trees.select import LibraryFolder
 from rocmrevive.txn import divert
 
 
@@ -52,10 +54,11 @@ def serves(report, devices: Sequence[TargetId]) -> tuple[list[TargetId], list[st
     return [c.device for c in report.coverage(devices) if not c.loads], report.processors
 
 
-def graft_library(run: InstallRun, libdir: str, rocm_version: str | None, manifest, comp) -> LibraryOutcome:
+def graft_library(run: InstallRun, folder: LibraryFolder, manifest, comp) -> LibraryOutcome:
     """Decide, stage, apply and verify one graft of ``comp`` (a manifest's library) in the tree's
-    library folder ``libdir``, and say what came of it. Its own failure is its ``refused``
-    outcome; a failure of the machine (``report.FATAL``) is raised."""
+    library folder (as ``trees.select`` selected it), and say what came of it. Its own failure is
+    its ``refused`` outcome; a failure of the machine (``report.FATAL``) is raised."""
+    libdir, rocm_version = folder.path, folder.rocm_version
     known = library_for_file(comp.soname)
     out = LibraryOutcome(libdir, comp.soname, known.name if known else comp.soname, rocm_version,
                          manifest=manifest.id)
@@ -90,15 +93,12 @@ def graft_library(run: InstallRun, libdir: str, rocm_version: str | None, manife
         graft = LibraryGraft(run, out, manifest, comp, source, fetched, [*run.devices, *keep])
         out, walk = run.walk(out, graft)
     except RevError as exc:
-        found = {} if graft is None else graft.found()
-        return replace(out, **found, **refused(exc))
+        return refused(out if graft is None else graft.found_in(out), exc)
     if walk.plan is None:
         return out
-    return replace(out, reason={
-        Status.DECLINED: "declined at the prompt; nothing was changed",
-        Status.PLANNED: f"would replace {path} with {source.describe()}",
-        Status.INSTALLED: f"replaced with {source.describe()} (transaction {out.txid})",
-    }.get(walk.status, "graft already in place"))
+    return ended(out, walk.status, planned=f"would replace {path} with {source.describe()}",
+                 installed=f"replaced with {source.describe()} (transaction {out.txid})",
+                 unchanged="graft already in place")
 
 
 class LibraryGraft(Hooks):
@@ -121,9 +121,11 @@ class LibraryGraft(Hooks):
         self.divert: dict | None = None
         self.after: dict | None = None
 
-    def found(self) -> dict:
-        return {"abi": self.abi, "abi_ok": self.abi_ok, "lines": self.lines, "warnings": self.warnings,
-                "owner": self.owner, "divert": self.divert, "verify_after": self.after}
+    def found_in(self, out: LibraryOutcome) -> LibraryOutcome:
+        """``out`` with what this walk decided: the ABI verdict, dpkg's ownership and diversion,
+        the check after."""
+        return replace(out, abi=self.abi, abi_ok=self.abi_ok, lines=self.lines, warnings=self.warnings,
+                       owner=self.owner, divert=self.divert, verify_after=self.after)
 
     def stage(self, area: Path) -> StagedFiles:
         run, lib = self.run, self.lib

@@ -16,7 +16,7 @@ import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.errors import RevError
@@ -30,9 +30,8 @@ from rocmrevive.install.tensile import TARGET, install_copy
 from rocmrevive.rootfs import Root
 from rocmrevive.sources.cache import default_cache_dir, read_only_caches
 from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
-from rocmrevive.trees.installs import find_installs
-from rocmrevive.trees.pythonenv import find_envs
-from rocmrevive.trees.select import Copy, given_trees, library_folders, nothing_found, rocblas_copies
+from rocmrevive.trees import select
+from rocmrevive.trees.select import Copy, LibraryFolder
 from rocmrevive.trees.trust import TreeTrust, Trust, not_writable
 from rocmrevive.txn.divert import reconcile
 from rocmrevive.txn.state import DEFAULT_STATE_DIR
@@ -58,14 +57,15 @@ class Chosen:
     args: tuple[str, ...]
 
 
-def keep_writable(root: Root, left_alone: list[LeftAlone], chosen: list, rerun=(), *, owner_runs: bool = False) -> list:
+def keep_writable(base: Sequence[str], left_alone: list[LeftAlone], chosen: list, rerun=(), *,
+                  owner_runs: bool = False) -> list:
     """The ``(item, Chosen)`` pairs this run writes. A tree of one user the user named, root
     running: kept with ``owner_runs`` (written by a child run as its owner, ``as_owner.py``), else
     left alone. Another one it may not write: when named, RevError("PERMISSION", one line, the
     command to run as the tree's owner) before anything is written; when found on its own, left
-    alone: added to ``left_alone`` (the report's, with its warning line)."""
+    alone: added to ``left_alone`` (the report's, with its warning line). ``base``: the options
+    before the command in the line printed for a tree's owner (``--root``)."""
     keep = []
-    base = [] if root.is_host else ["--root", str(root.base)]
     for item, c in chosen:
         why = not_writable(c.trust, c.path, [*base, "install", *c.args, *rerun])
         users = c.named and c.trust.verdict is Trust.OWNER and os.geteuid() == 0
@@ -74,7 +74,7 @@ def keep_writable(root: Root, left_alone: list[LeftAlone], chosen: list, rerun=(
             continue
         if c.named and not users:
             raise why.error()
-        left_alone.append(LeftAlone(c.path, c.trust.to_json(), why.warning(), why.command))
+        left_alone.append(LeftAlone(c.path, c.trust, why.warning(), why.command))
     return keep
 
 
@@ -100,25 +100,16 @@ def install(root: Root, opts: InstallOptions, *, log: Log = lambda s: None, prog
                      Path(opts.cache) if opts.cache else default_cache_dir(root), opts.state_dir or DEFAULT_STATE_DIR,
                      check=opts.check, mirror=opts.mirror, from_path=opts.from_path,
                      cross_version=opts.cross_version, snapshot=opts.snapshot, log=log, progress=progress, confirm=confirm)
-    trees, pythons, libraries = opts.trees, opts.pythons, opts.libraries
-    installs, _link = find_installs(root)
-    with _selecting(root):
-        given = given_trees(root, trees)
-        lib_trees = [((f.path, f.rocm_version), Chosen(f.path, f.trust, bool(given), ("--tree", f.path)))
-                     for f in (library_folders(root, given, installs) if libraries else [])]
-        try:
-            copies = _select_copies(root, given, pythons, installs)
-        except RevError as exc:
-            # a --tree without a rocBLAS folder may still hold host libraries to graft
-            if exc.code != "NOTHING_SUPPORTED" or not lib_trees:
-                raise
-            copies = []
-    if not copies and not lib_trees:
-        raise nothing_found(root)
+    libraries = opts.libraries
+    sel = select.for_install(root, opts.trees, pythons=opts.pythons, libraries=libraries)   # once
+    named = bool(sel.trees)
+    lib_trees = [(f, Chosen(f.path, f.trust, named, ("--tree", f.path))) for f in sel.folders]
+    copies = [(c, _chosen(c, named=named)) for c in sel.copies]
     found = bool(copies)
     left_alone: list[LeftAlone] = []
-    copies = keep_writable(root, left_alone, copies, opts.rerun, owner_runs=True)
-    lib_trees = keep_writable(root, left_alone, lib_trees, opts.rerun)
+    base = () if root.is_host else ("--root", str(root.base))
+    copies = keep_writable(base, left_alone, copies, opts.rerun, owner_runs=True)
+    lib_trees = keep_writable(base, left_alone, lib_trees, opts.rerun)
     if not copies and (found or not lib_trees):  # every rocBLAS copy left alone: the request is not met
         raise RevError("PERMISSION", f"no tree this run may write: {left_alone[0].message}",
                        details={"left_alone": [a.to_json() for a in left_alone]})
@@ -133,55 +124,31 @@ def install(root: Root, opts: InstallOptions, *, log: Log = lambda s: None, prog
                          lib_outcomes, libraries_enabled=libraries, left_alone=tuple(left_alone))
 
 
-def _install_one_copy(run: InstallRun, copy, chosen: Chosen) -> CopyOutcome:
+def _install_one_copy(run: InstallRun, copy: Copy, chosen: Chosen) -> CopyOutcome:
     """One rocBLAS copy, written by this run or, a user's tree the user named, by a child that is
     its owner (``as_owner.py``)."""
-    trust = chosen.trust.to_json()
+    trust = chosen.trust
     if chosen.trust.writable_by(os.geteuid()):
         return install_copy(run, copy, trust=trust)
     return install_as_owner(run, chosen.trust, lambda mine: install_copy(mine, copy, trust=trust),
                             CopyOutcome(copy.path, copy.layout, copy.rocblas_version, copy.rocm_version, trust=trust))
 
 
-def _select_copies(root: Root, given, pythons, installs) -> list[tuple]:
-    """Every rocBLAS copy on the machine, or only those in the ``--tree`` folders (``trees.select``),
-    each with its trust decision (``Chosen``)."""
-    envs, _problems = find_envs(root, pythons)
-    return [(c.found, _chosen(root, c, envs, named=bool(given)))
-            for c in rocblas_copies(root, given, installs=installs, envs=envs)]
-
-
-@contextlib.contextmanager
-def _selecting(root: Root):
-    """Selection reads folders their owners may move meanwhile (a link gone, a folder renamed):
-    such a race is one line, exit 2, nothing changed."""
-    try:
-        yield
-    except OSError as exc:
-        raise RevError("USAGE", f"{root.machine_path(exc.filename or '?')} changed while the trees were "
-                                f"selected ({(exc.strerror or str(exc)).lower()}); nothing was changed; "
-                                f"retry") from None
-
-
-def _chosen(root: Root, copy: Copy, envs, *, named: bool) -> Chosen:
+def _chosen(copy: Copy, *, named: bool) -> Chosen:
     """A copy's decision; it is named when given with --tree, or when it lies in a --python
     environment. Its owner's command names the environment too (the version of a wheel's rocBLAS)."""
-    args: list[str] = []
-    for env in envs:
-        if root.resolve(env.site_packages) in copy.real.parents:
-            named = named or env.named
-            args = ["--python", env.prefix or env.site_packages]
-            break
-    return Chosen(copy.path, copy.trust, named, (*args, "--tree", copy.path))
+    env = copy.env
+    args = ["--python", env.prefix or env.site_packages] if env is not None else []
+    return Chosen(copy.path, copy.trust, named or bool(env and env.named), (*args, "--tree", copy.path))
 
 
-def _graft_libraries(run: InstallRun, lib_trees) -> list[LibraryOutcome]:
+def _graft_libraries(run: InstallRun, lib_trees: list[LibraryFolder]) -> list[LibraryOutcome]:
     """Every library component of a manifest for each tree's ROCm version, grafted or not."""
     if not run.check:
         # every transaction keeps dpkg's diversions in step (txn.divert.follow); this mends what was
         # changed outside rocmrevive (a diversion removed by hand): `status` sends the user here
         for line in reconcile(run.root, run.state_dir):
             run.log(line)
-    return [graft_library(run, libdir, rocm_version, manifest, comp)
-            for libdir, rocm_version in lib_trees
-            for manifest, comp in library_components(run.manifests, rocm_version)]
+    return [graft_library(run, folder, manifest, comp)
+            for folder in lib_trees
+            for manifest, comp in library_components(run.manifests, folder.rocm_version)]

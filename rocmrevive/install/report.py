@@ -7,43 +7,17 @@ report the pipeline builds once from them, which the CLI renders and prints as J
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
-from typing import Optional, Union
+from dataclasses import dataclass, field, replace
+from typing import Optional, TypeVar, Union
 
 from rocmrevive.errors import RevError
-from rocmrevive.install.core import Applied, Status
+from rocmrevive.install.core import DECLINED, Applied, Status
+from rocmrevive.trees.trust import TreeTrust
+from rocmrevive.txn.result import Action
 
 # Errors about the machine rather than one copy: they stop the whole install.
 FATAL = ("NETWORK", "LOCKED", "INTERRUPTED", "PERMISSION", "USAGE", "INTERNAL")
 
-
-
-def applied(walk: Applied, *, check: bool) -> dict:
-    """The outcome fields the walk (``core.Applied``) decides: its status, the plan's summary and
-    diff, the transaction (not with ``check``: a dry run has none).
-
-        out = replace(out, **applied(walk, check=run.check))
-    """
-    if walk.plan is None:
-        return {"status": walk.status, "reason": walk.reason}
-    out = {"status": walk.status, "summary": walk.plan.summary(), "diff": walk.plan.diff()}
-    if walk.result is None:
-        return out
-    if check:
-        return {**out, "changes": walk.result.actions}
-    return {**out, "changes": walk.result.actions, "txid": walk.result.txid, "journal": walk.result.journal_path,
-            "changed": walk.result.changed}
-
-
-def refused(exc: RevError) -> dict:
-    """The outcome fields of a step's own failure; a failure of the machine (``FATAL``) is raised
-    again and stops the install.
-
-        except RevError as exc: return replace(out, **refused(exc))
-    """
-    if exc.code in FATAL:
-        raise exc
-    return {"status": Status.REFUSED, "reason": exc.message, "error": exc.to_json()}
 
 
 @dataclass(frozen=True)
@@ -60,7 +34,7 @@ class CopyOutcome:
     source: Optional[dict] = None
     artifact: Optional[dict] = None
     summary: Optional[dict] = None
-    changes: list[dict] = field(default_factory=list)
+    changes: tuple[Action, ...] = ()
     diff: Optional[dict] = None
     verify_before: Optional[dict] = None
     verify_staged: Optional[dict] = None
@@ -70,7 +44,7 @@ class CopyOutcome:
     changed: bool = False
     error: Optional[dict] = None          # {"code", "exit", "message"} when this copy was refused
     verification: str = "pinned"          # "pinned" (a manifest's hashes) | "verified by content, unpinned"
-    trust: Optional[dict] = None          # who may write it (trees.trust.TreeTrust.to_json())
+    trust: Optional[TreeTrust] = None     # who may write it, decided where it was selected
     as_user: Optional[str] = None         # installed by a child run as the tree's owner (install.as_owner)
 
     @property
@@ -83,14 +57,33 @@ class CopyOutcome:
         return self.library
 
     def from_child(self, doc: dict) -> CopyOutcome:
-        """This copy as a child run reported it (its ``to_json()``): known fields only, the status
-        as a Status; the copy's own path and layout stay the parent's."""
-        known = {f.name for f in fields(CopyOutcome)} - {"library", "layout"}
-        given = {k: v for k, v in doc.items() if k in known}
-        return replace(self, **{**given, "status": Status(given.get("status", self.status))})
+        """This copy as a child run reported it (its ``to_json()``), read field by field with its
+        type (the child runs as the tree's owner: anything else is dropped); the copy's own path
+        and layout stay the parent's."""
+        def text(key: str) -> Optional[str]:
+            v = doc.get(key)
+            return v if isinstance(v, str) else None
+
+        def mapping(key: str) -> Optional[dict]:
+            v = doc.get(key)
+            return v if isinstance(v, dict) else None
+
+        changes = doc.get("changes")
+        return replace(self, rocblas_version=text("rocblas_version"), rocm_version=text("rocm_version"),
+                       status=Status(doc.get("status", self.status)), reason=text("reason") or "",
+                       manifest=text("manifest"), source=mapping("source"), artifact=mapping("artifact"),
+                       summary=mapping("summary"),
+                       changes=tuple(a for c in changes if (a := Action.from_json(c)) is not None)
+                       if isinstance(changes, list) else (),
+                       diff=mapping("diff"), verify_before=mapping("verify_before"),
+                       verify_staged=mapping("verify_staged"), verify_after=mapping("verify_after"),
+                       txid=text("txid"), journal=text("journal"), changed=doc.get("changed") is True,
+                       error=mapping("error"), verification=text("verification") or self.verification,
+                       as_user=text("as_user"))   # the trust decision stays the parent's
 
     def to_json(self) -> dict:
-        return dict(self.__dict__)
+        return {**self.__dict__, "changes": [a.to_json() for a in self.changes],
+                "trust": None if self.trust is None else self.trust.to_json()}
 
 
 @dataclass(frozen=True)
@@ -122,7 +115,7 @@ class LibraryOutcome:
     owner: Optional[dict] = None       # dpkg ownership of ``path`` (txn.divert.Ownership)
     divert: Optional[dict] = None      # {"wanted", "path", "divert_to", "package", "orig_sha256", "registered", "why_not"}
     summary: Optional[dict] = None
-    changes: list[dict] = field(default_factory=list)
+    changes: tuple[Action, ...] = ()
     diff: Optional[dict] = None
     verify_after: Optional[dict] = None
     txid: Optional[str] = None
@@ -140,10 +133,46 @@ class LibraryOutcome:
         return f"{self.path} ({self.name} graft)"
 
     def to_json(self) -> dict:
-        return dict(self.__dict__)
+        return {**self.__dict__, "changes": [a.to_json() for a in self.changes]}
 
 
 Record = Union[CopyOutcome, LibraryOutcome]
+R = TypeVar("R", CopyOutcome, LibraryOutcome)
+
+
+def applied(out: R, walk: Applied, *, check: bool) -> R:
+    """``out`` with what the walk (``core.Applied``) decided: its status, the plan's summary and
+    diff, the transaction (not with ``check``: a dry run has none).
+
+        out = applied(out, walk, check=run.check)
+    """
+    if walk.plan is None:
+        return replace(out, status=walk.status, reason=walk.reason)
+    out = replace(out, status=walk.status, summary=walk.plan.summary(), diff=walk.plan.diff())
+    if walk.result is None:
+        return out
+    if check:
+        return replace(out, changes=walk.result.actions)
+    return replace(out, changes=walk.result.actions, txid=walk.result.txid, journal=walk.result.journal_path,
+                   changed=walk.result.changed)
+
+
+def ended(out: R, status: Status, *, planned: str, installed: str, unchanged: str) -> R:
+    """``out`` with its last line, by what its walk did: declined at the prompt, planned (a dry
+    run), installed, or nothing to do. One ending for a rocBLAS copy and a graft alike."""
+    reason = {Status.DECLINED: DECLINED, Status.PLANNED: planned, Status.INSTALLED: installed}.get(status, unchanged)
+    return replace(out, reason=reason)
+
+
+def refused(out: R, exc: RevError) -> R:
+    """``out`` as a step's own failure; a failure of the machine (``FATAL``) is raised again and
+    stops the install.
+
+        except RevError as exc: return refused(out, exc)
+    """
+    if exc.code in FATAL:
+        raise exc
+    return replace(out, status=Status.REFUSED, reason=exc.message, error=exc.to_json())
 
 
 @dataclass(frozen=True)
@@ -152,12 +181,12 @@ class LeftAlone:
     line and the command its owner would run."""
 
     path: str
-    trust: dict                        # trees.trust.TreeTrust.to_json()
+    trust: TreeTrust
     message: str
     command: Optional[str]            # None: no one user owns it (trees.trust.NotWritable)
 
     def to_json(self) -> dict:
-        return {"path": self.path, "trust": self.trust, "message": self.message, "command": self.command}
+        return {"path": self.path, "trust": self.trust.to_json(), "message": self.message, "command": self.command}
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ loaded, cache and state folders — with the user's callbacks).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Callable, Optional, TypeVar
@@ -83,15 +83,15 @@ class InstallRun:
         return unpinned.offered_as_build(given, None)
 
     def walk(self, out: Outcome, item) -> tuple[Outcome, Applied]:
-        """Walk ``item`` (an ``Installable`` whose ``found()`` names the outcome fields it decides)
+        """Walk ``item`` (an ``Installable`` whose ``found_in(out)`` adds what it decided to an outcome)
         for the step whose outcome so far is ``out``: staged in a fresh area, the user asked with
         ``out`` as it stands then, one transaction (a dry run with ``check``). Returns ``out`` with
         what the item found and what the walk did, and the walk (``core.Applied``)."""
         def confirm(_label: str, plan: Plan) -> bool:
             assert self.confirm is not None
-            return self.confirm(replace(out, **item.found()), plan)
+            return self.confirm(item.found_in(out), plan)
 
         with staging_area(self.staging) as area:
             walk = install_component(self.root, item, area, state_dir=self.state_dir, check=self.check,
                                      confirm=None if self.confirm is None else confirm)
-        return replace(out, **item.found(), **applied(walk, check=self.check)), walk
+        return applied(item.found_in(out), walk, check=self.check), walk

@@ -18,18 +18,19 @@ from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.diagnose import verify as dverify  # a module: tests count its calls
 from rocmrevive.diagnose.verify import CheckStatus, CopyResult, runtime_limit
 from rocmrevive.errors import RevError
-from rocmrevive.hardware.p2p import size_text
 from rocmrevive.install import unpinned
 from rocmrevive.install.core import Hooks, StagedFiles, Status, Verdict, feed
 from rocmrevive.install.extract import extracted, fetch_first, forget_extracted
-from rocmrevive.install.report import CopyOutcome, refused
+from rocmrevive.install.report import CopyOutcome, ended, refused
 from rocmrevive.install.run import InstallRun
 from rocmrevive.install.unpinned import VERIFIED_BY_CONTENT
 from rocmrevive.sources.manifest import TARGET, choose_manifest
-from rocmrevive.trees import layout as locate
 from rocmrevive.trees.gfx906_choices import summary
+from rocmrevive.trees.select import Copy
+from rocmrevive.trees.trust import TreeTrust
 from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.plan import Op
+from rocmrevive.units import size_text
 
 GATING = ("targets", "tensile")  # the host library's own device code is reported, not gated on
 
@@ -75,9 +76,9 @@ class TensileFiles(Hooks):
     is verified again, whole. What the walk found (``found``) becomes fields of the copy's
     outcome."""
 
-    def __init__(self, run: InstallRun, copy, real_lib: Path, host_lib):
+    def __init__(self, run: InstallRun, copy: Copy):
         self.run, self.copy = run, copy
-        self.real_lib, self.host_lib = real_lib, host_lib
+        self.real_lib, self.host_lib = copy.real, copy.host   # as trees.select resolved them, once
         self.label = copy.path
         self.files: dict[str, Path] = {}
         self.sha256: dict[str, tuple[str, int]] = {}   # file name → as extracted (collect may say)
@@ -85,10 +86,11 @@ class TensileFiles(Hooks):
         self.staged: CopyResult | None = None           # the verdict on the staged files
         self.after: dict | None = None                  # the verdict after the install (JSON)
 
-    def found(self) -> dict:
-        """The outcome's fields this walk decided (``verify_staged``, ``verify_after``; a kind of
+    def found_in(self, out: CopyOutcome) -> CopyOutcome:
+        """``out`` with what this walk decided (``verify_staged``, ``verify_after``; a kind of
         source adds its own)."""
-        return {"verify_staged": None if self.staged is None else self.staged.to_json(), "verify_after": self.after}
+        return replace(out, verify_staged=None if self.staged is None else self.staged.to_json(),
+                       verify_after=self.after)
 
     # what a kind of source says ----------------------------------------------------------
     def collect(self, area: Path) -> dict[str, Path]:
@@ -126,7 +128,7 @@ class TensileFiles(Hooks):
         return self.copy.path if p == self.real_lib else self.run.root.machine_path(p)
 
     def verify(self, result) -> Verdict:
-        changed = {a["path"]: a.get("after") for a in result.actions if a.get("after")}
+        changed = {a.path: a.after for a in result.actions if a.after}
         root = self.run.root
         staged = self.staged.to_json() if self.staged is not None else {}
         # a file still the inode the apply wrote and hashed is those bytes (TxResult.still_written)
@@ -150,12 +152,12 @@ class TensileFiles(Hooks):
 class PinnedTensile(TensileFiles):
     """The manifest's members of a fetched, checksummed artifact."""
 
-    def __init__(self, run: InstallRun, copy, real_lib: Path, host_lib, manifest, source, fetched):
-        super().__init__(run, copy, real_lib, host_lib)
+    def __init__(self, run: InstallRun, copy: Copy, manifest, source, fetched):
+        super().__init__(run, copy)
         self.manifest, self.source, self.fetched = manifest, source, fetched
 
-    def found(self) -> dict:
-        return {**super().found(), "source": self.source.to_json(), "artifact": self.fetched.to_json()}
+    def found_in(self, out: CopyOutcome) -> CopyOutcome:
+        return replace(super().found_in(out), source=self.source.to_json(), artifact=self.fetched.to_json())
 
     def stage(self, area: Path) -> StagedFiles:
         try:
@@ -193,17 +195,16 @@ class UnpinnedTensile(TensileFiles):
     """``--from`` a folder or tarball no manifest pins: accepted only by content
     (``rocmrevive.install.unpinned``), and journaled as "verified by content, unpinned"."""
 
-    def __init__(self, run: InstallRun, copy, real_lib: Path, host_lib, manifest):
-        super().__init__(run, copy, real_lib, host_lib)
+    def __init__(self, run: InstallRun, copy: Copy, manifest):
+        super().__init__(run, copy)
         self.manifest = manifest
         self.artifact: dict | None = None     # the staged build (unpinned.UnpinnedBuild.to_json())
 
-    def found(self) -> dict:
+    def found_in(self, out: CopyOutcome) -> CopyOutcome:
         if self.artifact is None:
-            return super().found()
-        return {**super().found(), "source": {"kind": "unpinned", "from": str(self.run.from_path),
-                                              "verification": VERIFIED_BY_CONTENT},
-                "artifact": self.artifact}
+            return super().found_in(out)
+        return replace(super().found_in(out), artifact=self.artifact,
+                       source={"kind": "unpinned", "from": str(self.run.from_path), "verification": VERIFIED_BY_CONTENT})
 
     def collect(self, area: Path) -> dict[str, Path]:
         run, from_path = self.run, self.run.from_path
@@ -264,17 +265,18 @@ def _host_report(host_lib: Path | None):
     return report
 
 
-def install_copy(run: InstallRun, copy, *, trust: dict | None = None) -> CopyOutcome:
+def install_copy(run: InstallRun, copy: Copy, *, trust: TreeTrust | None = None) -> CopyOutcome:
     """Decide, stage, apply and verify one rocBLAS copy, and say what came of it. The copy's own
     failure (a checksum, a refused staged file, a failed check after) is its ``refused`` outcome;
-    a failure of the machine (``report.FATAL``) is raised."""
+    a failure of the machine (``report.FATAL``) is raised. ``copy``: as ``trees.select`` selected it
+    (its real library folder and ``librocblas.so`` resolved there, once)."""
     out = CopyOutcome(copy.path, copy.layout, copy.rocblas_version, copy.rocm_version, trust=trust)
     component: TensileFiles | None = None
+    rb = copy.found   # what trees.rocblas read of it
+    real_lib, host_lib = copy.real, copy.host
     try:
-        real_lib = run.root.resolve(copy.path)
-        host_lib = locate.rocblas_host_library(real_lib)
-        if copy.arch_folders or copy.kpack:
-            have = set(copy.targets) | set(copy.kpack_arches)   # a whole gfx906 stack (7.14, 10.0) serves itself
+        if rb.arch_folders or rb.kpack:
+            have = set(rb.targets) | set(rb.kpack_arches)   # a whole gfx906 stack (7.14, 10.0) serves itself
             if all(d.processor in have for d in run.devices):
                 return replace(out, status=Status.SATISFIED,
                                reason=(f"a TheRock tree that carries {TARGET} device code ({', '.join(sorted(have))}): "
@@ -288,23 +290,21 @@ def install_copy(run: InstallRun, copy, *, trust: dict | None = None) -> CopyOut
         if _gating_ok(before):
             _refuse_drift(run.root, real_lib, copy.path, run.state_dir)
             return replace(out, status=Status.SATISFIED, reason="already serves " + ", ".join(map(str, run.devices)))
-        out, make = _component(run, copy, out, real_lib, host_lib)
+        out, make = _component(run, copy, out)
         if make is None:
             return out
         component = make()   # a pinned source is fetched here
         out, walk = run.walk(out, component)
     except RevError as exc:
-        found = {} if component is None else component.found()
-        return replace(out, **found, **refused(exc))
+        return refused(out if component is None else component.found_in(out), exc)
     s = out.summary or {}
-    reason = {
-        Status.DECLINED: "declined at the prompt; nothing was changed",
-        Status.PLANNED: f"would add {s.get(Op.CREATE)} and replace {s.get(Op.REPLACE)} {_files(s)} ({size_text(s.get('bytes', 0))})",
-        Status.INSTALLED: f"added {s.get(Op.CREATE)}, replaced {s.get(Op.REPLACE)} {_files(s)} (transaction {out.txid})",
-    }.get(walk.status, "files already in place")
-    if isinstance(component, UnpinnedTensile) and out.status is not Status.DECLINED:
-        reason += f"; {VERIFIED_BY_CONTENT}"
-    return replace(out, reason=reason)
+    how = f"; {VERIFIED_BY_CONTENT}" if isinstance(component, UnpinnedTensile) else ""
+    return ended(out, walk.status,
+                 planned=f"would add {s.get(Op.CREATE)} and replace {s.get(Op.REPLACE)} {_files(s)} "
+                         f"({size_text(s.get('bytes', 0))}){how}",
+                 installed=f"added {s.get(Op.CREATE)}, replaced {s.get(Op.REPLACE)} {_files(s)} "
+                           f"(transaction {out.txid}){how}",
+                 unchanged=f"files already in place{how}")
 
 
 def _refuse_drift(root, real_lib: Path, machine_lib: str, state_dir: str) -> None:
@@ -333,8 +333,7 @@ def _files(summary: dict) -> str:
     return "file" if summary.get(Op.CREATE, 0) + summary.get(Op.REPLACE, 0) == 1 else "files"
 
 
-def _component(run: InstallRun, copy, out: CopyOutcome, real_lib: Path,
-               host_lib) -> tuple[CopyOutcome, Callable[[], TensileFiles] | None]:
+def _component(run: InstallRun, copy: Copy, out: CopyOutcome) -> tuple[CopyOutcome, Callable[[], TensileFiles] | None]:
     """The source for this copy: a manifest's pinned source (fetched when the component is
     made), or an unpinned ``--from`` when no manifest source is built for its rocBLAS; None (the
     outcome says why) when there is neither. The outcome gains the manifest chosen."""
@@ -344,11 +343,11 @@ def _component(run: InstallRun, copy, out: CopyOutcome, real_lib: Path,
     if run.from_path and not pinned and run.from_is_build:
         # no manifest source for this rocBLAS, and --from is a build: it must prove itself by content
         out = replace(out, verification=VERIFIED_BY_CONTENT, manifest=manifest.id if manifest else None)
-        return out, lambda: UnpinnedTensile(run, copy, real_lib, host_lib, manifest)
+        return out, lambda: UnpinnedTensile(run, copy, manifest)
     if manifest is None:
         return replace(out, status=Status.UNSUPPORTED,
                        reason=(f"no manifest for rocBLAS {copy.rocblas_version or '(version unknown)'}"
-                               + ("" if copy.rocblas_version else f" ({'; '.join(copy.problems)})")
+                               + ("" if copy.rocblas_version else f" ({'; '.join(copy.found.problems)})")
                                + f"; `rocmrevive recipe --tree {copy.path}` writes the build, `install --from` "
                                  f"takes it")), None
     out = replace(out, manifest=manifest.id)
@@ -363,5 +362,5 @@ def _component(run: InstallRun, copy, out: CopyOutcome, real_lib: Path,
         source, artifact = fetch_first(run.root, pinned, run.cache_dir, mirror=run.mirror, from_path=run.from_path,
                                        log=run.log, progress=run.progress, manifests=run.manifests,
                                        snapshot=run.snapshot)
-        return PinnedTensile(run, copy, real_lib, host_lib, manifest, source, artifact)
+        return PinnedTensile(run, copy, manifest, source, artifact)
     return out, fetched

@@ -33,6 +33,7 @@ from rocmrevive.sources.fetch import fetch_source
 from rocmrevive.sources.unpack import extract_selected
 from rocmrevive.trees.installs import find_installs
 from rocmrevive.trees.pythonenv import find_envs
+from rocmrevive.trees.select import Tree, given_trees, library_folders
 from rocmrevive.trees.trust import decide, refusal
 from rocmrevive.txn.fsutil import sha256_file
 from rocmrevive.txn.result import TxOutcome
@@ -53,8 +54,10 @@ class HipConsumer:
         return {"what": self.what, "hip": self.hip}
 
 
-@dataclass
-class InstallReport:
+@dataclass(frozen=True)
+class RcclReport:
+    """What ``rccl install`` did: built once, from the walk and what the component found."""
+
     devices: list[dict]
     processors: list[str]
     source: dict
@@ -93,18 +96,18 @@ def _is_forbidden(prefix: str) -> bool:
         or "site-packages" in parts or "dist-packages" in parts
 
 
-def hip_consumers(root: Root, pythons=(), tree: str | None = None) -> list[HipConsumer]:
+def hip_consumers(root: Root, pythons=(), tree: Tree | None = None) -> list[HipConsumer]:
     """The HIP runtimes programs on the machine are bound to: each ROCm install's and each
-    PyTorch wheel's ``libamdhip64``."""
+    PyTorch wheel's ``libamdhip64`` (``tree``: the ``--tree`` as ``trees.select`` resolved it)."""
 
     out = []
     installs, _ = find_installs(root)
     paths = [i.path for i in installs]
-    if tree and tree not in paths:
-        paths.append(tree)
+    if tree and tree.path not in paths:
+        paths.append(tree.path)
     for p in paths:
         names = sorted(n for n in list_dir(root.path(f"{p}/lib")) if HIP_RE.match(n))
-        versioned = [n for n in names if HIP_RE.match(n).group(1)]
+        versioned = [n for n in names if (m := HIP_RE.match(n)) and m.group(1)]
         if versioned:
             out.append(HipConsumer(f"ROCm at {p}", min(versioned, key=len)))
     envs, _ = find_envs(root, pythons, common=True)
@@ -116,11 +119,12 @@ def hip_consumers(root: Root, pythons=(), tree: str | None = None) -> list[HipCo
     return out
 
 
-def abi_search_dirs(root: Root, tree: str | None) -> list[str]:
+def abi_search_dirs(root: Root, tree: Tree | None) -> list[str]:
     """The folders a program's loader searches for RCCL's needs besides the system's: the ROCm
-    tree's lib folder (``--tree``, else the default ``/opt/rocm``)."""
+    tree's library folder (``--tree``, as ``trees.select`` selects it), else the default
+    ``/opt/rocm``'s."""
     if tree:
-        return [f"{tree.rstrip('/')}/lib"]
+        return [f.path for f in library_folders(root, [tree], find_installs(root)[0])]
     if root.path("/opt/rocm/lib").is_dir():
         return ["/opt/rocm/lib"]
     return []
@@ -134,29 +138,29 @@ def _stage_library(src: RcclSource, artifact, staging: Path) -> Path:
     return got[0].path
 
 
-def _already_installed(root: Root, src: RcclSource, dest_dir: str, also_names, rep: InstallReport) -> bool:
+def _already_installed(root: Root, src: RcclSource, dest_dir: str, also_names, devices: list[dict],
+                       processors: list[str]) -> RcclReport | None:
     """The same source is in place, byte for byte, under every name asked for: nothing to fetch
-    (an idempotent run, e.g. from Ansible, costs one hash of the library)."""
+    (an idempotent run, e.g. from Ansible, costs one hash of the library). Its report, else None."""
     text = root.path(f"{dest_dir}/{PROVENANCE}")
     try:
         prov = json.loads(text.read_text())
     except (OSError, ValueError):
-        return False
+        return None
     if (prov.get("source") or {}).get("sha256") != src.sha256 or not prov.get("sha256"):
-        return False
+        return None
     names = [f"{dest_dir}/lib/{SONAME}"] + [f"{dest_dir}/lib/{n}" for n in also_names]
     for n in names:
         real = root.path(n)
         if real.is_symlink() or not real.is_file() or sha256_file(real)[0] != prov["sha256"]:
-            return False
-    rep.state = Status.UNCHANGED
-    rep.staged_targets = prov.get("targets", [])
-    rep.abi = {"ok": (prov.get("abi") or {}).get("ok"), "lines": (prov.get("abi") or {}).get("lines", []),
-               "from": f"{dest_dir}/{PROVENANCE}"}
-    rep.abi_skipped = bool((prov.get("abi") or {}).get("skipped"))
-    rep.verify_after = {"sha256_ok": True, "targets": rep.staged_targets, "serves_all": True}
-    rep.env = _env_lines(dest_dir)
-    return True
+            return None
+    targets = prov.get("targets", [])
+    abi = {"ok": (prov.get("abi") or {}).get("ok"), "lines": (prov.get("abi") or {}).get("lines", []),
+           "from": f"{dest_dir}/{PROVENANCE}"}
+    return RcclReport(devices, processors, src.to_json(), Status.UNCHANGED, library=f"{dest_dir}/lib/{SONAME}",
+                         staged_targets=targets, abi=abi, abi_skipped=bool((prov.get("abi") or {}).get("skipped")),
+                         verify_after={"sha256_ok": True, "targets": targets, "serves_all": True},
+                         env=_env_lines(dest_dir))
 
 
 def _env_lines(dest_dir: str) -> list[dict]:
@@ -169,7 +173,7 @@ def _env_lines(dest_dir: str) -> list[dict]:
 def install_rccl(root: Root, *, targets=(), source: str | None = None, from_path=None, cache=None,
                  mirror: str | None = None, tree: str | None = None, prefix: str | None = None,
                  also_names=(), skip_abi: bool = False, check: bool = False, pythons=(),
-                 state_dir: str | None = None, log=lambda m: None) -> InstallReport:
+                 state_dir: str | None = None, log=lambda m: None) -> RcclReport:
     """Install the RCCL that serves every detected GPU side by side. Raises RevError:
     NOTHING_SUPPORTED (no known source has the targets), VERIFY_FAILED (the library lacks a
     target, or would not load here: the ABI verdict's lines say why), USAGE (a bad prefix)."""
@@ -179,15 +183,16 @@ def install_rccl(root: Root, *, targets=(), source: str | None = None, from_path
         raise RevError("NOTHING_SUPPORTED", f"no AMD GPU with a known target under {root.base}; pass --target")
     processors = sorted({g.processor for g in gpus})
     src = pick_source(processors, source)
-    rep = InstallReport([g.to_json() for g in gpus], processors, src.to_json())
+    devices = [g.to_json() for g in gpus]
     dest_dir = (prefix or f"{ROCMREVIVE_PREFIX}/{src.install_name}").rstrip("/")
     if not dest_dir.startswith("/") or _is_forbidden(dest_dir):
         raise RevError("USAGE", f"--prefix {dest_dir}: rocmrevive installs RCCL side by side, never into a ROCm "
                                 f"tree, a system folder or a Python environment; use a folder such as "
                                 f"{ROCMREVIVE_PREFIX}/{src.install_name}")
-    rep.library = f"{dest_dir}/lib/{SONAME}"
-    if _already_installed(root, src, dest_dir, also_names, rep):
-        return rep
+    selected = given_trees(root, [tree])[0] if tree else None   # --tree converted once (trees.select)
+    done = _already_installed(root, src, dest_dir, also_names, devices, processors)
+    if done is not None:
+        return done
     # who may write the prefix (trees.trust): decided on the deepest folder of it that exists
     err = refusal(decide(root.resolve(dest_dir)), dest_dir,
                   ([] if root.is_host else ["--root", str(root.base)]) + ["rccl", "install", "--prefix", dest_dir])
@@ -197,31 +202,38 @@ def install_rccl(root: Root, *, targets=(), source: str | None = None, from_path
     cache_dir = Path(cache) if cache else default_cache_dir(root)
     log(f"fetching {src.describe()}")
     art = fetch_source(src.as_source(), cache_dir, mirror=mirror, local=from_path, root=root)
-    rep.artifact = art.to_json()
-    component = RcclSideBySide(root, rep, src, art, gpus, dest_dir, tree=tree, also_names=also_names,
-                               skip_abi=skip_abi, pythons=pythons)
+    c = RcclSideBySide(root, devices, processors, src, art, gpus, dest_dir, tree=selected, also_names=also_names,
+                       skip_abi=skip_abi, pythons=pythons)
     with staging_area(staging_parent(cache_dir)) as area:
-        applied = install_component(root, component, area, state_dir=state_dir or DEFAULT_STATE_DIR, check=check)
-    assert applied.plan is not None and applied.result is not None
-    rep.plan = applied.plan.summary()
-    rep.transaction = applied.result.to_json()
-    rep.state = Status.INSTALLED if applied.result.state is TxOutcome.COMMITTED else applied.result.state
-    rep.env = _env_lines(dest_dir)
-    return rep
+        applied = install_component(root, c, area, state_dir=state_dir or DEFAULT_STATE_DIR, check=check)
+    assert applied.plan is not None and applied.result is not None and applied.result.state is not None
+    state = Status.INSTALLED if applied.result.state is TxOutcome.COMMITTED else applied.result.state
+    return RcclReport(devices, processors, src.to_json(), state, art.to_json(), c.lib, c.staged_targets,
+                         c.coverage, c.abi, c.abi_skipped, c.hip_conflicts, applied.plan.summary(),
+                         applied.result.to_json(), c.verify_after, _env_lines(dest_dir), c.warnings)
 
 
 class RcclSideBySide(Hooks):
     """The one library of an RCCL source, checked for device code and this host's ABI, with its
     provenance file, under a prefix of its own."""
 
-    def __init__(self, root: Root, rep: InstallReport, src: RcclSource, art, gpus, dest_dir: str, *, tree,
-                 also_names, skip_abi: bool, pythons):
-        self.root, self.rep, self.src, self.art, self.gpus = root, rep, src, art, gpus
+    def __init__(self, root: Root, devices: list[dict], processors: list[str], src: RcclSource, art, gpus,
+                 dest_dir: str, *, tree: Tree | None, also_names, skip_abi: bool, pythons):
+        self.root, self.devices, self.processors, self.src, self.art, self.gpus = (root, devices, processors, src,
+                                                                                   art, gpus)
         self.dest_dir, self.tree, self.also_names, self.skip_abi, self.pythons = (dest_dir, tree, also_names,
                                                                                   skip_abi, pythons)
         self.lib = f"{dest_dir}/lib/{SONAME}"
         self.label = self.lib
         self.sha = ""
+        # what the walk finds: the report is built from these once, after it
+        self.staged_targets: list[str] = []
+        self.coverage: list[dict] = []
+        self.abi: dict | None = None
+        self.abi_skipped = False
+        self.hip_conflicts: list[str] = []
+        self.warnings: list[str] = []
+        self.verify_after: dict | None = None
 
     def stage(self, area: Path) -> StagedFiles:
         staged = _stage_library(self.src, self.art.path, area / "pkg")
@@ -229,11 +241,10 @@ class RcclSideBySide(Hooks):
         verdict, hip = self._check_abi(staged)
         files = self._files(staged)
         self.sha, size = sha256_file(staged)
-        rep = self.rep
-        prov = {"schema": 1, "version": self.src.rccl_version, "source": self.src.to_json(), "artifact": rep.artifact,
-                "file": self.lib, "also": sorted(files)[1:] if len(files) > 1 else [], "sha256": self.sha,
-                "size": size, "targets": rep.staged_targets, "needed_hip": hip, "devices": rep.devices,
-                "abi": {"ok": verdict.ok, "skipped": rep.abi_skipped, "lines": verdict.lines}}
+        prov = {"schema": 1, "version": self.src.rccl_version, "source": self.src.to_json(),
+                "artifact": self.art.to_json(), "file": self.lib, "also": sorted(files)[1:] if len(files) > 1 else [],
+                "sha256": self.sha, "size": size, "targets": self.staged_targets, "needed_hip": hip,
+                "devices": self.devices, "abi": {"ok": verdict.ok, "skipped": self.abi_skipped, "lines": verdict.lines}}
         prov_file = area / PROVENANCE
         prov_file.write_text(json.dumps(prov, indent=2, sort_keys=True) + "\n")
         files[f"{self.dest_dir}/{PROVENANCE}"] = prov_file
@@ -244,15 +255,15 @@ class RcclSideBySide(Hooks):
             tree_dir = posixpath.dirname(tree_dir)
         return StagedFiles(tree_dir, files, source=f"deb:{self.art.basename}",
                            meta={"kind": "rccl", "rccl_version": self.src.rccl_version,
-                                 "source": self.src.name, "library": self.lib, "processors": rep.processors})
+                                 "source": self.src.name, "library": self.lib, "processors": self.processors})
 
     def _check_device_code(self, staged: Path) -> None:
         """The device code, read from the extracted file itself, serves every GPU."""
-        rep, src = self.rep, self.src
+        src = self.src
         rep_co = inspect_file(staged)
-        rep.staged_targets = rep_co.targets
+        self.staged_targets = rep_co.targets
         cov = coverage_of(rep_co.entries, self.gpus)
-        rep.coverage = [c.to_json() for c in cov]
+        self.coverage = [c.to_json() for c in cov]
         lacking = [c for c in cov if not c.served]
         if rep_co.kind != "host-elf" or lacking:
             what = ", ".join(f"GPU{c.gpu} {c.target}" for c in lacking) or rep_co.kind
@@ -262,19 +273,19 @@ class RcclSideBySide(Hooks):
     def _check_abi(self, staged: Path):
         """The host ABI, as the loader would see it from its new place. Returns (verdict, the HIP
         runtime it needs)."""
-        rep, src, tree = self.rep, self.src, self.tree
+        src, tree = self.src, self.tree
         verdict = check_library(self.root, staged, search_dirs=abi_search_dirs(self.root, tree),
                                 origin=f"{self.dest_dir}/lib")
-        rep.abi = verdict.to_json()
+        self.abi = verdict.to_json()
         needed_hip = next((n for n in verdict.details.get("needed", []) if HIP_RE.match(n.get("name", ""))), None)
         hip = needed_hip["name"] if needed_hip else None
         for c in hip_consumers(self.root, self.pythons, tree):
             if hip and c.hip and c.hip != hip:
-                rep.hip_conflicts.append(f"{c.what} uses {c.hip}; this RCCL binds {hip}: two HIP runtimes in "
+                self.hip_conflicts.append(f"{c.what} uses {c.hip}; this RCCL binds {hip}: two HIP runtimes in "
                                          f"one process do not work, so those programs cannot use it")
         refuse = list(verdict.lines)
         if tree:
-            refuse += [x for x in rep.hip_conflicts if f"at {tree.rstrip('/')}" in x]
+            refuse += [x for x in self.hip_conflicts if f"at {tree.path.rstrip('/')}" in x]
         if refuse and not self.skip_abi:
             # the causes first: undefined symbols of a library that is missing follow from it
             causes = [x for x in refuse if not x.startswith(("undefined symbol", "… and "))] or refuse[:3]
@@ -282,11 +293,11 @@ class RcclSideBySide(Hooks):
                            f"{SONAME} of {src.describe()} would not load here: " + "; ".join(causes)
                            + f". It needs {src.needs}. Nothing was changed; build RCCL for this machine with "
                              f"`rocmrevive rccl recipe`, or pass --skip-abi to install it anyway",
-                           details={"abi": rep.abi, "hip_conflicts": rep.hip_conflicts})
+                           details={"abi": self.abi, "hip_conflicts": self.hip_conflicts})
         if refuse:
-            rep.abi_skipped = True
-            rep.warnings.append("ABI check failed and was skipped (--skip-abi): " + "; ".join(refuse[:3]))
-        rep.warnings += rep.hip_conflicts
+            self.abi_skipped = True
+            self.warnings.append("ABI check failed and was skipped (--skip-abi): " + "; ".join(refuse[:3]))
+        self.warnings += self.hip_conflicts
         return verdict, hip
 
     def _files(self, staged: Path) -> dict[str, Path]:
@@ -307,7 +318,7 @@ class RcclSideBySide(Hooks):
         real = self.root.path(self.lib)
         after = inspect_file(real)
         acov = coverage_of(after.entries, self.gpus)
-        v = {"sha256_ok": sha256_file(real)[0] == self.sha, "targets": after.targets,
-             "serves_all": all(c.served for c in acov)}
-        self.rep.verify_after = v
-        return Verdict(v["sha256_ok"] and v["serves_all"], v, why=f"{self.lib} differs from what was staged")
+        sha_ok, serves_all = sha256_file(real)[0] == self.sha, all(c.served for c in acov)
+        v = {"sha256_ok": sha_ok, "targets": after.targets, "serves_all": serves_all}
+        self.verify_after = v
+        return Verdict(sha_ok and serves_all, v, why=f"{self.lib} differs from what was staged")

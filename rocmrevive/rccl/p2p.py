@@ -23,9 +23,9 @@ import struct
 from dataclasses import dataclass, field
 
 from rocmrevive.hardware.host import P2P_CONFIG
-from rocmrevive.hardware.p2p import format_bytes
 from rocmrevive.rootfs import Root
 from rocmrevive.strenum import StrEnum
+from rocmrevive.units import format_bytes
 
 RELATION_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
 ACS_CAP_ID = 0x000D
@@ -187,7 +187,7 @@ def _path_words(hw, a, b, relation: str) -> str:
 
 def _acs_between(root: Root, a, b, common: str | None) -> list[str]:
     """ACS redirect on the fabric ports below the common bridge of a switched pair."""
-    out = []
+    out: list[str] = []
     for g in (a, b):
         if not g.location:
             continue
@@ -261,7 +261,7 @@ def _env(rep: P2PReport, chosen, rccl_lib: str | None) -> None:
         reasons = "; ".join(dict.fromkeys(x for p in bad for x in p.blockers))
         worst_good = max((RELATION_ORDER.index(p.relation) for p in good), default=None)
         best_bad = min(RELATION_ORDER.index(p.relation) for p in bad)
-        if good and not unsure and worst_good < best_bad:
+        if good and not unsure and worst_good is not None and worst_good < best_bad:
             level = RELATION_ORDER[worst_good]
             rep.env.append(EnvSetting(
                 "NCCL_P2P_LEVEL", level,

@@ -97,7 +97,7 @@ def run_smoke(root: Root, *, torch: bool, llama: bool, explicit: set[str] | None
 def _compact(name: str, p: dict) -> dict:
     """A part without its raw records, for the status record."""
     if name == "torch":
-        keep = ("status", "reason", "python", "torch", "platform", "hip", "cuda", "devices", "hints",
+        keep: tuple[str, ...] = ("status", "reason", "python", "torch", "platform", "hip", "cuda", "devices", "hints",
                 "allreduce", "failures", "warnings", "check_seconds", "check_share")
     else:
         keep = ("status", "reason", "binary", "backends", "gpu_backend", "failures", "warnings")

@@ -384,8 +384,9 @@ def compare_outputs(out: dict, generator: Path | None, model: Path, timeout: flo
                                "beside llama-bench")
         return
     ref = generate_one("CPU reference", generator, model, {}, timeout, ngl=0, cpu_only=True)
-    out["output"] = res = {"compared": ref.ok, "binary": str(generator), "prompt": PROMPT,
-                           "tokens": OUTPUT_TOKENS, "seed": SEED, "reference": asdict(ref), "runs": []}
+    res: dict = {"compared": ref.ok, "binary": str(generator), "prompt": PROMPT,
+                 "tokens": OUTPUT_TOKENS, "seed": SEED, "reference": asdict(ref), "runs": []}
+    out["output"] = res
     if on_run:
         on_run(ref)
     if not ref.ok:
@@ -393,7 +394,7 @@ def compare_outputs(out: dict, generator: Path | None, model: Path, timeout: flo
         return
     for label, env, extra, ngl in targets:
         run = generate_one(label, generator, model, env, timeout, ngl, extra=extra)
-        diff = first_difference(run.tokens, ref.tokens) if run.tokens is not None else None
+        diff = first_difference(run.tokens, ref.tokens or []) if run.tokens is not None else None
         if diff is not None:
             run = replace(run, ok=False, position=diff.position,
                           message=difference_message(label, diff, generator.name))
@@ -442,8 +443,8 @@ def _gpus_from_a_run(out: dict, binary: Path, kind: str, model: Path, timeout: f
         return None
     if kind == "bench" and (probe.gpu_info or "").strip():
         # an old llama-bench without --list-devices: count the GPUs it reports
-        names = [x.strip() for x in probe.gpu_info.split(",") if x.strip()]
-        be = next((b for b in GPU_BACKENDS if b in probe.backends.split(",")), "ROCm")
+        names = [x.strip() for x in (probe.gpu_info or "").split(",") if x.strip()]
+        be = next((b for b in GPU_BACKENDS if b in (probe.backends or "").split(",")), "ROCm")
         gpus = [LlamaDevice(name=f"{be}{i}", backend=be, index=i, description=n)
                 for i, n in enumerate(names)]
         out["devices"] = [asdict(d) for d in gpus]

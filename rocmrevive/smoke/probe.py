@@ -367,6 +367,7 @@ def run_step(argv: list, env: dict, timeout: float, relay=None) -> StepResult:
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                             stdin=subprocess.DEVNULL, start_new_session=True)
+    assert proc.stdout is not None and proc.stderr is not None   # both piped
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ, "out")
     sel.register(proc.stderr, selectors.EVENT_READ, "err")
@@ -379,7 +380,7 @@ def run_step(argv: list, env: dict, timeout: float, relay=None) -> StepResult:
             res.timed_out = True
             break
         for key, _ in sel.select(timeout=min(left, 1.0)):
-            chunk = os.read(key.fileobj.fileno(), 65536)
+            chunk = os.read(key.fd, 65536)
             if not chunk:
                 sel.unregister(key.fileobj)
                 open_ -= 1
@@ -468,7 +469,7 @@ class Orchestrator:
                       timeout=True, **kw)
             return True
         if res.rc != 0:
-            sig = (" (signal %d)" % -res.rc) if res.rc < 0 else ""
+            sig = (" (signal %d)" % -res.rc) if res.rc is not None and res.rc < 0 else ""
             where = (" at: %s" % res.last_progress) if res.last_progress else ""
             self.fail(step, "%s died with exit status %s%s%s: %s" % (
                 what, res.rc, sig, where, _tail(res.stderr) or "no message"), exit_status=res.rc, **kw)
@@ -484,7 +485,7 @@ class Orchestrator:
         res = run_step(self.worker_argv("enumerate"), self.env, a.timeout, relay=self.out)
         if self.step_failed("enumerate", res, "listing the devices"):
             return self.finish()
-        envrec = next((r for r in res.records if r.get("type") == "env"), {})
+        envrec: dict = next((r for r in res.records if r.get("type") == "env"), {})
         devices = [r for r in res.records if r.get("type") == "device"]
         if not envrec.get("torch"):
             return self.finish(nothing="no_torch", reason="PyTorch is not importable by %s: %s" % (
@@ -567,7 +568,7 @@ class Orchestrator:
         i = dev["index"]
         gemms = [r for r in recs if r.get("type") == "gemm"]
         perfs = [r for r in recs if r.get("type") == "perf"]
-        cost = next((r for r in recs if r.get("type") == "gemm_cost"), {})
+        cost: dict = next((r for r in recs if r.get("type") == "gemm_cost"), {})
         bad = [r for r in gemms + perfs if not r.get("ok")]
         for r in bad:
             self.failures.append(r)
@@ -592,7 +593,7 @@ class Orchestrator:
         procs = []
         import threading  # noqa: PLC0415 — probe.py runs in the user's interpreter, where torch is imported when the probe runs
 
-        results = [None] * n
+        results: list = [None] * n
         def one(rank):
             env = dict(self.env)
             env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))

@@ -166,6 +166,7 @@ def freivalds(torch, got, a, b, bias, dname, gen, vectors: int = VECTORS) -> Ver
             abx = abx + (bias.double() * x).sum(-1, keepdim=True)
         ratio = (cx - abx).abs() / bound
         worst = ratio if worst is None else torch.maximum(worst, ratio)
+    assert worst is not None   # at least one case
     top = float(worst.max())
     if top <= 1.0:
         return Verdict(True, top, None)

@@ -59,7 +59,7 @@ def candidate_pythons() -> list[tuple[str, str]]:
     envs = [e for e in envs if e.torch_version and e.prefix]
     envs.sort(key=lambda e: (e.torch_hip is None,))
     for e in envs:
-        py = _interpreter_of(e.prefix, e.python)
+        py = _interpreter_of(e.prefix or "", e.python)
         if py:
             kind = f"ROCm {e.torch_hip}" if e.torch_hip else "not a ROCm build"
             out.append((py, f"torch {e.torch_version} ({kind}) in {e.site_packages}"))
@@ -109,6 +109,7 @@ def run_torch_probe(python: str, *, timeout: float = 180.0, cpu_test_mode: bool 
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+    assert proc.stdout is not None and proc.stderr is not None   # both piped
     err, stuck = _read_records(proc, quiet_limit, res["records"], on_record)
     if stuck:
         try:
@@ -141,6 +142,7 @@ def _read_records(proc: subprocess.Popen, quiet_limit: float, records: list[dict
                   on_record: Callable[[dict], None] | None) -> tuple[bytes, bool]:
     """Read the probe's JSON-line records into ``records`` until both pipes close; return
     (the tail of its stderr, whether it went quiet for ``quiet_limit`` seconds: stuck)."""
+    assert proc.stdout is not None and proc.stderr is not None   # both piped
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ, "out")
     sel.register(proc.stderr, selectors.EVENT_READ, "err")
@@ -152,7 +154,7 @@ def _read_records(proc: subprocess.Popen, quiet_limit: float, records: list[dict
                 stuck = True
                 break
             for key, _ in sel.select(timeout=1.0):
-                chunk = os.read(key.fileobj.fileno(), 65536)
+                chunk = os.read(key.fd, 65536)
                 if not chunk:
                     sel.unregister(key.fileobj)
                     open_ -= 1

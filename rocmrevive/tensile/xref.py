@@ -390,7 +390,7 @@ def _loaded_eagerly(name: str, device: TargetId) -> bool:
     ``Experimental`` ones (tensile_host.cpp)."""
     if device.processor not in name or not name.endswith("co") or "Experimental" in name:
         return False
-    other = {ON: "xnack-", OFF: "xnack+"}.get(device.xnack)
+    other = {ON: "xnack-", OFF: "xnack+"}.get(device.xnack or "")
     return other is None or other not in name
 
 

@@ -65,7 +65,7 @@ def release_line(rocm_version: str | None) -> str | None:
 def therock_release(rocm_version: str | None) -> bool:
     """True for a release TheRock builds (7.13 and later: 7.13, 7.14, 10.x; there is no 8 or 9)."""
     m = re.match(r"^(\d+)\.(\d+)", rocm_version or "")
-    return bool(m) and (int(m.group(1)), int(m.group(2))) >= (7, 13)
+    return m is not None and (int(m.group(1)), int(m.group(2))) >= (7, 13)
 
 
 _NIGHTLY = re.compile(r"^\d+\.\d+\.\d+(?:a\d{8}|rc\d+|\.dev\d+)")

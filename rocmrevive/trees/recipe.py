@@ -42,7 +42,7 @@ from rocmrevive.trees.buildscript import BuildSteps, clone_and_build
 from rocmrevive.trees.gfx906_choices import therock_release
 from rocmrevive.trees.installs import find_installs
 from rocmrevive.trees.pythonenv import find_envs
-from rocmrevive.trees.rocblas import ROCBLAS_OF_ROCM, RocblasCopy, find_copies
+from rocmrevive.trees.rocblas import ROCBLAS_OF_ROCM, RocblasCopy
 from rocmrevive.trees.select import given_trees, rocblas_copies
 
 ROCBLAS_REPO = "https://github.com/ROCm/rocBLAS.git"
@@ -120,9 +120,11 @@ def rocm_tag(rocblas_version: str | None, rocm_version: str | None) -> tuple[str
 def _copy_for(root: Root, tree: str | None, rocm_version: str | None) -> RocblasCopy:
     installs, _link = find_installs(root)
     envs, _problems = find_envs(root)
+    # one selection (trees.select): the --tree's first copy, else every copy found
+    copies = [c.found for c in rocblas_copies(root, given_trees(root, [tree] if tree else []),
+                                              installs=installs, envs=envs)]
     if tree:
-        return rocblas_copies(root, given_trees(root, [tree]), installs=installs, envs=envs)[0].found
-    copies = find_copies(root, installs=installs, envs=envs)
+        return copies[0]
     lacking = [c for c in copies if "gfx906" not in c.targets]
     if not lacking:
         raise RevError("NOTHING_SUPPORTED", f"every rocBLAS copy under {root.base} already has gfx906 files; "

@@ -32,6 +32,7 @@ import glob
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from rocmrevive.codeobj.kpack import read_kpack
 from rocmrevive.codeobj.targetid import TargetId
@@ -176,7 +177,9 @@ def scan_library(real: str, copy: RocblasCopy) -> list[str]:
 def deep_scan(paths: list[str], progress=None) -> DeepScan:
     from rocmrevive.codeobj.inspect import inspect_file  # noqa: PLC0415 — the code-object core, loaded only for a deep scan
 
-    targets, not_code, problems = set(), [], []
+    targets: set[str] = set()
+    not_code: list[str] = []
+    problems: list[str] = []
     for p in sorted(paths):
         rep = inspect_file(p)
         if rep.entries:
@@ -365,8 +368,8 @@ def _plain_copy(root: Root, lib: str, layout: str, owner: str | None) -> Rocblas
     return c
 
 
-def find_copies(root: Root, *, installs: list[RocmInstall] = (), envs: list[PythonEnv] = (),
-                extra: list[str] = (), deep: bool = False, progress=None) -> list[RocblasCopy]:
+def find_copies(root: Root, *, installs: Sequence[RocmInstall] = (), envs: Sequence[PythonEnv] = (),
+                extra: Sequence[str] = (), deep: bool = False, progress=None) -> list[RocblasCopy]:
     """Every copy of rocBLAS under ``root`` in the layouts above (``extra``: folders the user
     named), each real folder once, with its targets scanned (code objects read with ``deep``)."""
     dpkg = read_dpkg_status(root)

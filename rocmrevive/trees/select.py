@@ -11,8 +11,9 @@ one set of error messages.
 """
 from __future__ import annotations
 
+import contextlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Sequence
@@ -20,9 +21,9 @@ from typing import Sequence
 from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root
 from rocmrevive.trees import therock
-from rocmrevive.trees.installs import RocmInstall, read_version
+from rocmrevive.trees.installs import RocmInstall, find_installs, read_version
 from rocmrevive.trees.layout import library_files, rocblas_host_library, rocblas_library_dirs
-from rocmrevive.trees.pythonenv import PythonEnv
+from rocmrevive.trees.pythonenv import PythonEnv, find_envs
 from rocmrevive.trees.rocblas import RocblasCopy, find_copies
 from rocmrevive.trees.trust import TreeTrust, decide
 
@@ -46,6 +47,15 @@ class Copy:
     rocm_version: str | None
     found: RocblasCopy          # what trees.rocblas knows of it (layout, versions, targets)
     tree: Tree | None = None    # the --tree it lies in (None: found on its own)
+    env: PythonEnv | None = None   # the Python environment it lies in (a wheel's copy)
+
+    @property
+    def layout(self) -> str:
+        return self.found.layout
+
+    @property
+    def rocblas_version(self) -> str | None:
+        return self.found.rocblas_version
 
     @cached_property
     def trust(self) -> TreeTrust:
@@ -102,6 +112,17 @@ def rocblas_copies(root: Root, trees: Sequence[Tree], *, installs: Sequence[Rocm
     every copy on the machine when none is given (an empty list when there is none: the caller
     may go on, or raise ``nothing_found``). Each real folder once, named as its install or package
     knows it (``find_copies``)."""
+    _found, copies = machine_copies(root, trees, installs=installs, envs=envs)
+    return [c for c in copies if c.tree is not None] if trees else copies
+
+
+def machine_copies(root: Root, trees: Sequence[Tree], *, installs: Sequence[RocmInstall] = (),
+                   envs: Sequence[PythonEnv] = (), deep: bool = False,
+                   progress=None) -> tuple[list[RocblasCopy], list[Copy]]:
+    """Every rocBLAS copy on the machine and in ``trees`` (``detect`` and ``doctor`` show them all):
+    what ``find_copies`` found (each real folder once), and the same as selections, each copy of a
+    ``--tree`` with its ``tree`` (RevError("NOTHING_SUPPORTED") for a tree without one). A tree
+    adds its library folders, never itself: the folder of an install is no copy."""
     libs: list[tuple[Tree, Path]] = []
     for t in trees:
         found = rocblas_library_dirs(t.real)
@@ -112,19 +133,18 @@ def rocblas_copies(root: Root, trees: Sequence[Tree], *, installs: Sequence[Rocm
         # a link inside the tree (lib -> lib64) resolved too: each folder is known by its real path
         libs += [(t, _resolved(root, root.machine_path(lib)) or lib) for lib in found]
     copies = find_copies(root, installs=list(installs), envs=list(envs),
-                         extra=[root.machine_path(lib) for _, lib in libs])
+                         extra=[root.machine_path(lib) for _, lib in libs], deep=deep, progress=progress)
     by_real: dict[Path, RocblasCopy] = {}
     for c in copies:
         real = _resolved(root, c.path)
         if real is not None and real.is_dir():
             by_real.setdefault(real, c)
-    if not trees:
-        return [_copy(c, real, None) for real, c in by_real.items()]
-    out: list[Copy] = []
+    tree_of: dict[Path, Tree] = {}
     for t, lib in libs:
-        if lib in by_real and all(o.real != lib for o in out):
-            out.append(_copy(by_real[lib], lib, t))
-    return out
+        tree_of.setdefault(lib, t)
+    # the trees' copies first, in the order given, then every other one as found
+    ordered = [lib for _, lib in libs if lib in by_real] + list(by_real)
+    return copies, [_copy(by_real[real], real, tree_of.get(real)) for real in dict.fromkeys(ordered)]
 
 
 def _resolved(root: Root, machine_path: str) -> Path | None:
@@ -166,3 +186,52 @@ def library_folders(root: Root, trees: Sequence[Tree], installs: Sequence[RocmIn
         elif library_files([t.real], by_content=False):   # a library folder itself
             add(t.real, version_of(t.real))
     return out
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What an installing command works on, selected once: the ``--tree`` folders, the rocBLAS
+    copies (each with the Python environment it lies in) and, when asked, the library folders."""
+
+    trees: tuple[Tree, ...]
+    copies: tuple[Copy, ...]
+    folders: tuple[LibraryFolder, ...]
+
+
+def for_install(root: Root, typed: Sequence[str], *, pythons: Sequence[str] = (),
+                libraries: bool = False) -> Selection:
+    """``install``'s selection: every copy on the machine, or those in the ``--tree`` folders; with
+    ``libraries`` the folders whose host libraries may be grafted too (a ``--tree`` without a
+    rocBLAS folder may still hold those). RevError("NOTHING_SUPPORTED") when there is nothing to
+    work on; a folder that changes while it is read is one line, exit 2, nothing changed."""
+    with _selecting(root):
+        trees = given_trees(root, typed)
+        installs, _link = find_installs(root)
+        folders = library_folders(root, trees, installs) if libraries else []
+        envs, _problems = find_envs(root, pythons)
+        try:
+            copies = rocblas_copies(root, trees, installs=installs, envs=envs)
+        except RevError as exc:
+            if exc.code != "NOTHING_SUPPORTED" or not folders:
+                raise
+            copies = []
+        homes = [(real, env) for env in envs if (real := _resolved(root, env.site_packages)) is not None]
+    if not copies and not folders:
+        raise nothing_found(root)
+    return Selection(tuple(trees), tuple(replace(c, env=_env_of(c, homes)) for c in copies), tuple(folders))
+
+
+def _env_of(copy: Copy, homes: Sequence[tuple[Path, PythonEnv]]) -> PythonEnv | None:
+    return next((env for real, env in homes if real in copy.real.parents), None)
+
+
+@contextlib.contextmanager
+def _selecting(root: Root):
+    """Selection reads folders their owners may move meanwhile (a link gone, a folder renamed):
+    such a race is one line, exit 2, nothing changed."""
+    try:
+        yield
+    except OSError as exc:
+        raise RevError("USAGE", f"{root.machine_path(exc.filename or '?')} changed while the trees were "
+                                f"selected ({(exc.strerror or str(exc)).lower()}); nothing was changed; "
+                                f"retry") from None

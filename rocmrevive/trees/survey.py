@@ -10,6 +10,7 @@ from __future__ import annotations
 import getpass
 import os
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from rocmrevive.hardware.access import AccessReport, check_access
 from rocmrevive.hardware.findings import Finding, FixKind, Severity, hardware_findings
@@ -19,7 +20,8 @@ from rocmrevive.trees.device_wheels import DeviceWheel, find_device_wheels
 from rocmrevive.trees.findings import tree_findings
 from rocmrevive.trees.installs import RocmInstall, RocmLink, find_installs
 from rocmrevive.trees.pythonenv import PythonEnv, find_envs
-from rocmrevive.trees.rocblas import RocblasCopy, find_copies, mark_coverage
+from rocmrevive.trees.rocblas import RocblasCopy, mark_coverage
+from rocmrevive.trees.select import Copy, Tree, machine_copies
 from rocmrevive.trees.therock import TheRockTree, find_trees
 
 
@@ -34,6 +36,7 @@ class Survey:
     problems: list[str] = field(default_factory=list)
     device_wheels: list[DeviceWheel] = field(default_factory=list)   # TheRock device wheels, by content
     therock: list[TheRockTree] = field(default_factory=list)   # TheRock trees, verdicts per library
+    selected: list[Copy] = field(default_factory=list)   # the copies as trees.select selects them (doctor's verify)
 
     @property
     def supported(self) -> bool:
@@ -61,17 +64,19 @@ class Survey:
         }
 
 
-def survey(root: Root, *, pythons=(), trees=(), rocminfo_text: str | None = None, deep: bool = False,
-           common_envs: bool = True, progress=None) -> Survey:
+def survey(root: Root, *, pythons=(), trees: Sequence[Tree] = (), rocminfo_text: str | None = None,
+           deep: bool = False, common_envs: bool = True, progress=None) -> Survey:
+    """The machine; ``trees``: the ``--tree`` folders ``trees.select.given_trees`` resolved, whose
+    rocBLAS copies are listed beside every other one (selected there, as ``verify`` selects them)."""
     hw = scan(root, rocminfo_text=rocminfo_text)
     installs, link = find_installs(root)
     envs, problems = find_envs(root, pythons, common=common_envs)
-    copies = find_copies(root, installs=installs, envs=envs, extra=list(trees), deep=deep, progress=progress)
+    copies, selected = machine_copies(root, trees, installs=installs, envs=envs, deep=deep, progress=progress)
     mark_coverage(copies, hw.gpus)
     procs = sorted({g.processor for g in hw.gpus if g.processor})
     return Survey(root, hw, installs, link, envs, copies, problems,
                   therock=find_trees(root, procs, {i.path: i.version for i in installs}),
-                  device_wheels=find_device_wheels(root, envs))
+                  device_wheels=find_device_wheels(root, envs), selected=selected)
 
 
 def default_user() -> str:

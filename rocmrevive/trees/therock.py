@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from rocmrevive.codeobj.kpackref import DeviceCode, device_code
 from rocmrevive.hardware.findings import Finding, FixKind, Severity
@@ -139,7 +139,7 @@ def given_tree(root: Root, real: Path) -> Path:
     return real
 
 
-def find_trees(root: Root, processors: list[str] = (), releases: dict[str, str | None] | None = None, *,
+def find_trees(root: Root, processors: Sequence[str] = (), releases: dict[str, str | None] | None = None, *,
                packages: bool = True) -> list[TheRockTree]:
     """Every TheRock tree under ``root``; with ``processors``, each library's verdict for each;
     ``releases``: install path -> ROCm version (``trees.installs``' reading of ``.info/version``);
@@ -167,7 +167,7 @@ def find_trees(root: Root, processors: list[str] = (), releases: dict[str, str |
         t.release = (releases or {}).get(t.path)
         t.kpack_archives = [f"{t.path}/.kpack/{n}" for n in list_dir(root.path(f"{t.path}/.kpack")) if n.endswith(".kpack")]
         if processors:
-            t.libraries = library_verdicts(root, t.path, processors)
+            t.libraries = library_verdicts(root, t.path, list(processors))
     return trees
 
 

@@ -23,11 +23,12 @@ import pwd
 import shlex
 import stat
 from dataclasses import dataclass
+from typing import Mapping
 
 from rocmrevive.errors import RevError
+from rocmrevive.fs import DIR_FLAGS, walk_plain
 from rocmrevive.strenum import StrEnum
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_LINKS = 40
 
 
@@ -77,7 +78,7 @@ def owner_name(uid: int) -> str:
         return f"uid {uid}"
 
 
-def state_dir_of(uid: int, env: dict | None = None) -> str | None:
+def state_dir_of(uid: int, env: Mapping[str, str] | None = None) -> str | None:
     """The state folder (journals, backups, lock) of a run as ``uid`` other than root (None for
     root: /var/lib/rocmrevive): ``$XDG_STATE_HOME/rocmrevive``, else ``<home>/.local/state/rocmrevive``
     with the account's home from the password database. A machine path, as ``--state-dir`` is.
@@ -146,7 +147,7 @@ def survey(path: str | os.PathLike) -> list[Folder]:
     ``fstat``ed; a link on the way is recorded, then its target walked; the walk stops at the
     first missing component: what root would create there, the deepest folder decides)."""
     parts = [x for x in os.path.abspath(os.fspath(path)).split("/") if x]
-    fd = os.open("/", _DIR_FLAGS)
+    fd = os.open("/", DIR_FLAGS)
     chain = [_folder("/", os.fstat(fd))]
     cur: list[str] = []
     hops = 0
@@ -157,7 +158,7 @@ def survey(path: str | os.PathLike) -> list[Folder]:
                 if name == "..":
                     cur = cur[:-1]
                     os.close(fd)
-                    fd = _open_plain(cur)
+                    fd = walk_plain(cur)
                 continue
             shown = "/" + "/".join(cur + [name])
             try:
@@ -172,13 +173,13 @@ def survey(path: str | os.PathLike) -> list[Folder]:
                 target = os.readlink(name, dir_fd=fd)
                 if target.startswith("/"):
                     os.close(fd)
-                    fd, cur = os.open("/", _DIR_FLAGS), []
+                    fd, cur = os.open("/", DIR_FLAGS), []
                 parts = [x for x in target.split("/") if x] + parts
                 continue
             if not stat.S_ISDIR(lst.st_mode):
                 break
             try:
-                nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                nfd = os.open(name, DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
                     raise RevError("PERMISSION", f"{shown} changed while it was looked at; retry") from None
@@ -194,15 +195,6 @@ def survey(path: str | os.PathLike) -> list[Folder]:
 
 def _folder(path: str, st: os.stat_result, *, link: bool = False) -> Folder:
     return Folder(path, st.st_uid, st.st_mode, link)
-
-
-def _open_plain(parts: list[str]) -> int:
-    fd = os.open("/", _DIR_FLAGS)
-    for name in parts:
-        nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
-        os.close(fd)
-        fd = nfd
-    return fd
 
 
 def decide(path: str | os.PathLike) -> TreeTrust:

@@ -41,7 +41,16 @@ from rocmrevive.txn.lock import check_package_managers
 from rocmrevive.txn.observe import WORKERS
 from rocmrevive.txn.plan import Op, Plan
 from rocmrevive.txn.preflight import Prepared, Step, check_space, check_writable, nearest_existing, prepare
-from rocmrevive.txn.result import Progress, TxOutcome, TxResult, as_rev_error, expected_errors, few, stat_identity
+from rocmrevive.txn.result import (
+    Action,
+    Progress,
+    TxOutcome,
+    TxResult,
+    as_rev_error,
+    expected_errors,
+    few,
+    stat_identity,
+)
 from rocmrevive.txn.state import DEFAULT_STATE_DIR, StateDir, now, refuse_pending
 from rocmrevive.txn.testseam import checkpoint
 from rocmrevive.txn.undo import Undo
@@ -75,7 +84,7 @@ def apply_plan(root, plan: Plan, *, state_dir: str = DEFAULT_STATE_DIR, dry_run:
         refuse_pending(st)
         prep = prepare(root, plan)
         todo = prep.todo
-        actions = [s.action() for s in prep.steps]
+        actions = tuple(s.action() for s in prep.steps)
         if not todo:
             return TxResult(None, False, actions, None, prep.tree, TxOutcome.UNCHANGED)
         dirs = {s.real.parent for s in todo if s.real.parent.exists()}
@@ -84,8 +93,7 @@ def apply_plan(root, plan: Plan, *, state_dir: str = DEFAULT_STATE_DIR, dry_run:
         check_writable(root, dirs, {(s.after["uid"], s.after["gid"]) for s in todo if s.op != Op.DELETE}
                         | {(u, g) for _, _, u, g in prep.mkdirs})
         check_space(root, st, prep)
-        actions = [{"path": root.machine_path(d), "op": Op.MKDIR, "before": None, "after": None}
-                   for d, *_ in prep.mkdirs] + actions
+        actions = tuple(Action(root.machine_path(d), Op.MKDIR) for d, *_ in prep.mkdirs) + actions
         if dry_run:
             return TxResult(None, True, actions, None, prep.tree, TxOutcome.DRY_RUN)
         with Folders(root) as folders:
@@ -115,7 +123,7 @@ class _Apply:
         self.warnings: list[str] = []
         self.idents: dict[str, list[int]] = {}  # path -> [dev, ino, size, mtime_ns] of the file put there
 
-    def run(self, actions: list[dict]) -> TxResult:
+    def run(self, actions: tuple[Action, ...]) -> TxResult:
         st, prep = self.st, self.prep
         st.ensure()
         txid = st.next_txid()

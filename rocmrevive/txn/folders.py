@@ -23,9 +23,9 @@ import stat
 from pathlib import Path
 
 from rocmrevive.errors import RevError
+from rocmrevive.fs import DIR_FLAGS, walk_plain
 from rocmrevive.txn.journal import temp_name
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 Identity = tuple[int, int]  # (st_dev, st_ino) of a folder
@@ -67,7 +67,7 @@ class Folders:
             raise RevError("VERIFY_FAILED", f"{real} is not a folder under the root {self.base}; refusing")
         pfd = self.fd(real.parent)
         try:
-            fd = os.open(real.name, _DIR_FLAGS, dir_fd=pfd)
+            fd = os.open(real.name, DIR_FLAGS, dir_fd=pfd)
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                 raise self._refusal(real, "is now a symbolic link or not a folder") from None
@@ -201,11 +201,4 @@ class Folders:
 
 def _open_plain(p: Path) -> int:
     """The root's own folder, walked from ``/`` without following a link (``p`` is resolved)."""
-    fd = os.open("/", _DIR_FLAGS)
-    for name in p.parts[1:]:
-        try:
-            nfd = os.open(name, _DIR_FLAGS, dir_fd=fd)
-        finally:
-            os.close(fd)
-        fd = nfd
-    return fd
+    return walk_plain(p.parts[1:])

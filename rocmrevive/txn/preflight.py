@@ -18,7 +18,7 @@ from rocmrevive.errors import RevError
 from rocmrevive.txn.journal import TEMP_SUFFIX
 from rocmrevive.txn.observe import describe, matches, observe_all
 from rocmrevive.txn.plan import FileChange, Op, Plan
-from rocmrevive.txn.result import few, mb
+from rocmrevive.txn.result import Action, few, mb
 from rocmrevive.txn.state import StateDir, resolve_inside
 
 
@@ -54,10 +54,9 @@ class Step:
                                        f"(the apply draws one for every create and replace before any rename)")
         return self.temp
 
-    def action(self) -> dict:
-        return {"path": self.path, "op": Op.UNCHANGED if self.in_place else self.op,
-                "before": self.before.get("sha256"), "after": self.after.get("sha256"),
-                "size": self.after.get("size"), "source": self.source}
+    def action(self) -> Action:
+        return Action(self.path, Op.UNCHANGED if self.in_place else self.op, self.before.get("sha256"),
+                      self.after.get("sha256"), self.after.get("size"), self.source)
 
 
 @dataclass

@@ -32,15 +32,56 @@ class TxOutcome(StrEnum):
     NOTHING = "nothing"                # nothing to roll back
 
 
+_APPLIED = (Op.CREATE, Op.REPLACE, Op.DELETE, Op.UNCHANGED)
+
+
+@dataclass(frozen=True)
+class Action:
+    """What a transaction did (or would do) to one file or folder: ``op`` (create, replace,
+    delete, mkdir, unchanged; restore, remove, rmdir, keep), the ``before`` and ``after`` sha256
+    (None: no file), and for a file its size, the source an apply took it from, whether an undo
+    forced it back over other bytes."""
+
+    path: str                    # machine path
+    op: Op
+    before: str | None = None
+    after: str | None = None
+    size: int | None = None
+    source: str | None = None    # an apply's file
+    forced: bool = False         # an undo's file
+
+    @classmethod
+    def from_json(cls, doc) -> Action | None:
+        """An action from its ``to_json()`` as another process wrote it (an owner-run child), each
+        field with its type; None for anything else."""
+        if not isinstance(doc, dict) or not isinstance(doc.get("path"), str) or doc.get("op") not in set(Op):
+            return None
+
+        def text(key: str) -> str | None:
+            v = doc.get(key)
+            return v if isinstance(v, str) else None
+        size = doc.get("size")
+        return cls(doc["path"], Op(doc["op"]), text("before"), text("after"),
+                   size if isinstance(size, int) and not isinstance(size, bool) else None, text("source"),
+                   doc.get("forced") is True)
+
+    def to_json(self) -> dict:
+        """The action as the JSON documents and journals show it (a folder: path, op, hashes)."""
+        out = {"path": self.path, "op": self.op, "before": self.before, "after": self.after}
+        if self.op in (Op.MKDIR, Op.RMDIR):
+            return out
+        if self.op in _APPLIED:
+            return {**out, "size": self.size, "source": self.source}
+        return {**out, "size": self.size, "forced": self.forced}
+
+
 @dataclass
 class TxResult:
-    """What a transaction command did. ``actions``: one dict per file/folder with ``path``,
-    ``op`` (create, replace, delete, mkdir, unchanged; restore, remove, rmdir, keep), ``before``
-    and ``after`` sha256 (None: no file)."""
+    """What a transaction command did: one frozen ``Action`` per file and folder."""
 
     txid: str | None
     changed: bool
-    actions: list[dict]
+    actions: tuple[Action, ...]
     journal_path: str | None  # machine path
     tree: str | None = None
     state: TxOutcome | None = None
@@ -63,13 +104,12 @@ class TxResult:
 
     @property
     def diff(self) -> dict:
-        files = [a for a in self.actions if a["op"] not in (Op.UNCHANGED, Op.KEEP, Op.MKDIR, Op.RMDIR)]
-        return {"before": {a["path"]: a.get("before") for a in files},
-                "after": {a["path"]: a.get("after") for a in files}}
+        files = [a for a in self.actions if a.op not in (Op.UNCHANGED, Op.KEEP, Op.MKDIR, Op.RMDIR)]
+        return {"before": {a.path: a.before for a in files}, "after": {a.path: a.after for a in files}}
 
     def to_json(self) -> dict:
         return {"txid": self.txid, "changed": self.changed, "state": self.state, "tree": self.tree,
-                "actions": self.actions, "diff": self.diff, "journal": self.journal_path,
+                "actions": [a.to_json() for a in self.actions], "diff": self.diff, "journal": self.journal_path,
                 "warnings": self.warnings}
 
 

@@ -22,7 +22,7 @@ from rocmrevive.txn.lock import check_package_managers
 from rocmrevive.txn.observe import describe, legacy_temp, matches, observe_all
 from rocmrevive.txn.plan import Op
 from rocmrevive.txn.preflight import check_writable
-from rocmrevive.txn.result import Progress, TxOutcome, TxResult, as_rev_error, expected_errors, few
+from rocmrevive.txn.result import Action, Progress, TxOutcome, TxResult, as_rev_error, expected_errors, few
 from rocmrevive.txn.state import DEFAULT_STATE_DIR, StateDir, now, refuse_damaged, refuse_pending, txid_seq
 from rocmrevive.txn.testseam import checkpoint
 
@@ -162,18 +162,17 @@ class Undo:
                 out.append(d)
         return out
 
-    def actions(self) -> list[dict]:
+    def actions(self) -> tuple[Action, ...]:
         out = []
         for i in self.items:
             b = i["intent"]["before"]
-            out.append({"path": i["path"], "op": i["op"], "before": i["cur"].get("sha256"),
-                        "after": b.get("sha256") if i["op"] != Op.KEEP else i["cur"].get("sha256"),
-                        "size": b.get("size"), "forced": i["forced"]})
-        for d in self._made_dirs():
-            out.append({"path": self.root.machine_path(d), "op": Op.RMDIR, "before": None, "after": None})
-        return out
+            out.append(Action(i["path"], i["op"], i["cur"].get("sha256"),
+                              b.get("sha256") if i["op"] != Op.KEEP else i["cur"].get("sha256"),
+                              b.get("size"), forced=bool(i["forced"])))
+        out += [Action(self.root.machine_path(d), Op.RMDIR) for d in self._made_dirs()]
+        return tuple(out)
 
-    def run(self) -> list[dict]:
+    def run(self) -> tuple[Action, ...]:
         if not self.items:
             self.survey()
         forced = {i["path"]: i["cur"].get("sha256") for i in self.items if i["forced"]}
@@ -277,9 +276,9 @@ class Undo:
             checkpoint("rmdir")
         return removed_dirs
 
-    def actions_done(self, removed_dirs: list[str]) -> list[dict]:
-        acts = [a for a in self.actions() if a["op"] != Op.RMDIR]
-        return acts + [{"path": d, "op": Op.RMDIR, "before": None, "after": None} for d in removed_dirs]
+    def actions_done(self, removed_dirs: list[str]) -> tuple[Action, ...]:
+        acts = tuple(a for a in self.actions() if a.op != Op.RMDIR)
+        return acts + tuple(Action(d, Op.RMDIR) for d in removed_dirs)
 
 
 # rollback ------------------------------------------------------------------------------------
@@ -323,11 +322,11 @@ def rollback(root, txid: str | None = None, *, force: bool = False, state_dir: s
             refuse_damaged(st, damaged[-1])
         tx = _select(txs, txid, st)
         if tx is None:
-            return TxResult(None, False, [], None, None, TxOutcome.NOTHING, ["no committed transaction to roll back"])
+            return TxResult(None, False, (), None, None, TxOutcome.NOTHING, ["no committed transaction to roll back"])
         jpath = st.mp(tx.path)
         if tx.state is TxState.ROLLED_BACK:
             when = (tx.rolled_back or {}).get("time", "")
-            return TxResult(tx.txid, False, [], jpath, tx.tree, TxOutcome.ROLLED_BACK,
+            return TxResult(tx.txid, False, (), jpath, tx.tree, TxOutcome.ROLLED_BACK,
                             [f"transaction {tx.txid} was already rolled back {when}".rstrip()])
         later = {}
         for t in txs:
@@ -348,7 +347,7 @@ def _rollback_run(root, undo: Undo, dry_run: bool) -> TxResult:
         undo.survey()
     if dry_run:
         acts = undo.actions()
-        return TxResult(tx.txid, any(a["op"] != Op.KEEP for a in acts), acts, jpath, tx.tree, TxOutcome.DRY_RUN)
+        return TxResult(tx.txid, any(a.op != Op.KEEP for a in acts), acts, jpath, tx.tree, TxOutcome.DRY_RUN)
     undo.journal = Journal.reopen(tx.path)
     try:
         acts = undo.run()
@@ -360,7 +359,7 @@ def _rollback_run(root, undo: Undo, dry_run: bool) -> TxResult:
                                       "`rocmrevive recover` to finish it") from exc
     finally:
         undo.journal.close()
-    return TxResult(tx.txid, any(a["op"] != Op.KEEP for a in acts), acts, jpath, tx.tree, TxOutcome.ROLLED_BACK,
+    return TxResult(tx.txid, any(a.op != Op.KEEP for a in acts), acts, jpath, tx.tree, TxOutcome.ROLLED_BACK,
                         undo.warnings)
 
 
@@ -404,7 +403,8 @@ def _recover_with(undo: Undo, dry_run: bool) -> TxResult:
                                           f"would make a later rollback undo only part of it; check the files by "
                                           f"hand, then move the journal out of {st.mp(st.tx_dir)}",
                            details={"journal": jpath, "unrecorded": lost})
-        acts = [{"path": f["path"], "op": f["op"], "before": None, "after": f.get("sha256")} for f in tx.planned]
+        acts = tuple(Action(f["path"], f["op"], None, f.get("sha256"), f.get("size"), f.get("source"))
+                     for f in tx.planned)
         if dry_run:
             return TxResult(tx.txid, False, acts, jpath, tx.tree, TxOutcome.DRY_RUN)
         with Journal.reopen(tx.path) as j:
@@ -421,11 +421,11 @@ def _recover_with(undo: Undo, dry_run: bool) -> TxResult:
     undo.survey()
     if dry_run:
         acts = undo.actions()
-        return TxResult(tx.txid, any(a["op"] != Op.KEEP for a in acts), acts, jpath, tx.tree, TxOutcome.DRY_RUN)
+        return TxResult(tx.txid, any(a.op != Op.KEEP for a in acts), acts, jpath, tx.tree, TxOutcome.DRY_RUN)
     with Journal.reopen(tx.path) as j:
         undo.journal = j
         acts = undo.run()
-    return TxResult(tx.txid, any(a["op"] != Op.KEEP for a in acts), acts, jpath, tx.tree, TxOutcome.ROLLED_BACK,
+    return TxResult(tx.txid, any(a.op != Op.KEEP for a in acts), acts, jpath, tx.tree, TxOutcome.ROLLED_BACK,
                     undo.warnings)
 
 

@@ -18,8 +18,9 @@ from typing import Callable
 
 from rocmrevive.errors import RevError
 from rocmrevive.fs import copy_fd
-from rocmrevive.sources.unpack.limits import ArchiveError, human
+from rocmrevive.sources.unpack.limits import ArchiveError
 from rocmrevive.sources.unpack.staging import StagingWriter, check_printable
+from rocmrevive.units import size_text
 
 
 def stage_folder(base: Path, prefix: str, select: Callable[[str], bool], writer: StagingWriter) -> None:
@@ -62,7 +63,7 @@ def _stage_file(dfd: int, fname: str, rel: str, writer: StagingWriter) -> None:
             try:
                 return copy_fd(inp, fd, max_size=cap, what=rel)
             except RevError:
-                raise ArchiveError(f"selected {rel!r} grew past the {human(st.st_size)} it had when opened "
+                raise ArchiveError(f"selected {rel!r} grew past the {size_text(st.st_size)} it had when opened "
                                    f"(changed while it was read?)") from None
         writer.stage(rel, st.st_size, st.st_mode, fill)
     finally:

@@ -23,12 +23,3 @@ class Limits:
 
 class ArchiveError(Exception):
     """What is wrong with an archive, in a few words; becomes a RevError naming the archive."""
-
-
-def human(n: float) -> str:
-    """A byte count for an error line: ``human(3 << 30)`` is "3.0 GiB"."""
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if n < 1024 or unit == "PiB":
-            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)  # pragma: no cover

@@ -21,7 +21,8 @@ from typing import Callable
 
 from rocmrevive.errors import RevError
 from rocmrevive.fs import printable_name
-from rocmrevive.sources.unpack.limits import ArchiveError, Limits, human
+from rocmrevive.sources.unpack.limits import ArchiveError, Limits
+from rocmrevive.units import size_text
 
 
 @dataclass(frozen=True)
@@ -146,11 +147,11 @@ class StagingWriter:
 
     def _account(self, rel: str, size: int) -> None:
         if size > self.limits.max_member_bytes:
-            raise ArchiveError(f"member {rel!r} declares {human(size)}, more than the "
-                               f"{human(self.limits.max_member_bytes)} allowed for one file (archive bomb?)")
+            raise ArchiveError(f"member {rel!r} declares {size_text(size)}, more than the "
+                               f"{size_text(self.limits.max_member_bytes)} allowed for one file (archive bomb?)")
         self.selected_bytes += size
         if self.selected_bytes > self.limits.max_selected_bytes:
-            raise ArchiveError(f"selected members add up to more than {human(self.limits.max_selected_bytes)} "
+            raise ArchiveError(f"selected members add up to more than {size_text(self.limits.max_selected_bytes)} "
                                f"(at {rel!r}; archive bomb?)")
 
     def _close_fds(self) -> None:

@@ -23,8 +23,9 @@ from typing import Iterator
 
 from rocmrevive.fs import copy_fd
 from rocmrevive.hashing import CHUNK
-from rocmrevive.sources.unpack.limits import ArchiveError, Limits, human
+from rocmrevive.sources.unpack.limits import ArchiveError, Limits
 from rocmrevive.sources.unpack.stream import Stream
+from rocmrevive.units import size_text
 
 BLOCK = 512
 _ZERO = bytes(BLOCK)
@@ -139,7 +140,7 @@ class TarReader:
     def _read_meta(self, typ: bytes, size: int, at: int, pending: _Pending) -> None:
         if size > self.limits.max_meta_bytes:
             raise ArchiveError(f"a {'long name' if typ in b'LK' else 'pax'} record at byte {at} declares "
-                               f"{human(size)} (archive bomb?)")
+                               f"{size_text(size)} (archive bomb?)")
         data = self._read_exact(size)
         self._skip(_pad(size))
         if typ == b"L":
@@ -170,7 +171,7 @@ class TarReader:
             left -= k
         self.pos += n
         if self.pos > self.limits.max_stream_bytes:
-            raise ArchiveError(f"{self.label} expands beyond {human(self.limits.max_stream_bytes)} (archive bomb?)")
+            raise ArchiveError(f"{self.label} expands beyond {size_text(self.limits.max_stream_bytes)} (archive bomb?)")
 
 
 def _member(block: bytes, typ: bytes, size: int, at: int, pending: _Pending) -> TarMember:
