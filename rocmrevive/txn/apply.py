@@ -72,7 +72,7 @@ def apply_plan(root, plan: Plan, *, state_dir: str = DEFAULT_STATE_DIR, dry_run:
         if dry_run:
             st.probe_lock()
         check_package_managers(root)
-        refuse_pending(st)
+        refuse_pending(st, remember=not dry_run)
         prep = prepare(root, plan)
         todo = prep.todo
         actions = [s.action() for s in prep.steps]
