@@ -59,11 +59,28 @@ def test_final_journals_are_read_once_then_only_looked_at(m, reads):
     assert find_pending(m.root) == []
     refuse_pending(st, remember=True)
     assert reads == [], f"final journals were read again: {reads}"
-    # one more cycle: only the new journal is read, by each look, until a locked pass lists it
-    _cycles(m, 1)
+    # more cycles: the apply and the rollback list the journal they finished, from the records
+    # they wrote, so the next look reads nothing (a rollback itself still reads every journal)
+    _cycles(m, 2)
+    assert sorted(_index(m)) == [j.name for j in m.journals()]
     reads.clear()
     assert find_pending(m.root) == []
-    assert len(reads) == 1 and reads[0] == m.journals()[-1].name
+    assert reads == [], reads
+
+
+def test_a_journal_left_interrupted_is_not_listed(m):
+    """An apply killed after its intents: its journal is read by every look and refuses."""
+    from test_txn_support import run_child
+    _cycles(m, 2)
+    plan = m.plan(replace=False, delete=False, subdir=False, n_create=3)
+    r = run_child(m, "apply", plan, kill_at="rename:1")
+    assert r.returncode != 0
+    killed = m.journals()[-1]
+    assert killed.name not in _index(m)
+    with pytest.raises(RevError) as ei:
+        apply_plan(m.root, plan)
+    assert ei.value.code == "INTERRUPTED" and killed.stem in ei.value.message
+    assert killed.name not in _index(m), "a pending journal was listed as final"
 
 
 def test_the_list_is_written_only_by_a_caller_holding_the_lock(m):

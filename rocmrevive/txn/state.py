@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Literal, overload
 
 from rocmrevive.errors import RevError
-from rocmrevive.fs import Dir
+from rocmrevive.fs import Dir, write_all
 from rocmrevive.hashing import hash_fd
 from rocmrevive.txn import testseam
 from rocmrevive.txn.journal import TxRecord, TxState
@@ -150,6 +150,24 @@ class StateDir:
             self._write_index(final)
         return pending
 
+    def remember_final(self, tx: TxRecord) -> None:
+        """Add the journal this process has just written to its end under the lock (an apply's
+        commit, a rollback's rolled_back) to ``final-journals``, judged from the records it wrote
+        (``tx``: ``TxRecord.from_records`` of them, strictest reading) without reading it back.
+        Nothing is added unless they make a final, undamaged journal; a cache: errors are ignored."""
+        if tx.pending or tx.damaged or tx.state not in (TxState.COMMITTED, TxState.ROLLED_BACK):
+            return
+        with contextlib.suppress(RevError, OSError):
+            d = self.open("tx")
+            if d is None:
+                return
+            with d:
+                ident = _identity(d.lstat(tx.path.name))
+            if ident is not None:
+                known = self._read_index()
+                if known.get(tx.path.name) != ident:
+                    self._write_index({**known, tx.path.name: ident})
+
     def _read_index(self) -> dict[str, list[int]]:
         """``final-journals``: name -> identity; {} when absent, unreadable or malformed."""
         try:
@@ -172,7 +190,17 @@ class StateDir:
         data = json.dumps({"v": _INDEX_VERSION, "final": final}, sort_keys=True, separators=(",", ":")).encode()
         with contextlib.suppress(RevError, OSError):  # a cache: the next one reads the journals again
             with self.open(create=True) as d:
-                d.write_atomic(FINAL_INDEX, data + b"\n", mode=0o600)
+                # replaced atomically, not fsynced: after a crash it may be empty or old, and
+                # then every journal it does not match is read again
+                fd, tmp = d.create_temp(FINAL_INDEX)
+                try:
+                    try:
+                        write_all(fd, data + b"\n")
+                    finally:
+                        os.close(fd)
+                    d.replace(tmp, FINAL_INDEX)
+                finally:
+                    d.unlink(tmp, missing_ok=True)
 
     def refuse_unreadable(self, journal: Path) -> None:
         """RevError("PERMISSION") when this user may not read ``journal``: root's journals are 0600,

@@ -360,6 +360,8 @@ def _rollback_run(root, undo: Undo, dry_run: bool) -> TxResult:
                                       "`rocmrevive recover` to finish it") from exc
     finally:
         undo.journal.close()
+    if not tx.damaged:  # as read under the lock; the records now end with the rolled_back written here
+        undo.st.remember_final(TxRecord.from_records(tx.txid, tx.path, undo.journal.records, torn=False))
     return TxResult(tx.txid, any(a["op"] != Op.KEEP for a in acts), acts, jpath, tx.tree, TxOutcome.ROLLED_BACK,
                         undo.warnings)
 
