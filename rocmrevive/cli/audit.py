@@ -161,7 +161,6 @@ def graft_remedies(root, manifests, cache=None):
     from pathlib import Path
 
     from rocmrevive.diagnose.audit import GraftAbi
-    from rocmrevive.install.graft import graft_remedy
     from rocmrevive.sources.cache import default_cache_dir
 
     if not any(m.components_of("library") for m in manifests):
@@ -169,6 +168,10 @@ def graft_remedies(root, manifests, cache=None):
     cache_dir = Path(cache) if cache else default_cache_dir(root)
 
     def graft_for(path, target):
+        # the install machinery (extraction, transactions, downloads: a third of audit's
+        # start-up) is imported only when a host library lacks a target a manifest grafts
+        from rocmrevive.install.graft import graft_remedy
+
         try:
             return graft_remedy(root, root.machine_path(path), target, manifests, cache_dir)
         except RevError as exc:  # a damaged cache or an odd tree: say so in the cell

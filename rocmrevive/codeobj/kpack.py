@@ -25,9 +25,13 @@ the zstd blob is not read).
 """
 from __future__ import annotations
 
+import copy
 import os
+import stat
 import struct
-from dataclasses import dataclass, field
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
 
 from rocmrevive.codeobj.elf import parse_header
 from rocmrevive.codeobj.inspect import CodeObject, FileReport
@@ -90,17 +94,74 @@ def read_kpack(path: str | os.PathLike) -> KpackReport:
     """The archive's header and TOC; never raises for bad content (``problems`` says what is
     wrong). The archive may be a user's (a venv's ``torch/.kpack``): it is opened without
     following a link at its name, a FIFO or device is refused, and the TOC is walked, not
-    decoded whole, so neither its size nor its shape can exhaust memory."""
+    decoded whole, so neither its size nor its shape can exhaust memory.
+
+    One command asks for the same archive several times (a verify: the copy's survey, its host
+    libraries' markers, the kpack checks): an archive is read once per process and its report
+    kept by the file's identity (device, inode, size, mtime, ctime); a later call whose ``lstat``
+    shows that same regular file gets a copy of it without opening the file again. Any change
+    to the file, or another file at the name, changes the identity: it is read anew."""
     p = str(path)
+    key = _identity(p)
+    if key is not None:
+        with _MEMO_LOCK:
+            hit = _MEMO.get(key)
+            if hit is not None:
+                _MEMO.move_to_end(key)
+        if hit is not None:
+            return _copy(hit, p)
+    rep, read_ident = _read_kpack(p)
+    if key is not None and read_ident == key:  # the file read is the one looked at
+        with _MEMO_LOCK:
+            _MEMO[key] = _copy(rep, p)
+            while len(_MEMO) > _MEMO_MAX:
+                _MEMO.popitem(last=False)
+    return rep
+
+
+def clear_memo() -> None:
+    """Forget every archive read (``read_kpack``'s per-process memo)."""
+    with _MEMO_LOCK:
+        _MEMO.clear()
+
+
+_MEMO: OrderedDict[tuple[int, ...], KpackReport] = OrderedDict()
+_MEMO_LOCK = threading.Lock()
+_MEMO_MAX = 64  # archives kept (a TheRock tree has one per component and family: a few dozen)
+
+
+def _identity(p: str) -> tuple[int, ...] | None:
+    try:
+        st = os.lstat(p)
+    except OSError:
+        return None
+    return _ident(st) if stat.S_ISREG(st.st_mode) else None
+
+
+def _ident(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _copy(rep: KpackReport, p: str) -> KpackReport:
+    """A copy of a report a caller may change without changing the memo's."""
+    return replace(rep, path=p, arches=list(rep.arches), binaries={k: list(v) for k, v in rep.binaries.items()},
+                   entries=[copy.copy(e) for e in rep.entries], problems=list(rep.problems))
+
+
+def _read_kpack(p: str) -> tuple[KpackReport, tuple[int, ...] | None]:
+    """(the report, the identity of the file read, None when none was opened)."""
     rep = KpackReport(p)
     try:
         fd = open_regular(p)
     except (RevError, OSError) as exc:
         rep.problems.append(exc.message if isinstance(exc, RevError) else read_error(p, exc).message)
-        return rep
+        return rep, None
+    ident = None
     try:
         with os.fdopen(fd, "rb") as f:
-            rep.size = os.fstat(f.fileno()).st_size
+            st = os.fstat(f.fileno())
+            ident = _ident(st)
+            rep.size = st.st_size
             toc = _read_header_and_toc(rep, f)
             if toc is not None:
                 _fill(rep, toc)
@@ -108,7 +169,8 @@ def read_kpack(path: str | os.PathLike) -> KpackReport:
                     _read_blobs(rep, f, toc)
     except OSError as exc:
         rep.problems.append(f"cannot read: {exc.strerror or exc}")
-    return rep
+        ident = None  # a read error is not kept: the next call tries again
+    return rep, ident
 
 
 def _read_header_and_toc(rep: KpackReport, f) -> "_Toc | None":

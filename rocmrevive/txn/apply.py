@@ -81,13 +81,13 @@ def apply_plan(root, plan: Plan, *, state_dir: str = DEFAULT_STATE_DIR, dry_run:
         if dry_run:
             st.probe_lock()
         check_package_managers(root)
-        refuse_pending(st)
+        refuse_pending(st, remember=not dry_run)
         prep = prepare(root, plan)
         todo = prep.todo
         actions = tuple(s.action() for s in prep.steps)
         if not todo:
             return TxResult(None, False, actions, None, prep.tree, TxOutcome.UNCHANGED)
-        dirs = {s.real.parent for s in todo if s.real.parent.exists()}
+        dirs = {d for d in {s.real.parent for s in todo} if d.exists()}
         dirs |= {nearest_existing(d) for d, *_ in prep.mkdirs}
         dirs.add(nearest_existing(st.real))
         check_writable(root, dirs, {(s.after["uid"], s.after["gid"]) for s in todo if s.op != Op.DELETE}
@@ -139,6 +139,7 @@ class _Apply:
             raise err from exc
         finally:
             journal.close()
+        st.remember_final(TxRecord.from_records(txid, jpath, journal.records, torn=False))
         return TxResult(txid, True, actions, self.mp(jpath), prep.tree, TxOutcome.COMMITTED, self.warnings,
                         self._written())
 

@@ -112,7 +112,8 @@ def prepare(root, plan: Plan) -> Prepared:
     tree = root.machine_path(tree_real)
     given = posixpath.normpath(plan.tree)
     mkdirs: dict[Path, tuple[int, int, int]] = {}
-    located = [(ch, *_locate(root, plan, ch, tree, tree_real, mkdirs)) for ch in plan.changes]
+    folders: dict[str, Path] = {}  # each folder of the plan resolved and checked once
+    located = [(ch, *_locate(root, plan, ch, tree, tree_real, mkdirs, folders)) for ch in plan.changes]
     steps: list[Step] = []
     templates: dict = {}
     drift: list[str] = []
@@ -130,13 +131,16 @@ def prepare(root, plan: Plan) -> Prepared:
 
 
 def _locate(root, plan: Plan, ch: FileChange, tree: str, tree_real: Path,
-            mkdirs: dict[Path, tuple[int, int, int]]) -> tuple[Path, Path]:
+            mkdirs: dict[Path, tuple[int, int, int]], folders: dict[str, Path]) -> tuple[Path, Path]:
     """(real folder, real path) of one change inside the tree; adds the folders it needs to
-    ``mkdirs`` (real → mode, uid, gid of its parent), parents first."""
+    ``mkdirs`` (real → mode, uid, gid of its parent), parents first. ``folders``: the folders
+    already resolved and checked by this preflight (parent_rel → real folder)."""
     rel = posixpath.relpath(posixpath.normpath(ch.dest), posixpath.normpath(plan.tree))
     parent_rel, name = posixpath.split(rel)
     if name in ("", ".", "..") or rel.startswith(".."):
         raise RevError("VERIFY_FAILED", f"{ch.dest} is not a file inside the tree {plan.tree}")
+    if parent_rel in folders:
+        return folders[parent_rel], folders[parent_rel] / name
     parent = resolve_inside(root, posixpath.join(tree, parent_rel), what="path") if parent_rel else tree_real
     if not _under(parent, tree_real):
         raise RevError("VERIFY_FAILED", f"the folder of {ch.dest} leads outside the tree {plan.tree} "
@@ -153,6 +157,7 @@ def _locate(root, plan: Plan, ch: FileChange, tree: str, tree_real: Path,
         if d not in mkdirs:
             st = os.stat(d.parent) if d.parent.exists() else None
             mkdirs[d] = (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid) if st else mkdirs[d.parent]
+    folders[parent_rel] = parent
     return parent, parent / name
 
 

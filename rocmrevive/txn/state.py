@@ -4,10 +4,17 @@ transactions are open, and their ids.
     st = StateDir(root, "/var/lib/rocmrevive")   # <state>/lock, <state>/tx/<txid>.jsonl, <state>/backups/<sha256>
     with st.lock(): ...                          # one writer at a time
     find_pending(root)                           # ["0003-20250102T101112Z-9c1e04a7"] after a kill
+
+Looking for pending transactions costs the same on a machine with a long history: a journal read
+whole and found final (committed or rolled back, undamaged) is written down in
+``<state>/final-journals`` with its identity, and is not read again while its identity holds
+(``StateDir.load_pending``).
 """
 from __future__ import annotations
 
+import contextlib
 import errno
+import json
 import os
 import pwd
 import re
@@ -18,13 +25,16 @@ from pathlib import Path
 from typing import Literal, overload
 
 from rocmrevive.errors import RevError
-from rocmrevive.fs import Dir
+from rocmrevive.fs import Dir, write_all
 from rocmrevive.hashing import hash_fd
 from rocmrevive.txn import testseam
-from rocmrevive.txn.journal import TxRecord
+from rocmrevive.txn.journal import TxRecord, TxState
 from rocmrevive.txn.lock import TxLock, is_held
 
 DEFAULT_STATE_DIR = "/var/lib/rocmrevive"
+FINAL_INDEX = "final-journals"  # <state>/final-journals: journals read whole and found final (load_pending)
+_INDEX_VERSION = 1
+_MAX_INDEX = 16 << 20  # ~100 bytes a journal
 
 
 def resolve_inside(root, machine_path: str, *, what: str = "path") -> Path:
@@ -96,11 +106,101 @@ class StateDir:
         if d is None:
             return []
         with d:
-            names = [n for n in d.listdir() if n.endswith(".jsonl") and not n.startswith(".")]
+            names = _journal_names(d)
         paths = [self.tx_dir / n for n in names]
         for p in paths:
             self.refuse_unreadable(p)
-        return [TxRecord.load(p) for p in sorted(paths, key=lambda p: (txid_seq(p.stem), p.name))]
+        return [TxRecord.load(p) for p in paths]
+
+    def load_pending(self, *, remember: bool = False) -> list[TxRecord]:
+        """The pending transactions (interrupted or damaged), oldest first, as ``load_all`` finds
+        them, at a cost that does not grow with the history: a journal listed in
+        ``<state>/final-journals`` with the identity it has now (device, inode, size, mtime and
+        ctime, from an ``lstat`` through the folder's descriptor) was read whole before and found
+        final, committed or rolled back, undamaged, and is not read again. Any write to it, a
+        rename, a copy in its place changes that identity (ctime cannot be set back), so it is
+        read again; a damaged or interrupted journal is never listed, so it still refuses.
+
+        ``remember`` (a caller holding the lock, the only writer of journals): write the list anew
+        when it changed, through the state folder's descriptor (an atomic replace, mode 0600 like
+        the journals). The list is a cache: unreadable, malformed or unwritable, every journal is
+        read as before; forging it needs the state folder, which can hold any journal anyway."""
+        d = self.open("tx")
+        if d is None:
+            return []
+        with d:
+            names = _journal_names(d)
+            known = self._read_index()
+            final: dict[str, list[int]] = {}
+            pending: list[TxRecord] = []
+            for name in names:
+                ident = _identity(d.lstat(name))
+                if ident is not None and known.get(name) == ident:
+                    final[name] = ident
+                    continue
+                path = self.tx_dir / name
+                self.refuse_unreadable(path)
+                tx = TxRecord.load(path)
+                if tx.pending:
+                    pending.append(tx)
+                elif (ident is not None and not tx.damaged and tx.state in (TxState.COMMITTED, TxState.ROLLED_BACK)
+                      and _identity(d.lstat(name)) == ident):  # unchanged while it was read
+                    final[name] = ident
+        if remember and final != known:
+            self._write_index(final)
+        return pending
+
+    def remember_final(self, tx: TxRecord) -> None:
+        """Add the journal this process has just written to its end under the lock (an apply's
+        commit, a rollback's rolled_back) to ``final-journals``, judged from the records it wrote
+        (``tx``: ``TxRecord.from_records`` of them, strictest reading) without reading it back.
+        Nothing is added unless they make a final, undamaged journal; a cache: errors are ignored."""
+        if tx.pending or tx.damaged or tx.state not in (TxState.COMMITTED, TxState.ROLLED_BACK):
+            return
+        with contextlib.suppress(RevError, OSError):
+            d = self.open("tx")
+            if d is None:
+                return
+            with d:
+                ident = _identity(d.lstat(tx.path.name))
+            if ident is not None:
+                known = self._read_index()
+                if known.get(tx.path.name) != ident:
+                    self._write_index({**known, tx.path.name: ident})
+
+    def _read_index(self) -> dict[str, list[int]]:
+        """``final-journals``: name -> identity; {} when absent, unreadable or malformed."""
+        try:
+            d = self.open()
+            if d is None:
+                return {}
+            with d:
+                if d.lstat(FINAL_INDEX) is None:
+                    return {}
+                doc = json.loads(d.read_bytes(FINAL_INDEX, max_size=_MAX_INDEX))
+        except (RevError, OSError, ValueError):
+            return {}
+        final = doc.get("final") if isinstance(doc, dict) and doc.get("v") == _INDEX_VERSION else None
+        if not isinstance(final, dict):
+            return {}
+        return {k: v for k, v in final.items() if isinstance(k, str) and isinstance(v, list) and len(v) == 5
+                and all(type(x) is int for x in v)}
+
+    def _write_index(self, final: dict[str, list[int]]) -> None:
+        data = json.dumps({"v": _INDEX_VERSION, "final": final}, sort_keys=True, separators=(",", ":")).encode()
+        with contextlib.suppress(RevError, OSError):  # a cache: the next one reads the journals again
+            with self.open(create=True) as d:
+                # replaced atomically, not fsynced: after a crash it may be empty or old, and
+                # then every journal it does not match is read again
+                fd, tmp = d.create_temp(FINAL_INDEX)
+                try:
+                    try:
+                        write_all(fd, data + b"\n")
+                    finally:
+                        os.close(fd)
+                    d.replace(tmp, FINAL_INDEX)
+                finally:
+                    d.unlink(tmp, missing_ok=True)
 
     def refuse_unreadable(self, journal: Path) -> None:
         """RevError("PERMISSION") when this user may not read ``journal``: root's journals are 0600,
@@ -168,6 +268,19 @@ class StateDir:
             os.close(fd)
 
 
+def _journal_names(d: Dir) -> list[str]:
+    """The journals in the open ``tx`` folder, oldest first."""
+    names = [n for n in d.listdir() if n.endswith(".jsonl") and not n.startswith(".")]
+    return sorted(names, key=lambda n: (txid_seq(n[:-len(".jsonl")]), n))
+
+
+def _identity(st: os.stat_result | None) -> list[int] | None:
+    """(device, inode, size, mtime, ctime) of a regular file; None for anything else."""
+    if st is None or not stat.S_ISREG(st.st_mode):
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
 def txid_seq(txid: str) -> int:
     """The sequence number a txid starts with (``0003-2025...`` → 3; 0 when none)."""
     m = re.match(r"(\d+)", txid)
@@ -179,9 +292,10 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def refuse_pending(st: StateDir) -> None:
-    """RevError("INTERRUPTED") naming the newest interrupted transaction, when there is one."""
-    pending = [tx for tx in st.load_all() if tx.pending]
+def refuse_pending(st: StateDir, *, remember: bool = False) -> None:
+    """RevError("INTERRUPTED") naming the newest interrupted transaction, when there is one.
+    ``remember``: the caller holds the lock (``StateDir.load_pending``)."""
+    pending = st.load_pending(remember=remember)
     if pending:
         tx = pending[-1]
         refuse_damaged(st, tx)
@@ -206,7 +320,7 @@ def find_pending(root, *, state_dir: str = DEFAULT_STATE_DIR) -> list[str]:
     """Interrupted transactions (oldest first) that ``recover`` must finish or undo. Journals a
     live rocmrevive is writing right now (it holds the lock) are not interrupted: []."""
     st = StateDir(root, state_dir)
-    pending = [tx.txid for tx in st.load_all() if tx.pending]
+    pending = [tx.txid for tx in st.load_pending()]
     if pending and is_held(st.lock_path) is not None:
         return []
     return pending

@@ -315,7 +315,7 @@ def rollback(root, txid: str | None = None, *, force: bool = False, state_dir: s
         if dry_run:
             st.probe_lock()
         check_package_managers(root)
-        refuse_pending(st)
+        refuse_pending(st, remember=not dry_run)
         txs = st.load_all()
         damaged = [t for t in txs if t.damaged]
         if damaged:
@@ -359,6 +359,8 @@ def _rollback_run(root, undo: Undo, dry_run: bool) -> TxResult:
                                       "`rocmrevive recover` to finish it") from exc
     finally:
         undo.journal.close()
+    if not tx.damaged:  # as read under the lock; the records now end with the rolled_back written here
+        undo.st.remember_final(TxRecord.from_records(tx.txid, tx.path, undo.journal.records, torn=False))
     return TxResult(tx.txid, any(a.op != Op.KEEP for a in acts), acts, jpath, tx.tree, TxOutcome.ROLLED_BACK,
                         undo.warnings)
 
@@ -370,13 +372,13 @@ def recover_pending(root, *, state_dir: str = DEFAULT_STATE_DIR, force: bool = F
     already in its new state, else undo it (a rollback that was cut short is completed)."""
     st = StateDir(root, state_dir)
     results = []
-    if not dry_run and not any(t.pending for t in st.load_all()):
+    if not dry_run and not st.load_pending():
         dry_run = True  # nothing to recover: check the locks without taking (or creating) ours
     with (contextlib.nullcontext() if dry_run else st.lock()), expected_errors(root):
         if dry_run:
             st.probe_lock()
         check_package_managers(root)
-        for tx in reversed([t for t in st.load_all() if t.pending]):
+        for tx in reversed(st.load_pending(remember=not dry_run)):
             results.append(_recover_one(root, st, tx, force=force, dry_run=dry_run))
     return results
 
