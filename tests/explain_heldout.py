@@ -230,3 +230,15 @@ HELDOUT_E = [
     ("ggml-org/llama.cpp#5712 (Radeon VII, Windows HIP SDK 5.7)",
      'ggml_backend_sched: failed to allocate graph, reserving', set()),
 ]
+
+# texts whose gaps the third pass filled from the sources (clang/LLVM's build errors, ROCm's clinfo, the old
+# ROC-smi, rocm-smi's memory vendor, ggml's scheduler; commit after 1d87dcf): they leave the count as the
+# earlier ones did. Their `want` above stays as it was written (empty: no right answer then), and what each
+# is answered with now is asserted in tests/test_explain_heldout.py.
+MOVED_OUT_3 = {
+    "vllm-project/vllm#6565 (MI50)": "llvm-amdgpu-instruction-unsupported from AMDGPUAsmParser.cpp",
+    "ROCm/ROC-smi#55 (Radeon VII)": "rocsmi-old-no-clocks and rocsmi-old-empty-sysfs from ROC-smi's rocm_smi.py",
+    "ROCm/legacy-rocm-build#1434 (Radeon VII, rocm-smi --showmemvendor)": "rsmi-memory-vendor from rocm_smi.py",
+    "ROCm/legacy-rocm-build#843 (Radeon VII, ROCm 2.6, clinfo)": "opencl-device-not-found from clr's clinfo.cpp",
+    "ggml-org/llama.cpp#5712 (Radeon VII, Windows HIP SDK 5.7)": "ggml-sched-reserving from ggml-backend.cpp",
+}
