@@ -323,7 +323,8 @@ class UI:
         what = (f"transaction {undone} was undone, the tree is unchanged" if undone else
                 "no transaction was open; nothing is left to recover")
         # a Ctrl-C at a prompt leaves the cursor on the prompt's line: the message starts a new one
-        self._emit_error(command, "CANCELLED", f"interrupted by the user; {what}", label=None,
+        who = "stopped by SIGTERM" if type(exc).__name__ == "Terminated" else "interrupted by the user"
+        self._emit_error(command, "CANCELLED", f"{who}; {what}", label=None,
                          newline=self.err.is_terminal)
 
     def document(self, command: str, out: Outcome) -> dict:
