@@ -3,10 +3,10 @@ download tests and bench/bench_deadmirror.py:
 
     with dropping_port() as port: ...   # connection attempts are dropped (a full accept queue)
     with silent_port() as (port, n): ...    # accepts every connection, never answers; n() counts them
-    with ranged_mirror(data, name, hang_after=N) as (url, gets): ...
+    with ranged_mirror(data, name, hang_after=N) as (url, gets, sent): ...
         # a Debian-style mirror serving ``data`` at .../pool/main/r/rocblas/NAME with Range; with
         # ``hang_after`` the first answer stops after N bytes and stays open, silent; ``gets``:
-        # the Range header of each GET (None without)
+        # the Range header of each GET (None without); ``sent``: an Event set once the N bytes went out
 """
 from __future__ import annotations
 
@@ -85,6 +85,7 @@ def silent_port():
 def ranged_mirror(data: bytes, name: str, *, hang_after: int | None = None):
     gets: list[str | None] = []
     release = threading.Event()
+    sent = threading.Event()
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -105,6 +106,7 @@ def ranged_mirror(data: bytes, name: str, *, hang_after: int | None = None):
             if hang_after is not None and len(gets) == 1:
                 self.wfile.write(body[:hang_after])
                 self.wfile.flush()
+                sent.set()
                 release.wait(60)   # silent, connection open, until the test ends
                 return
             self.wfile.write(body)
@@ -116,7 +118,7 @@ def ranged_mirror(data: bytes, name: str, *, hang_after: int | None = None):
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/debian", gets
+        yield f"http://127.0.0.1:{server.server_address[1]}/debian", gets, sent
     finally:
         release.set()
         server.shutdown()

@@ -465,6 +465,10 @@ def _receive(r, sink: "_Sink", have: int, size: int, progress, deadline) -> int:
             except TimeoutError:  # no byte for the stall timeout: keep what came, then retry
                 stalled = True
                 break
+            except Terminated:  # SIGTERM: what arrived is kept for the next run to resume from
+                if n and have + n <= size:
+                    sink.write(buf, n)
+                raise
             if not k:
                 eof = True
                 break

@@ -1,0 +1,118 @@
+"""A new user's day, third pass (issue 39), driven from the outside: dead mirrors, a script's
+install on a box already fine, a user's dry runs, the cache, and the output items.
+
+The machine is the demo's (demo/machines/dual-mi50, copied) with demo/minirocblas.py's real
+rocBLAS 4.4 tree lacking gfx906 and a real .deb carrying it; mirrors are real servers on
+127.0.0.1 (tests/mirrors_support.py)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rocmrevive.sources.http import BUFFER
+from tests.mirrors_support import dropping_port, ranged_mirror, silent_port
+from tests.test_cli_newuser import leftovers
+from tests.test_contract_readonly import (
+    demo_machine,
+    doc_of,
+    env,
+    rr,
+    source,  # noqa: F401  (the module fixture)
+)
+from tests.test_install import tree_hash, write_manifest
+
+
+def _retry_lines(stderr: str, port: int) -> list[str]:
+    return [ln for ln in stderr.splitlines() if ln.startswith(f"no answer from 127.0.0.1:{port} after 3 s")]
+
+
+# ---- 1: dead mirrors end soon, saying so as they go -----------------------------------------
+
+def _install_against(root: Path, port: int, cache: Path, *extra) -> subprocess.CompletedProcess:
+    return rr(root, "install", "--yes", "--mirror", f"http://127.0.0.1:{port}/debian", "--cache", str(cache), *extra)
+
+
+def test_install_from_a_mirror_that_drops_connections_says_so_per_attempt_and_gives_up(tmp_path):
+    root, cache = demo_machine(tmp_path / "m"), tmp_path / "cache"
+    before = tree_hash(root)
+    with dropping_port() as port:
+        p = _install_against(root, port, cache)
+    assert p.returncode == 5, (p.returncode, p.stderr[-1500:])
+    assert _retry_lines(p.stderr, port) == [
+        f"no answer from 127.0.0.1:{port} after 3 s, trying again (2/3)",
+        f"no answer from 127.0.0.1:{port} after 3 s, trying again (3/3)"], p.stderr[-1500:]
+    last = p.stderr.strip().splitlines()[-1]
+    assert f"no answer from 127.0.0.1:{port} to 3 attempts of 3 s" in last and "--mirror" in last, last
+    assert "Traceback" not in p.stderr
+    assert leftovers(cache) == [] and tree_hash(root) == before
+
+
+def test_install_from_a_mirror_that_never_answers_tries_three_times_in_all(tmp_path):
+    root, cache = demo_machine(tmp_path / "m"), tmp_path / "cache"
+    before = tree_hash(root)
+    with silent_port() as (port, connections):
+        p = _install_against(root, port, cache, "--json")
+        n = connections()
+    doc = doc_of(p)
+    assert p.returncode == 5 and doc["error"]["code"] == "NETWORK", p.stdout[-1500:]
+    assert len(_retry_lines(p.stderr, port)) == 2, p.stderr[-1500:]
+    # three attempts for the rocBLAS package; the host libraries' sources on the same host are not tried again
+    assert n == 3, f"{n} connections to the silent mirror"
+    assert f"no answer from 127.0.0.1:{port} to 3 attempts" in doc["error"]["message"]
+    assert leftovers(cache) == [] and tree_hash(root) == before
+
+
+def test_fetch_timeout_and_retries_still_apply(tmp_path):
+    with silent_port() as (port, connections):
+        p = rr(Path("/"), "--json", "fetch", "--manifest", "rocblas-4.4-gfx906", "--mirror",
+               f"http://127.0.0.1:{port}/debian", "--cache", str(tmp_path / "c"), "--timeout", "1", "--retries", "1")
+        n = connections()
+    assert p.returncode == 5, p.stderr[-800:]
+    assert [ln for ln in p.stderr.splitlines() if "trying again" in ln] == \
+        [f"no answer from 127.0.0.1:{port} after 1 s, trying again (2/2)"], p.stderr
+    assert n == 2
+
+
+def test_sigterm_mid_download_keeps_the_part_without_a_lock_and_the_next_run_resumes(tmp_path):
+    """A 10 MB artifact pinned by a manifest; the mirror sends 9 MB and falls silent; SIGTERM. The
+    part keeps every full buffer written (BUFFER bytes each), the lock is gone, the next run asks
+    for the rest with Range."""
+    art = tmp_path / "librocblas4_6.4.4-4_amd64.deb"
+    data = os.urandom(10 << 20)
+    art.write_bytes(data)
+    mf = write_manifest(tmp_path / "manifests", art)
+    cache = tmp_path / "cache"
+    sent_first = 9 << 20
+    kept = sent_first // BUFFER * BUFFER
+    args = ["--json", "fetch", "--manifests", str(mf), "--cache", str(cache), "--timeout", "30"]
+    with ranged_mirror(data, art.name, hang_after=sent_first) as (url, gets, sent):
+        p = subprocess.Popen([sys.executable, "-m", "rocmrevive.cli.main", *args, "--mirror", url],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+        assert sent.wait(60), "the mirror never sent the first part"
+        (part,) = (cache / "partial").glob("*.part")
+        for _ in range(100):   # the client has written the full buffers (and waits for more)
+            if part.stat().st_size == kept:
+                break
+            time.sleep(0.05)
+        assert leftovers(cache) == sorted(str(x.relative_to(cache)) for x in (part, part.with_suffix(".lock"))), \
+            "the download holds its lock while it runs"
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=30)
+        assert p.returncode == 130 and "Traceback" not in err, (p.returncode, err)
+        assert json.loads(out)["error"]["message"].startswith("stopped by SIGTERM"), out
+        assert leftovers(cache) == [str(part.relative_to(cache))], "a stale lock, or no partial file"
+        assert part.stat().st_size == kept > 0
+        r = rr(Path("/"), *args, "--mirror", url)
+        assert r.returncode == 0, r.stderr[-800:]
+        assert gets == [None, f"bytes={kept}-"], gets   # resumed where it was stopped
+    assert leftovers(cache) == []
+    (src,) = json.loads(r.stdout)["manifests"][0]["sources"]
+    assert src["status"] == "downloaded"
+    assert hashlib.sha256((cache / "sha256" / hashlib.sha256(data).hexdigest()).read_bytes()).digest() == \
+        hashlib.sha256(data).digest()
