@@ -19,12 +19,15 @@ from rocmrevive.sources.http import BUFFER
 from tests.mirrors_support import dropping_port, ranged_mirror, silent_port
 from tests.test_cli_newuser import leftovers
 from tests.test_contract_readonly import (
+    LOCK,
     demo_machine,
     doc_of,
     env,
     rr,
     source,  # noqa: F401  (the module fixture)
+    src_args,
 )
+from tests.test_contract_terminal import RR, Pty
 from tests.test_install import tree_hash, write_manifest
 
 
@@ -116,3 +119,26 @@ def test_sigterm_mid_download_keeps_the_part_without_a_lock_and_the_next_run_res
     assert src["status"] == "downloaded"
     assert hashlib.sha256((cache / "sha256" / hashlib.sha256(data).hexdigest()).read_bytes()).digest() == \
         hashlib.sha256(data).digest()
+
+
+# ---- 2: a script's install on a box that is already fine ------------------------------------
+
+def test_install_plans_first_and_asks_only_when_a_change_is_pending(tmp_path, source):  # noqa: F811
+    root = demo_machine(tmp_path / "m")
+    args = src_args(source, tmp_path / "cache")
+    before = tree_hash(root)
+    r = rr(root, "--json", "install", *args, stdin=subprocess.DEVNULL)   # pending, no terminal, no --yes
+    doc = doc_of(r)
+    assert r.returncode == 2 and doc["error"]["code"] == "USAGE", r.stdout[-1500:]
+    assert "a change is pending and there is no terminal to ask on" in doc["error"]["message"]
+    assert tree_hash(root) == before and not (root / LOCK).exists()
+    assert rr(root, "install", "--yes", *args).returncode == 0
+    done = tree_hash(root)
+    for extra in ((), ("--json",)):   # nothing to do: exit 0 in a script, no --yes needed
+        r = rr(root, *extra, "install", *args, stdin=subprocess.DEVNULL)
+        assert r.returncode == 0, (extra, r.stdout[-1500:], r.stderr[-1500:])
+        assert "no terminal" not in r.stdout + r.stderr
+    t = Pty(RR + ["--root", str(root), "install", *args], cols=80)   # and on a terminal: no question
+    rc, out = t.finish()
+    assert rc == 0 and "apply?" not in out, out[-2000:]
+    assert tree_hash(root) == done

@@ -50,12 +50,12 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache,
     (needed libraries, symbol versions, symbols, device code); --check shows, per library,
     graft or not and why.
     """
-    from rocmrevive.errors import RevError
     from rocmrevive.install.pipeline import install as run_install
     from rocmrevive.install.run import InstallOptions
     from rocmrevive.txn.plan import Op
 
     interactive = sys.stdin.isatty() and not (yes or check)
+    unasked: list[str] = []   # what had a change pending with no terminal to ask on (and no --yes)
     opts = InstallOptions(trees=tuple(trees), targets=tuple(targets), pythons=tuple(pythons),
                           manifests_dir=manifests_dir, cache=cache, mirror=mirror, from_path=from_path,
                           cross_version=cross_version, check=check, state_dir=state_dir, libraries=libraries,
@@ -64,6 +64,11 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache,
 
     def confirm(rec, plan) -> bool:
         s = plan.summary()
+        if not any(s.get(op, 0) for op in (Op.CREATE, Op.REPLACE, Op.DELETE)):
+            return True   # nothing would change: nothing to ask
+        if not interactive:   # like apt-get without -y and without a terminal: silence is not a yes
+            unasked.append(rec.what)
+            return False
         ui.bars.close()
         ui.err.print(f"{rec.what}: add {s.get(Op.CREATE, 0)}, replace {s.get(Op.REPLACE, 0)} "
                      f"{_plural(s.get(Op.CREATE, 0) + s.get(Op.REPLACE, 0), 'file')} "
@@ -75,15 +80,16 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache,
         ui.bars.update(stage, done, total, unit=unit)
 
     def work() -> Outcome:
-        if not (yes or check or sys.stdin.isatty()):
-            # like apt-get without -y and without a terminal: never take silence for a yes
-            raise RevError("USAGE", "install asks before changing a tree and there is no terminal to ask on; "
-                                    "pass --yes to apply (or --check to only plan); nothing was changed")
-        ui.recover_first(state_dir, dry_run=check)
+        # a transaction a killed run left open is a pending change too: without a yes, only say so
+        ui.recover_first(state_dir, dry_run=check or not (yes or sys.stdin.isatty()))
+        # the plan first; the question only where a change is pending (none: exit 0, terminal or not)
         rep = run_install(ui.root, opts, log=lambda m: ui.log(m), progress=progress,
-                          confirm=confirm if interactive else None)
+                          confirm=None if (yes or check) else confirm)
         ui.bars.close()
         code, message = _exit(rep)
+        if unasked and code in ("OK", "NOTHING_SUPPORTED"):
+            code, message = "USAGE", (f"{'; '.join(unasked)}: a change is pending and there is no terminal to ask "
+                                      f"on; pass --yes to apply it (or --check to only plan); nothing was changed")
         warnings = list(rep.warnings)
         if rep.left_without and code != "NOTHING_SUPPORTED":
             warnings.append(left_without_line(rep.left_without))   # --check with other changes: 20, and this
