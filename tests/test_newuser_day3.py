@@ -17,9 +17,11 @@ from pathlib import Path
 
 from rocmrevive.sources.http import BUFFER
 from tests.mirrors_support import dropping_port, ranged_mirror, silent_port
-from tests.test_cli_newuser import leftovers
+from tests.security_support import folder_for_nobody
+from tests.test_cli_newuser import leftovers, rr_as_nobody
 from tests.test_contract_readonly import (
     LOCK,
+    _site_for_nobody,
     demo_machine,
     doc_of,
     env,
@@ -142,3 +144,36 @@ def test_install_plans_first_and_asks_only_when_a_change_is_pending(tmp_path, so
     rc, out = t.finish()
     assert rc == 0 and "apply?" not in out, out[-2000:]
     assert tree_hash(root) == done
+
+
+# ---- 3: a user's dry runs read the machine's state folder -----------------------------------
+
+def test_a_users_rollback_and_recover_dry_runs_read_the_machines_journal_and_say_they_cannot(source):  # noqa: F811
+    with folder_for_nobody("rocmrevive-day3-") as where:
+        site = _site_for_nobody(where / "site")
+        root = demo_machine(where / "m")
+        r = rr(root, "--json", "install", "--yes", *src_args(source, where / "cache"))
+        assert r.returncode == 0, r.stdout[-800:] + r.stderr[-800:]
+        (journal,) = (root / "var/lib/rocmrevive/tx").glob("*.jsonl")
+        before = tree_hash(root)
+        for args in (("rollback", "--dry-run"), ("recover", "--dry-run")):
+            p = rr_as_nobody(root, site, "--json", *args)
+            doc = doc_of(p)
+            text = json.dumps(doc)
+            assert "nothing to roll back" not in text and doc.get("transactions", None) != [], (args, text[-1500:])
+            assert p.returncode == 4 and doc["error"]["code"] == "PERMISSION", (args, p.returncode, text[-1500:])
+            assert f"cannot read the journal /{journal.relative_to(root)}" in text and "sudo" in text, text[-1500:]
+            h = rr_as_nobody(root, site, *args)
+            assert h.returncode == 4 and "Traceback" not in h.stderr and "nothing to roll back" not in h.stdout, \
+                (args, h.stdout, h.stderr)
+        # the journal made readable (a machine that shares it): the user's dry run finds root's transaction
+        # and says what the real one needs, instead of "nothing to roll back"
+        os.chmod(journal, 0o644)
+        p = rr_as_nobody(root, site, "--json", "rollback", "--dry-run")
+        doc = doc_of(p)
+        assert p.returncode == 4 and "run as root" in doc["error"]["message"], p.stdout[-1500:]
+        assert "/opt/rocm-6.4.3/lib/rocblas/library" in doc["error"]["message"]
+        p = rr_as_nobody(root, site, "--json", "recover", "--dry-run")   # nothing is open: nothing to recover
+        assert p.returncode == 0 and doc_of(p)["changed"] is False, p.stdout[-1500:]
+        os.chmod(journal, 0o600)
+        assert tree_hash(root) == before

@@ -183,7 +183,7 @@ def _apply_config(ctx: click.Context, ui, kwargs: dict) -> None:
     if cfg.unknown and declared.writes:  # a reader goes on with a warning (UI.run adds cfg.unknown)
         ui._emit_error(path, "USAGE", f"{cfg.unknown[0]}; `{path}` changed nothing: fix the file")
     ui.config = cfg
-    if not declared.reads_machine_state:
+    if not (declared.reads_machine_state or (declared.dry_run_reads_machine_state and kwargs.get("dry_run"))):
         _user_state_dir(ctx, kwargs, cfg)
     if not cfg.options or not declared.config_options:
         return
