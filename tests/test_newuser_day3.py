@@ -177,3 +177,45 @@ def test_a_users_rollback_and_recover_dry_runs_read_the_machines_journal_and_say
         assert p.returncode == 0 and doc_of(p)["changed"] is False, p.stdout[-1500:]
         os.chmod(journal, 0o600)
         assert tree_hash(root) == before
+
+
+# ---- 4: the cache --------------------------------------------------------------------------
+
+def test_cache_clean_without_a_cache_is_nothing_to_clean(tmp_path):
+    missing = tmp_path / "no-cache-yet"
+    r = rr(Path("/"), "cache", "clean", "--cache", str(missing))
+    assert r.returncode == 0 and r.stdout.strip() == f"nothing to clean: there is no cache at {missing} yet", \
+        (r.returncode, r.stdout, r.stderr)
+    for extra in ((), ("--all",), ("--dry-run",)):
+        r = rr(Path("/"), "--json", "cache", "clean", *extra, "--cache", str(missing))
+        doc = doc_of(r)
+        assert r.returncode == 0 and doc["error"] is None and doc["exists"] is False, (extra, r.stdout)
+        assert doc["bytes_freed"] == 0 and doc["changed"] is False
+    assert not missing.exists()
+
+
+def test_cache_clean_all_frees_the_pinned_package_and_the_next_install_downloads_again(tmp_path, source):  # noqa: F811
+    deb, mf = source
+    root, cache = demo_machine(tmp_path / "m"), tmp_path / "cache"
+    with ranged_mirror(deb.read_bytes(), deb.name) as (url, gets, _sent):
+        inst = ["install", "--yes", "--manifests", str(mf), "--mirror", url, "--cache", str(cache), "--no-libraries"]
+        assert rr(root, *inst).returncode == 0
+        assert len(gets) == 1
+        plain = doc_of(rr(root, "--json", "cache", "clean", "--cache", str(cache), "--manifests", str(mf)))
+        assert plain["bytes_freed"] == sum(p.stat().st_size for p in (cache / "partial").glob("*.lock")), plain
+        held = sum(p.stat().st_size for p in (cache / "sha256").iterdir()) + \
+            sum(p.stat().st_size for p in (cache / "extracted").rglob("*") if p.is_file() or p.is_symlink())
+        assert held > deb.stat().st_size
+        r = rr(root, "cache", "clean", "--all", "--dry-run", "--cache", str(cache), "--manifests", str(mf))
+        assert r.returncode == 0 and "would free" in r.stdout and "would download its packages again" in r.stdout
+        assert list((cache / "sha256").iterdir())
+        r = rr(root, "--json", "cache", "clean", "--all", "--cache", str(cache), "--manifests", str(mf))
+        doc = doc_of(r)
+        assert r.returncode == 0 and doc["changed"] is True and doc["all"] is True, r.stdout
+        assert doc["bytes_freed"] >= held and {e["why"] for e in doc["removed"]} == {"re-fetchable"}, doc
+        assert list((cache / "sha256").iterdir()) == [] and list((cache / "extracted").iterdir()) == []
+        h = rr(root, "cache", "clean", "--all", "--cache", str(cache), "--manifests", str(mf))
+        assert h.returncode == 0 and "freed 0 B" in h.stdout and "downloads" not in h.stdout, h.stdout
+        assert rr(root, "rollback").returncode == 0   # the journal and backups were not the cache's
+        assert rr(root, *inst).returncode == 0
+        assert len(gets) == 2   # downloaded again, as it said
