@@ -219,3 +219,19 @@ def test_cache_clean_all_frees_the_pinned_package_and_the_next_install_downloads
         assert rr(root, "rollback").returncode == 0   # the journal and backups were not the cache's
         assert rr(root, *inst).returncode == 0
         assert len(gets) == 2   # downloaded again, as it said
+
+
+# ---- 7: a smoke run that ran nothing is not recorded ----------------------------------------
+
+def test_a_smoke_run_that_ran_nothing_leaves_no_record_and_status_says_nothing_of_it(tmp_path):
+    root = demo_machine(tmp_path / "m")
+    no_torch = tmp_path / "venv-without-torch/bin/python3"
+    no_torch.parent.mkdir(parents=True)
+    no_torch.symlink_to(sys.executable)
+    r = rr(root, "--json", "smoke", "--torch", "--python", str(no_torch))
+    doc = doc_of(r)
+    assert r.returncode == 3 and doc["error"]["code"] == "NOTHING_SUPPORTED", r.stdout[-1500:]
+    assert doc["record"] is None and doc["changed"] is False
+    assert not (root / "var/lib/rocmrevive/smoke/last.json").exists()
+    s = rr(root, "status")
+    assert "last smoke test" not in s.stdout and "nothing_ran" not in s.stdout, s.stdout
