@@ -93,9 +93,9 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, cache,
         warnings = list(rep.warnings)
         if rep.left_without and code != "NOTHING_SUPPORTED":
             warnings.append(left_without_line(rep.left_without))   # --check with other changes: 20, and this
-        return Outcome(data=rep.to_json(), changed=rep.changed and not check, code=code, message=message,
-                       render=lambda con: (_render(con, rep, show_diff), _closing(con, rep, ui.root)),
-                       warnings=warnings)
+        return Outcome(data=_typed_reasons(rep.to_json(), ui.as_typed), changed=rep.changed and not check, code=code,
+                       message=message, warnings=warnings,
+                       render=lambda con: (_render(con, rep, show_diff, ui.as_typed), _closing(con, rep, ui.root)))
 
     ui.run("install", work)
 
@@ -168,7 +168,17 @@ def left_without_line(left) -> str:
     return f"{copies} still without gfx906 files: " + "; ".join(f"{c.library}: {c.reason}" for c in left)
 
 
-def _render(con, rep, show_diff: bool) -> None:
+def _typed_reasons(data: dict, typed) -> dict:
+    """A copy's or library's reason with its `rocmrevive ...` commands as the user must type them
+    (``UI.as_typed``: sudo, and this run's ``--root``)."""
+    for key in ("copies", "libraries"):
+        for c in data.get(key) or ():
+            if isinstance(c, dict) and isinstance(c.get("reason"), str):
+                c["reason"] = typed(c["reason"])
+    return data
+
+
+def _render(con, rep, show_diff: bool, typed=lambda s: s) -> None:
     from rich.table import Table
 
     from rocmrevive.txn.plan import Op
@@ -182,7 +192,7 @@ def _render(con, rep, show_diff: bool) -> None:
         s = c.summary or {}
         files = f"+{s.get(Op.CREATE, 0)} ~{s.get(Op.REPLACE, 0)} ({_mb(s.get('bytes', 0))})" if s else "-"
         src = ((c.artifact or {}).get("filename") or "-").rsplit("/", 1)[-1]
-        t.add_row(c.library, c.rocblas_version or "?", c.status, files, src, c.reason)
+        t.add_row(c.library, c.rocblas_version or "?", c.status, files, src, typed(c.reason) if c.reason else c.reason)
     con.print(t)
     for c in rep.copies:
         _render_verify(con, c)
@@ -199,8 +209,9 @@ def _closing(con, rep, root) -> None:
     done = [c for c in (*rep.copies, *rep.libraries) if c.status is Status.INSTALLED]
     if rep.check or not done:
         return
+    # soft_wrap: one line the terminal folds, never a hard break inside a command to copy
     con.print(f"done: {len(done)} {_plural(len(done), 'transaction')} applied; check with "
-              + runnable("`rocmrevive verify`, undo with `rocmrevive rollback`", root), markup=False)
+              + runnable("`rocmrevive verify`, undo with `rocmrevive rollback`", root), markup=False, soft_wrap=True)
 
 
 def _render_verify(con, c) -> None:
