@@ -6,12 +6,18 @@ rocBLAS 4.4 tree lacking gfx906 and a real .deb carrying it; mirrors are real se
 127.0.0.1 (tests/mirrors_support.py)."""
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
+import pty
+import re
+import select
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from pathlib import Path
 
@@ -20,6 +26,7 @@ from tests.mirrors_support import dropping_port, ranged_mirror, silent_port
 from tests.security_support import folder_for_nobody
 from tests.test_cli_newuser import leftovers, rr_as_nobody
 from tests.test_contract_readonly import (
+    LIB,
     LOCK,
     _site_for_nobody,
     demo_machine,
@@ -235,3 +242,126 @@ def test_a_smoke_run_that_ran_nothing_leaves_no_record_and_status_says_nothing_o
     assert not (root / "var/lib/rocmrevive/smoke/last.json").exists()
     s = rr(root, "status")
     assert "last smoke test" not in s.stdout and "nothing_ran" not in s.stdout, s.stdout
+
+
+# ---- 8 and 5: what the output says, in a pipe, at 80 columns and in JSON --------------------
+
+def _pty(argv: list[str], *, cols: int = 80, no_color: bool = True) -> tuple[int, str]:
+    """Run ``argv`` with stdin, stdout and stderr on a real pseudo-terminal of ``cols`` columns;
+    (exit status, every byte it wrote, escape codes included)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, cols, 0, 0))
+    e = env(TERM="xterm", COLUMNS=str(cols))
+    e.pop("NO_COLOR", None)
+    if no_color:
+        e["NO_COLOR"] = "1"
+    p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=e, close_fds=True)
+    os.close(slave)
+    buf = b""
+    while True:
+        r, _, _ = select.select([master], [], [], 0.5)
+        if r:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                data = b""
+            if not data:
+                break
+            buf += data
+        elif p.poll() is not None:
+            break
+    os.close(master)
+    return p.wait(timeout=60), buf.decode(errors="replace")
+
+
+def _drifted(tmp_path, source) -> tuple[Path, list[str], str]:  # noqa: F811
+    root = demo_machine(tmp_path / "m")
+    args = src_args(source, tmp_path / "cache")
+    assert rr(root, "install", "--yes", *args).returncode == 0
+    (journal,) = (root / "var/lib/rocmrevive/tx").glob("*.jsonl")
+    f = sorted(p for p in (root / LIB.lstrip("/")).iterdir() if "gfx906" in p.name and p.suffix == ".co")[0]
+    f.write_bytes(f.read_bytes()[:-1] + b"X")
+    return root, args, journal.stem
+
+
+def test_drift_is_named_by_verify_and_every_pasted_command_keeps_root(tmp_path, source):  # noqa: F811
+    root, args, txid = _drifted(tmp_path, source)
+    v = rr(root, "verify")   # a pipe
+    assert v.returncode == 6, v.stdout[-2000:]
+    last = v.stdout.strip().splitlines()[-1]
+    assert last == f"verify: every GPU is served, but integrity failed in /{LIB} (1 file(s) differ from the journal)", last
+    d = doc_of(rr(root, "--json", "doctor"))
+    fixes = [f["fix"] for f in d["findings"] if "rocmrevive" in (f.get("fix") or "")]
+    assert fixes and all(f"rocmrevive --root {root} " in fx for fx in fixes), fixes
+    assert all(fx.count("rocmrevive ") == fx.count(f"rocmrevive --root {root} ") for fx in fixes), fixes
+    i = rr(root, "--json", "install", "--yes", *args)
+    doc = doc_of(i)
+    assert i.returncode == 8 and doc["error"]["code"] == "DRIFT", i.stdout[-1500:]
+    (copy,) = doc["copies"]
+    assert f"`sudo rocmrevive --root {root} rollback --force {txid}`" in copy["reason"], copy["reason"]
+    assert "rocmrevive installed" in copy["reason"]   # prose is left as it is
+    h = rr(root, "install", "--yes", *args)
+    assert f"`sudo rocmrevive --root {root} rollback --force {txid}`" in h.stdout, h.stdout
+
+
+def test_the_done_line_at_80_columns_is_one_line_the_terminal_folds(tmp_path, source):  # noqa: F811
+    root = demo_machine(tmp_path / "m")
+    rc, out = _pty(RR + ["--root", str(root), "install", "--yes", *src_args(source, tmp_path / "cache")])
+    assert rc == 0, out[-2000:]
+    (done,) = [ln for ln in out.replace("\r", "").split("\n") if ln.startswith("done: ")]
+    assert done.endswith(f"undo with `sudo rocmrevive --root {root} rollback`"), done
+    assert len(done) > 80   # longer than the terminal, and still one line: nothing breaks a command
+
+
+def test_detect_gpu_table_has_one_header_row_in_a_pipe_and_fits_80_columns(tmp_path):
+    root = demo_machine(tmp_path / "m")
+    lines = rr(root, "detect").stdout.splitlines()
+    i = lines.index("GPUs")
+    assert lines[i + 1].split() == ["GPU", "BDF", "target", "model", "VRAM"], lines[i:i + 4]
+    assert lines[i + 2].split()[:3] == ["GPU0", "0000:19:00.0", "gfx906:sramecc+:xnack-"], lines[i:i + 4]
+    assert lines[i + 3].split()[:3] == ["GPU1", "0000:67:00.0", "gfx906:sramecc+:xnack-"], lines[i:i + 4]
+    assert lines[i + 4].startswith("  GPU0: KFD node 1, renderD128, BAR 16 GiB (small), link 16GT/s x16, NUMA node")
+    rc, out = _pty(RR + ["--root", str(root), "detect"])
+    shown = out.replace("\r", "").split("\n")
+    rows = [ln for ln in shown if ln.startswith(("GPU0 ", "GPU1 "))]
+    assert len(rows) == 2 and all("0000:" in r and "gfx906:sramecc+:xnack-" in r and "GiB" in r for r in rows), out[:2000]
+    assert all(len(ln) <= 80 for ln in shown[:8]), out[:2000]
+
+
+def test_no_color_means_no_escape_code_at_all(tmp_path):
+    root = demo_machine(tmp_path / "m")
+    rc, plain = _pty(RR + ["--root", str(root), "verify"])
+    sgr = re.compile(r"\x1b\[[0-9;]*m")   # colour and style (a bar's cursor moves are not style)
+    assert "rocBLAS copy" in plain and not sgr.search(plain), repr(plain[:500])
+    rc, styled = _pty(RR + ["--root", str(root), "verify"], no_color=False)
+    assert "\x1b[1m" in styled   # without NO_COLOR the same run is bold: the check above can fail
+
+
+def test_version_says_python_path_and_manifests_and_json_has_root(tmp_path):
+    r = rr(tmp_path, "--version")
+    lines = r.stdout.splitlines()
+    assert r.returncode == 0 and lines[0].startswith("rocmrevive, version ")
+    assert lines[1].startswith(f"python {sys.version.split()[0]} ({sys.executable})")
+    assert lines[2] == f"installed in {Path(__file__).resolve().parent.parent / 'rocmrevive'}"
+    assert re.fullmatch(r"manifests [0-9a-f]{12} \(6 files in .*/manifests\)", lines[3]), lines
+    doc = doc_of(rr(tmp_path, "--version", "--json"))
+    assert doc["root"] == str(tmp_path) and doc["version"] and doc["python"]["executable"] == sys.executable
+    assert doc["manifests"]["revision"] == lines[3].split()[1] and doc["manifests"]["files"] == 6
+
+
+def test_completion_takes_json_and_leaves_rolled_back_transactions_out(tmp_path, source):  # noqa: F811
+    for argv in (["completion", "bash", "--json"], ["--json", "completion", "bash"]):
+        r = rr(tmp_path, *argv)
+        doc = doc_of(r)
+        assert r.returncode == 0 and doc["shell"] == "bash" and "_ROCMREVIVE_COMPLETE" in doc["script"], argv
+    assert rr(tmp_path, "completion", "bash").stdout.startswith("_rocmrevive_completion()")
+    root = demo_machine(tmp_path / "m")
+    args = src_args(source, tmp_path / "cache")
+    assert rr(root, "install", "--yes", *args).returncode == 0
+    assert rr(root, "rollback").returncode == 0
+    assert rr(root, "install", "--yes", *args).returncode == 0
+    first, second = sorted(p.stem for p in (root / "var/lib/rocmrevive/tx").glob("*.jsonl"))
+    words = f"rocmrevive --root {root} rollback "
+    p = subprocess.run(RR, capture_output=True, text=True, cwd="/",
+                       env=env(_ROCMREVIVE_COMPLETE="bash_complete", COMP_WORDS=words, COMP_CWORD="4"))
+    assert p.returncode == 0 and p.stdout.split() == [f"plain,{second}"], (first, second, p.stdout, p.stderr)
