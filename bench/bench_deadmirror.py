@@ -5,7 +5,8 @@ against the new one, in one run (issue 39).
 Mirrors (tests/mirrors_support.py, real sockets on 127.0.0.1, no root-only network tricks):
 ``drop`` drops connection attempts (a listening socket whose accept queue is full: Linux drops
 the SYNs, as a firewall that drops packets does); ``silent`` accepts every connection and never
-sends a byte.
+sends a byte; ``refused`` (nothing listens, which ends at the first attempt in both) is the run's
+own time around the download, the part of the others' figures that is not waiting.
 
 Machine: the demo's dual-MI50 with a mini rocBLAS 4.4 tree lacking gfx906 (the shipped
 manifests, so the rocBLAS package and the host libraries' sources all point at the dead mirror).
@@ -21,8 +22,10 @@ counted (what a user saw meanwhile).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import tarfile
@@ -47,6 +50,14 @@ def old_code(where: Path) -> tuple[Path, str]:
     with tarfile.open(tf) as t:
         t.extractall(where / "old", filter="data")
     return where / "old", base[:12]  # rocmrevive/data links to ../../manifests and ../../patches
+
+
+@contextlib.contextmanager
+def refused_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    yield port
 
 
 def run(code: Path, root: Path, port: int, cache: Path) -> dict:
@@ -74,7 +85,9 @@ def main() -> None:
             codes["old"], out["old_commit"] = old_code(tmp)
         if a.only != "old":
             codes["new"] = REPO
-        for mirror, cm in (("drop", dropping_port), ("silent", silent_port)):
+        # refused: nothing listens (ends at the first attempt, old and new): the run's own time
+        # before and after the download, what a dead mirror's figure includes beside its timeouts
+        for mirror, cm in (("refused", refused_port), ("drop", dropping_port), ("silent", silent_port)):
             for side, code in codes.items():
                 with cm() as got:
                     port = got if isinstance(got, int) else got[0]
@@ -86,7 +99,7 @@ def main() -> None:
                 if not a.json:
                     print(f"{mirror:6} {side}: {r['seconds']:6.1f} s to exit {r['exit']}, "
                           f"{r['retry_lines']} retry line(s) before the error", flush=True)
-        for mirror in ("drop", "silent"):
+        for mirror in ("refused", "drop", "silent"):
             if f"{mirror}/old" in out and f"{mirror}/new" in out:
                 out[f"{mirror}/ratio_new_to_old"] = round(out[f"{mirror}/new"]["seconds"] /
                                                           out[f"{mirror}/old"]["seconds"], 3)

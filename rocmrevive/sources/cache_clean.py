@@ -23,6 +23,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir
@@ -70,10 +71,11 @@ def clean_cache(cache_dir: Path, manifests, *, dry_run: bool = False, everything
         ids = {m.id for m in manifests}
         out: list[Entry] = []
         kept = 0
-        judges = (("sha256", lambda n: None if n in pinned else "unpinned"),
-                  ("extracted", lambda n: _extraction(n, pinned, ids)),
-                  ("partial", None), ("staging", lambda n: "stale"))
-        if everything:
+        judges: tuple[tuple[str, Callable[[str], str | None] | None], ...] = (
+            ("sha256", lambda n: None if n in pinned else "unpinned"),
+            ("extracted", lambda n: _extraction(n, pinned, ids)),
+            ("partial", None), ("staging", lambda n: "stale"))
+        if everything:  # all that is re-fetchable, but what a run holds right now
             judges = (("sha256", lambda n: None if _held(top, f"{n}.lock") else "re-fetchable"),
                       ("extracted", lambda n: None if _held(top, f"extract-{n}.lock") else "re-fetchable"),
                       ("resolved", lambda n: "re-fetchable"), *judges[2:])
