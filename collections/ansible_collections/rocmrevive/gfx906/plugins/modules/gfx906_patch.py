@@ -515,8 +515,8 @@ def main():
         state_dir=dict(type="path"),
         python=dict(type="list", elements="path"),
         cross_version=dict(type="bool", default=False),
-        expect=dict(type="list", elements="dict", options=dict(rocblas_version=dict(type="str", required=True),
-                                                              sums=dict(type="str", required=True))),
+        expect=dict(type="list", elements="dict",
+                    options=dict(rocblas_version=dict(type="str", required=True), sums=dict(type="str", required=True))),
         force=dict(type="bool", default=False),
         fail_on_unsupported=dict(type="bool", default=False),
     )

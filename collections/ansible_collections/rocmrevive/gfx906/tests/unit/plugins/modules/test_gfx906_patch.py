@@ -64,7 +64,8 @@ def test_check_mode_with_expect_compares_files_and_writes_nothing_on_the_node(ho
     assert tree_hash(hosts / "mi50") == before   # the whole machine folder: nothing written
     code, planned = run_module(patch, args_for(hosts, cli), check=True)
     assert res["files"] == planned["files"]   # file for file what install --check predicts
-    code, _ = run_module(patch, args_for(hosts, cli))   # the real run
+    code, res = run_module(patch, args_for(hosts, cli))   # the real run
+    assert code == 0 and res["changed"] is True
     code, res = run_module(patch, node, check=True)
     assert code == 0 and res["changed"] is False and res["msg"] == "/%s: already complete" % LIB
     wrong = [{"rocblas_version": "5.1.0", "sums": sums.read_text()}]
