@@ -15,7 +15,9 @@ Old: the downloader of the commit this branch started from (``git merge-base HEA
 extracted into a temporary folder and run from there: 15 s connect / 60 s read timeouts, 4
 retries with a growing backoff); new: this working tree. Each run is timed as wall-clock from
 the start of the process to its exit; the lines it printed on stderr before the last one are
-counted (what a user saw meanwhile).
+counted (what a user saw meanwhile). Then the downloader alone (``Downloader()`` as install makes
+it, old and new, each in a process of its own, timed from its first attempt to its error): the
+figure machine load and start-up leave alone.
 
     python bench/bench_deadmirror.py [--only new] [--json]
 """
@@ -72,6 +74,29 @@ def run(code: Path, root: Path, port: int, cache: Path) -> dict:
             "retry_lines": sum("trying again" in ln for ln in lines), "last": lines[-1][:200] if lines else ""}
 
 
+DOWNLOAD = """
+import sys, time
+from pathlib import Path
+from rocmrevive.errors import RevError
+from rocmrevive.sources.http import Downloader
+t0 = time.monotonic()
+try:
+    Downloader().download(sys.argv[1], Path(sys.argv[2]), size=1 << 20, sha256="0" * 64)
+except RevError as exc:
+    print(round(time.monotonic() - t0, 2), exc.code)
+"""
+
+
+def run_downloader(code: Path, port: int, where: Path) -> dict:
+    """The downloader alone, as install makes it (``Downloader()``), in a process of its own: the
+    seconds from its first attempt to its error, start-up and machine load left out."""
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    p = subprocess.run([sys.executable, "-c", DOWNLOAD, f"http://127.0.0.1:{port}/debian/x.deb", str(where / "x.part")],
+                       capture_output=True, text=True, env=env, cwd=str(code))
+    took, code_ = p.stdout.split()
+    return {"seconds": float(took), "error": code_}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", choices=("old", "new"))
@@ -99,7 +124,17 @@ def main() -> None:
                 if not a.json:
                     print(f"{mirror:6} {side}: {r['seconds']:6.1f} s to exit {r['exit']}, "
                           f"{r['retry_lines']} retry line(s) before the error", flush=True)
-        for mirror in ("refused", "drop", "silent"):
+        for mirror, cm in (("drop", dropping_port), ("silent", silent_port)):
+            for side, code in codes.items():
+                with cm() as got:
+                    port = got if isinstance(got, int) else got[0]
+                    where = tmp / f"dl-{mirror}-{side}"
+                    where.mkdir()
+                    r = run_downloader(code, port, where)
+                out[f"downloader {mirror}/{side}"] = r
+                if not a.json:
+                    print(f"downloader {mirror:6} {side}: {r['seconds']:6.1f} s to {r['error']}", flush=True)
+        for mirror in ("refused", "drop", "silent", "downloader drop", "downloader silent"):
             if f"{mirror}/old" in out and f"{mirror}/new" in out:
                 out[f"{mirror}/ratio_new_to_old"] = round(out[f"{mirror}/new"]["seconds"] /
                                                           out[f"{mirror}/old"]["seconds"], 3)
