@@ -59,6 +59,7 @@ bench:
 	$(PYTHON) bench/bench_extract.py
 	$(PYTHON) bench/bench_install.py
 	$(PYTHON) bench/bench_programs.py
+	$(PYTHON) bench/bench_deadmirror.py
 
 # ansible-test sanity on the collection (offline once `make fixtures` cached its environments;
 # tests/test_ansible_lint.py runs it and ansible-lint in `make test`).

@@ -217,6 +217,8 @@ def sequence(template, ansible_venv, installed_collection, tmp_path_factory):
                             for h in GFX906_OK}
     s["second"] = b.play(name="second")
     s["second_after"] = b.hashes()
+    s["check_again"] = b.play("--check", "--diff", name="check-again")   # after a real run: nothing to predict
+    s["check_again_after"] = b.hashes()
     s["status_before_absent"] = {h: b.status(h) for h in GFX906_OK}
     s["absent"] = b.play("-e", "rocmrevive_state=absent", "--diff", name="absent")
     s["absent_after"] = b.hashes()
@@ -287,11 +289,27 @@ def test_check_predicts_the_real_run_and_writes_nothing(sequence):
     assert check.results["bad"]["msg"] == real.results["bad"]["msg"]
     for h in GFX906_OK:
         assert check.results[h]["msg"] == f"would install 9 files into {LIB}"
+    # nothing landed on a node: no export copy, no cache, no staging (issue 39: it copied the export)
+    a = sequence["a"]
+    for h in HOSTS:
+        assert not (a.root(h) / "var/cache").exists() or not any((a.root(h) / "var/cache").iterdir()), h
+    # changed only where the real run changes: the same hosts, task for task
+    assert {h: r["changed"] for h, r in check.recap.items() if h != "localhost"} == \
+        {h: r["changed"] for h, r in real.recap.items() if h != "localhost"}, (check.recap, real.recap)
     # --diff shows each file with its sha256 before and after
     assert check.out.count(f"+++ after: {LIB} (after install)") == 2
     assert check.out.count("-TensileLibrary_lazy_gfx906.dat  absent") == 2
     sha = real.results["mi50"]["files"][f"{LIB}/TensileLibrary_lazy_gfx906.dat"]["after"]
     assert f"+TensileLibrary_lazy_gfx906.dat  sha256:{sha}" in check.out
+
+
+def test_check_after_a_real_run_predicts_nothing_and_writes_nothing(sequence):
+    run = sequence["check_again"]
+    assert sequence["check_again_after"] == sequence["second_after"]
+    assert all(r["changed"] == 0 for h, r in run.recap.items() if h != "localhost"), run.out[-3000:]
+    assert run.failed_hosts() == {"bad"}
+    for h in GFX906_OK:
+        assert run.results[h]["msg"] == f"{LIB}: already complete", run.results[h]
 
 
 def test_absent_rolls_back_byte_for_byte(sequence):

@@ -164,7 +164,8 @@ def test_fresh_venv_with_the_floors_runs_the_demo(built, tmp_path):
     exe = venv / "bin/rocmrevive"
     r = subprocess.run([str(exe), "--version"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split()[-1] == _pyproject()["project"]["version"]
+    assert r.stdout.splitlines()[0].split()[-1] == _pyproject()["project"]["version"]
+    assert f"installed in {venv}" in r.stdout   # --version names the installed copy (issue 39)
     # the installed copy, not this checkout
     r = subprocess.run([str(py), "-c", "import rocmrevive; print(rocmrevive.__file__)"],
                        capture_output=True, text=True, env=env, cwd=tmp_path, check=True)

@@ -18,11 +18,14 @@ def doctor(root, *extra):
 
 
 def test_demo_machine_findings(machine):
-    code, doc, f = doctor(machine("dual-mi50"), "--user", "alice")
+    root = machine("dual-mi50")
+    code, doc, f = doctor(root, "--user", "alice")
     assert code == 11 and doc["error"]["code"] == "PROBLEMS_FOUND"
     assert doc["counts"]["error"] == 1
     miss = f["rocblas-missing-gfx906"]
-    assert miss["severity"] == "error" and miss["fix"] == "rocmrevive install --tree /opt/rocm-6.4.3/lib/rocblas/library"
+    # the fix as the user must type it: sudo, and this run's --root (issue 39: pasted, it acted on /)
+    assert miss["severity"] == "error" and \
+        miss["fix"] == f"sudo rocmrevive --root {root} install --tree /opt/rocm-6.4.3/lib/rocblas/library"
     p2p = f["p2p-impossible"]
     assert p2p["severity"] == "warning" and p2p["subject"] == "GPU0,GPU1"
     assert "different root complexes (0000:16 and 0000:64)" in p2p["message"]
@@ -156,8 +159,8 @@ def test_an_edited_installed_file_is_an_error_with_its_fix(installed):
     drift = f["managed-files-drifted"]
     assert drift["severity"] == "error" and drift["subject"] == LIB643 and co.name in drift["message"]
     txid = drift["data"]["txid"]
-    assert drift["fix"].startswith(f"rocmrevive rollback --force {txid}")
-    assert f"rocmrevive install --tree {LIB643}" in drift["fix"]
+    assert drift["fix"].startswith(f"sudo rocmrevive --root {root} rollback --force {txid}")
+    assert f"sudo rocmrevive --root {root} install --tree {LIB643}" in drift["fix"]
     bad = f["verify-failed"]
     assert bad["severity"] == "error" and bad["subject"] == LIB643 and "integrity" in bad["data"]["checks"]
     # the human output names both with the line to run
@@ -170,7 +173,7 @@ def test_removed_installed_files_are_an_error(installed):
     root, _args = installed
     _gfx906_code_object(root).unlink()
     code, doc, f = doctor(root, "--user", "alice")
-    assert code == 11 and f["managed-files-missing"]["fix"] == f"rocmrevive install --tree {LIB643}"
+    assert code == 11 and f["managed-files-missing"]["fix"] == f"sudo rocmrevive --root {root} install --tree {LIB643}"
 
 
 def test_a_pending_transaction_is_an_error_with_recover(installed, tmp_path):
@@ -191,7 +194,7 @@ def test_a_pending_transaction_is_an_error_with_recover(installed, tmp_path):
     code, doc, f = doctor(root, "--user", "alice")
     assert code == 9 and doc["error"]["code"] == "INTERRUPTED" and doc["pending"]
     tx = f["transaction-interrupted"]
-    assert tx["severity"] == "error" and tx["subject"] == doc["pending"][0] and tx["fix"].startswith("rocmrevive recover")
+    assert tx["severity"] == "error" and tx["subject"] == doc["pending"][0] and tx["fix"].startswith(f"sudo rocmrevive --root {root} recover")
     assert doc["counts"]["error"] >= 1
 
 
@@ -203,4 +206,4 @@ def test_a_copy_with_no_source_gets_the_recipe_not_install(tmp_path, debian_pkgs
     code, doc, f = doctor(root, "--user", "alice")
     miss = f["rocblas-missing-gfx906"]
     assert code == 11 and miss["subject"] == F.LIB
-    assert miss["fix"].startswith(f"rocmrevive recipe --tree {F.LIB}") and "rocmrevive install --tree" not in miss["fix"]
+    assert miss["fix"].startswith(f"rocmrevive --root {root} recipe --tree {F.LIB}") and " install --tree" not in miss["fix"]

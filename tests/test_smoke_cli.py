@@ -92,8 +92,9 @@ def test_the_table_of_real_results(passed_run):
         assert text in out, text
 
 
-def test_no_gpu_exits_3_and_keeps_the_last_success(tmp_path, llama_bin):
+def test_no_gpu_exits_3_and_keeps_the_last_record(tmp_path, llama_bin):
     write_last(Root(tmp_path), {"status": "passed", "finished_at": "2026-01-02T03:04:05+00:00"})
+    before = read_last(Root(tmp_path))
     r = cli("--llama-bin", str(llama_bin), "--json", root=tmp_path)
     assert r.returncode == exit_code("NOTHING_SUPPORTED") == 3, r.stderr
     doc = json.loads(r.stdout)
@@ -101,8 +102,8 @@ def test_no_gpu_exits_3_and_keeps_the_last_success(tmp_path, llama_bin):
     reasons = {s["part"]: s["reason"] for s in doc["skipped"]}
     assert reasons["torch"].startswith("no GPU devices")
     assert "built without a GPU backend" in reasons["llama"]
-    rec = read_last(Root(tmp_path))
-    assert rec["status"] == "nothing_ran" and rec["last_passed_at"] == "2026-01-02T03:04:05+00:00"
+    assert read_last(Root(tmp_path)) == before   # a run that ran nothing is not recorded (issue 39)
+    assert doc["record"] is None
 
 
 def test_injected_fault_exits_10(tmp_path):

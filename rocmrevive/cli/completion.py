@@ -42,18 +42,47 @@ def _targets(ctx, param, incomplete: str) -> list[CompletionItem]:
 
 
 def _txids(ctx, param, incomplete: str) -> list[CompletionItem]:
-    """The transaction ids in the state folder (under --root), newest first; nothing when it cannot
-    be read (a user without root, no folder): completion never fails or prints."""
+    """The transaction ids in the state folder (under --root) that rollback can still undo, newest
+    first: a journal whose last record says it was rolled back is left out. Nothing when the folder
+    cannot be read (a user without root, no folder): completion never fails or prints."""
     from rocmrevive.cli.options import STATE_DIR
 
     root = _given(ctx, "root") or os.environ.get("ROCMREVIVE_ROOT") or "/"
     state = _given(ctx, "state_dir") or STATE_DIR
+    folder = os.path.join(root, state.lstrip("/"), "tx")
     try:
-        names = os.listdir(os.path.join(root, state.lstrip("/"), "tx"))
+        names = os.listdir(folder)
     except OSError:
         return []
     ids = sorted((n[:-len(".jsonl")] for n in names if n.endswith(".jsonl") and not n.startswith(".")), reverse=True)
-    return [CompletionItem(t) for t in ids if t.startswith(incomplete)]
+    return [CompletionItem(t) for t in ids if t.startswith(incomplete)
+            and _last_type(os.path.join(folder, t + ".jsonl")) != "rolled_back"]
+
+
+def _last_type(path: str) -> str | None:
+    """The ``type`` of a journal's last record, from its last 4 KiB (no link followed, never a
+    FIFO); None when it cannot be read."""
+    import json
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not (st.st_mode & 0o170000 == 0o100000):
+            return None
+        tail = os.pread(fd, 4096, max(0, st.st_size - 4096))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    lines = [ln for ln in tail.splitlines() if ln.strip()]
+    try:
+        rec = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return None
+    return rec.get("type") if isinstance(rec, dict) else None
 
 
 def _given(ctx: click.Context | None, name: str) -> str | None:

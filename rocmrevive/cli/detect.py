@@ -100,23 +100,26 @@ def render_gpus(console, doc: dict) -> None:
     if not gpus:
         say("No AMD GPU found.")
         return
-    # two facts a cell (GPU and its KFD node, BDF and render node, VRAM and BAR, link and NUMA
-    # node; the render node by its name in /dev/dri): two GPUs fit 80 columns as a table, every
-    # id whole, as `amd-smi list` does
-    t = Table(title="GPUs", title_justify="left", show_edge=False)
-    for col in ("GPU\nnode", "BDF\nrender node", "target", "model", "VRAM\nBAR", "link\nNUMA"):
+    # one fact a cell under one header row (a pipe reads it as it reads any table, and two GPUs fit
+    # 80 columns, every id whole); the other facts of each GPU on a labelled line below it
+    t = Table(title="GPUs", title_justify="left", show_edge=False, pad_edge=False)
+    for col in ("GPU", "BDF", "target", "model", "VRAM"):
         t.add_column(col)
+    more = []
     for g in gpus:
         p = g["pcie"] or {}
         bar = next((b for b in p.get("bars", []) if b["prefetchable"] and not b["rom"]), None)
         large = p.get("large_bar")
         bar_txt = "?" if bar is None else _gib(bar["size"]) + ("" if large else " (small)" if large is False else "")
         model = g["model"] + ("" if g["model_certain"] else "?")
-        t.add_row(*_cells(f"GPU{g['index']}\n{g['node'] if g['node'] is not None else '-'}",
-                          f"{g['bdf'] or '?'}\n{(g['render_node'] or '-').rsplit('/', 1)[-1]}", g["target"] or "?", model,
-                          f"{_gib(g['vram_bytes'])}\n{bar_txt}", f"{_link(p.get('slot_link') or p.get('link'))}\n"
-                          f"NUMA {g['numa_node'] if g['numa_node'] is not None else '?'}"))
+        t.add_row(*_cells(f"GPU{g['index']}", g["bdf"] or "?", g["target"] or "?", model, _gib(g["vram_bytes"])))
+        more.append(f"  GPU{g['index']}: KFD node {g['node'] if g['node'] is not None else '-'}, "
+                    f"{(g['render_node'] or 'no render node').rsplit('/', 1)[-1]}, BAR {bar_txt}, "
+                    f"link {_link(p.get('slot_link') or p.get('link'))}, "
+                    f"NUMA node {g['numa_node'] if g['numa_node'] is not None else '?'}")
     console.print(t)
+    for line in more:
+        say(line)
     for g in gpus:
         for problem in g["problems"]:
             say(f"  GPU{g['index']}: {problem}")

@@ -124,8 +124,9 @@ def doctor(ui: UI, pythons, trees, rocminfo_file, deep, no_search, user, vulkan_
         findings.sort(key=lambda f: order.index(f.severity))
         counts = {sev: sum(1 for f in findings if f.severity is sev) for sev in Severity}
         full = s.to_json()
+        # a fix is what the user types: with sudo and this run's --root (pasted, it acts on this machine folder)
         doc = {"summary": full["summary"], "counts": counts,
-               "findings": [f.to_json() for f in findings],
+               "findings": [_runnable_fix(f.to_json(), ui.root) for f in findings],
                "gpus": [{k: g[k] for k in ("index", "node", "bdf", "target", "model", "model_certain")}
                         for g in full["gpus"]]}
         if counts[Severity.ERROR]:
@@ -138,6 +139,14 @@ def doctor(ui: UI, pythons, trees, rocminfo_file, deep, no_search, user, vulkan_
         return Outcome(data=doc, render=render_doctor(doc, ui.root), code=code, message=msg)
 
     ui.run("doctor", work)
+
+
+def _runnable_fix(finding: dict, root) -> dict:
+    from rocmrevive.cli.ui import runnable
+
+    if finding.get("fix"):
+        finding["fix"] = runnable(finding["fix"], root)
+    return finding
 
 
 def with_rocmrevive_findings(ui: UI, s, findings: list) -> list:

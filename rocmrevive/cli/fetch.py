@@ -57,9 +57,10 @@ class _Bar:
               help="Folder of manifests (default: the shipped ones).")
 @click.option("--keyring", "keyrings", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Extra keyring for signed indexes (the manifest's fingerprint still decides).")
-@click.option("--timeout", default=60.0, show_default=True, metavar="SECONDS",
-              help="Give up on a connection that sends nothing for this long (then retry).")
-@click.option("--retries", default=4, show_default=True, metavar="N",
+@click.option("--timeout", default=3.0, show_default=True, metavar="SECONDS",
+              help="End an attempt when no byte came for this long (the connection itself: at most 15 s); then "
+                   "retry. Raise it on a slow or lossy link.")
+@click.option("--retries", default=2, show_default=True, metavar="N",
               help="Retries on transient errors (5xx, timeouts, cut connections) without progress.")
 @click.pass_obj
 def fetch(ui, manifest_ids, source_names, all_sources, mirror, snapshot, from_path, to_dir, extract_dir, cache_dir,
@@ -78,7 +79,8 @@ def fetch(ui, manifest_ids, source_names, all_sources, mirror, snapshot, from_pa
         run = run_fetch(ui.root, manifests_dir=manifests_dir, manifest_ids=manifest_ids, source_names=source_names,
                         all_sources=all_sources, mirror=mirror, snapshot=snapshot, from_path=from_path, to_dir=to_dir,
                         extract_dir=extract_dir, cache_dir=cache_dir, keyrings=keyrings, timeout=timeout,
-                        retries=retries, progress_for=lambda s: _Bar(ui, f"{s.package} {s.version}"))
+                        retries=retries, progress_for=lambda s: _Bar(ui, f"{s.package} {s.version}"),
+                        notice=ui.log)
         return Outcome(data=run.to_json(), render=lambda con: _render(con, run), changed=run.changed,
                        code=run.code, message=run.message, warnings=run.warnings)
 

@@ -53,12 +53,12 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, snapsh
     (needed libraries, symbol versions, symbols, device code); --check shows, per library,
     graft or not and why.
     """
-    from rocmrevive.errors import RevError
     from rocmrevive.install.pipeline import install as run_install
     from rocmrevive.install.run import InstallOptions
     from rocmrevive.txn.plan import Op
 
     interactive = sys.stdin.isatty() and not (yes or check)
+    unasked: list[str] = []   # what had a change pending with no terminal to ask on (and no --yes)
     opts = InstallOptions(trees=tuple(trees), targets=tuple(targets), pythons=tuple(pythons),
                           manifests_dir=manifests_dir, cache=cache, mirror=mirror, from_path=from_path,
                           cross_version=cross_version, check=check, state_dir=state_dir, libraries=libraries,
@@ -68,6 +68,11 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, snapsh
 
     def confirm(rec, plan) -> bool:
         s = plan.summary()
+        if not any(s.get(op, 0) for op in (Op.CREATE, Op.REPLACE, Op.DELETE)):
+            return True   # nothing would change: nothing to ask
+        if not interactive:   # like apt-get without -y and without a terminal: silence is not a yes
+            unasked.append(rec.what)
+            return False
         ui.bars.close()
         ui.err.print(f"{rec.what}: add {s.get(Op.CREATE, 0)}, replace {s.get(Op.REPLACE, 0)} "
                      f"{_plural(s.get(Op.CREATE, 0) + s.get(Op.REPLACE, 0), 'file')} "
@@ -79,23 +84,24 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, snapsh
         ui.bars.update(stage, done, total, unit=unit)
 
     def work() -> Outcome:
-        if not (yes or check or sys.stdin.isatty()):
-            # like apt-get without -y and without a terminal: never take silence for a yes
-            raise RevError("USAGE", "install asks before changing a tree and there is no terminal to ask on; "
-                                    "pass --yes to apply (or --check to only plan); nothing was changed")
-        ui.recover_first(state_dir, dry_run=check)
+        # a transaction a killed run left open is a pending change too: without a yes, only say so
+        ui.recover_first(state_dir, dry_run=check or not (yes or sys.stdin.isatty()))
+        # the plan first; the question only where a change is pending (none: exit 0, terminal or not)
         rep = run_install(ui.root, opts, log=lambda m: ui.log(m), progress=progress,
-                          confirm=confirm if interactive else None)
+                          confirm=None if (yes or check) else confirm)
         ui.bars.close()
         code, message = _exit(rep)
+        if unasked and code in ("OK", "NOTHING_SUPPORTED"):
+            code, message = "USAGE", (f"{'; '.join(unasked)}: a change is pending and there is no terminal to ask "
+                                      f"on; pass --yes to apply it (or --check to only plan); nothing was changed")
         warnings = list(rep.warnings)
         if rep.left_without and code != "NOTHING_SUPPORTED":
             warnings.append(left_without_line(rep.left_without))   # --check with other changes: 20, and this
         def render(con) -> None:
-            _render(con, rep, show_diff)
+            _render(con, rep, show_diff, ui.as_typed)
             _closing(con, rep, ui.root)
-        return Outcome(data=rep.to_json(), changed=rep.changed and not check, code=code, message=message,
-                       render=render, warnings=warnings)
+        return Outcome(data=_typed_reasons(rep.to_json(), ui.as_typed), changed=rep.changed and not check, code=code,
+                       message=message, render=render, warnings=warnings)
 
     ui.run("install", work)
 
@@ -170,7 +176,17 @@ def left_without_line(left) -> str:
     return f"{copies} still without gfx906 files: " + "; ".join(f"{c.library}: {c.reason}" for c in left)
 
 
-def _render(con, rep, show_diff: bool) -> None:
+def _typed_reasons(data: dict, typed) -> dict:
+    """A copy's or library's reason with its `rocmrevive ...` commands as the user must type them
+    (``UI.as_typed``: sudo, and this run's ``--root``)."""
+    for key in ("copies", "libraries"):
+        for c in data.get(key) or ():
+            if isinstance(c, dict) and isinstance(c.get("reason"), str):
+                c["reason"] = typed(c["reason"])
+    return data
+
+
+def _render(con, rep, show_diff: bool, typed=lambda s: s) -> None:
     from rich.table import Table
 
     from rocmrevive.txn.plan import Op
@@ -184,7 +200,7 @@ def _render(con, rep, show_diff: bool) -> None:
         s = c.summary or {}
         files = f"+{s.get(Op.CREATE, 0)} ~{s.get(Op.REPLACE, 0)} ({_mb(s.get('bytes', 0))})" if s else "-"
         src = ((c.artifact or {}).get("filename") or "-").rsplit("/", 1)[-1]
-        t.add_row(c.library, c.rocblas_version or "?", c.status, files, src, c.reason)
+        t.add_row(c.library, c.rocblas_version or "?", c.status, files, src, typed(c.reason) if c.reason else c.reason)
     con.print(t)
     for c in rep.copies:
         _render_verify(con, c)
@@ -201,8 +217,9 @@ def _closing(con, rep, root) -> None:
     done = [c for c in (*rep.copies, *rep.libraries) if c.status is Status.INSTALLED]
     if rep.check or not done:
         return
+    # soft_wrap: one line the terminal folds, never a hard break inside a command to copy
     con.print(f"done: {len(done)} {_plural(len(done), 'transaction')} applied; check with "
-              + runnable("`rocmrevive verify`, undo with `rocmrevive rollback`", root), markup=False)
+              + runnable("`rocmrevive verify`, undo with `rocmrevive rollback`", root), markup=False, soft_wrap=True)
 
 
 def _render_verify(con, c) -> None:

@@ -183,7 +183,7 @@ def _apply_config(ctx: click.Context, ui, kwargs: dict) -> None:
     if cfg.unknown and declared.writes:  # a reader goes on with a warning (UI.run adds cfg.unknown)
         ui._emit_error(path, "USAGE", f"{cfg.unknown[0]}; `{path}` changed nothing: fix the file")
     ui.config = cfg
-    if not declared.reads_machine_state:
+    if not (declared.reads_machine_state or (declared.dry_run_reads_machine_state and kwargs.get("dry_run"))):
         _user_state_dir(ctx, kwargs, cfg)
     if not cfg.options or not declared.config_options:
         return
@@ -240,16 +240,56 @@ def _version(ctx, _param, value):
         v = version("rocmrevive")
     except PackageNotFoundError:  # pragma: no cover - running from a checkout without metadata
         from rocmrevive import __version__ as v
+    about = _about()
     if _wants_json():
         import json
 
         from rocmrevive.cli.ui import SCHEMA_VERSION
 
-        click.echo(json.dumps({"schema_version": SCHEMA_VERSION, "command": "version", "changed": False,
-                               "version": v, "warnings": [], "error": None}, indent=2))
+        click.echo(json.dumps({"schema_version": SCHEMA_VERSION, "command": "version", "root": _root_arg(),
+                               "changed": False, "version": v, **about, "warnings": [], "error": None}, indent=2))
     else:
-        click.echo(f"rocmrevive, version {v}")
+        m = about["manifests"]
+        click.echo(f"rocmrevive, version {v}\n"
+                   f"python {about['python']['version']} ({about['python']['executable']})\n"
+                   f"installed in {about['path']}\n"
+                   f"manifests {m['revision'] or '(none readable)'} ({m['files']} files in {m['dir']})")
     ctx.exit(0)
+
+
+def _root_arg() -> str:
+    """The --root of this command line (--version runs before the options are parsed)."""
+    args = list(_ARGV or sys.argv[1:])
+    for i, a in enumerate(args):
+        if a == "--":
+            break
+        if a == "--root" and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith("--root="):
+            return a.split("=", 1)[1]
+    return os.environ.get("ROCMREVIVE_ROOT") or "/"
+
+
+def _about() -> dict:
+    """What a bug report needs beside the version: the Python, where rocmrevive is installed, and
+    the manifests' revision (the first 12 hex digits of a sha256 over the shipped manifests' names
+    and bytes: two installs with the same revision pin the same packages)."""
+    import hashlib
+    import platform
+
+    from rocmrevive.sources.manifest_load import default_manifest_dir
+
+    mdir = default_manifest_dir()
+    h, n = hashlib.sha256(), 0
+    try:
+        for f in sorted(mdir.glob("*.toml")):
+            h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+            n += 1
+    except OSError:
+        n = 0
+    return {"python": {"version": platform.python_version(), "executable": sys.executable},
+            "path": os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+            "manifests": {"dir": str(mdir), "files": n, "revision": h.hexdigest()[:12] if n else None}}
 
 
 @register_root
@@ -325,7 +365,10 @@ def _usage_error(exc: click.ClickException, argv) -> None:
 @policy(writes=False, on_pending=OnPending.IGNORE)
 @cli.command("completion", short_help="Print the shell completion script (bash, zsh or fish).")
 @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
-def completion(shell):
+@click.option("--json", "as_json", is_flag=True, default=None,
+              help="Print one JSON document on stdout, the script in its `script` field.")
+@click.pass_obj
+def completion(ui, shell, as_json):
     """Print the shell completion script for bash, zsh or fish.
 
     \b
@@ -338,10 +381,16 @@ def completion(shell):
     """
     from click.shell_completion import get_completion_class
 
+    from rocmrevive.cli.ui import Outcome
+
     kind = get_completion_class(shell)
     assert kind is not None   # click.Choice of the shells it knows
-    comp = kind(cli, {}, "rocmrevive", "_ROCMREVIVE_COMPLETE")
-    click.echo(comp.source())
+    source = kind(cli, {}, "rocmrevive", "_ROCMREVIVE_COMPLETE").source()
+    if as_json:
+        ui.as_json = True
+    # the script goes out as it is (never through rich: no wrapping, no markup)
+    ui.run("completion", lambda: Outcome(data={"shell": shell, "script": source},
+                                         render=lambda con: click.echo(source)))
 
 
 def main(argv=None):

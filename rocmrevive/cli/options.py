@@ -12,7 +12,8 @@ import click
 STATE_DIR = "/var/lib/rocmrevive"
 STATE_DIR_HELP = ("Where journals, backups and the lock live (a machine path, under --root). As a user other "
                   "than root, the commands that write use $XDG_STATE_HOME/rocmrevive, else "
-                  "~/.local/state/rocmrevive; detect, doctor, verify, audit and status read the machine's.")
+                  "~/.local/state/rocmrevive; detect, doctor, verify, audit, status and the --dry-run of "
+                  "rollback and recover read the machine's.")
 
 
 state_dir_option = click.option("--state-dir", default=STATE_DIR, show_default=True, metavar="DIR",

@@ -37,7 +37,9 @@ class Policy:
     """``writes``: the command changes the machine (a fix line naming it gets ``sudo``; an unknown
     key in config.toml stops it instead of a warning). ``on_pending``: see ``OnPending``.
     ``reads_machine_state``: run as a user, it reads the machine's state folder (root's installs)
-    instead of the user's own. ``config_options``: an option the command line did not set takes
+    instead of the user's own; ``dry_run_reads_machine_state``: so does its ``--dry-run`` (rollback,
+    recover: a preview of root's transactions, honest when their journal is root's alone).
+    ``config_options``: an option the command line did not set takes
     /etc/rocmrevive/config.toml's value (not for ``hook``: the runs the hook starts read the file
     then)."""
 
@@ -45,16 +47,17 @@ class Policy:
     on_pending: OnPending
     reads_machine_state: bool = False
     config_options: bool = True
+    dry_run_reads_machine_state: bool = False
 
 
 C = TypeVar("C", bound=click.Command)
 
 
 def policy(*, writes: bool, on_pending: OnPending, reads_machine_state: bool = False,
-           config_options: bool = True) -> Callable[[C], C]:
+           config_options: bool = True, dry_run_reads_machine_state: bool = False) -> Callable[[C], C]:
     """Declare a command's policy: put it above ``@click.command()`` (or ``@group.command()``)."""
     declared = Policy(writes=writes, on_pending=OnPending(on_pending), reads_machine_state=reads_machine_state,
-                      config_options=config_options)
+                      config_options=config_options, dry_run_reads_machine_state=dry_run_reads_machine_state)
 
     def attach(cmd: C) -> C:
         if not isinstance(cmd, click.Command):

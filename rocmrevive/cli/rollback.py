@@ -38,7 +38,7 @@ def _render_actions(con, actions, verbose: int) -> None:
         con.print(f"… and {len(actions) - len(shown)} more (-v or --json lists them all)")
 
 
-@policy(writes=True, on_pending=OnPending.OWN)
+@policy(writes=True, on_pending=OnPending.OWN, dry_run_reads_machine_state=True)
 @click.command()
 @click.argument("txid", required=False)
 @click.option("--force", is_flag=True, help="Restore files that changed since the install too "
@@ -125,7 +125,7 @@ def _remove_orphans(ui, dry_run: bool, state_dir: str, sources) -> Outcome:
                    render=render, changed=any(res.changed for _, res in results) and not dry_run)
 
 
-@policy(writes=True, on_pending=OnPending.OWN)
+@policy(writes=True, on_pending=OnPending.OWN, dry_run_reads_machine_state=True)
 @click.command()
 @click.option("--force", is_flag=True, help="Undo files that changed since the interrupted transaction too.")
 @click.option("--dry-run", is_flag=True, help="Say what recovery would do; change nothing.")

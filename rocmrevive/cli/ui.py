@@ -163,6 +163,8 @@ class UI:
             self._console = _Console.make(
                 highlight=False,
                 no_color=bool(os.environ.get("NO_COLOR")) or not tty,
+                # NO_COLOR: no escape codes at all (rich's no_color alone keeps bold and underline)
+                color_system=None if os.environ.get("NO_COLOR") else "auto",
                 width=None if tty else 100_000,
                 soft_wrap=not tty,
             )
@@ -175,7 +177,8 @@ class UI:
 
             # soft_wrap: a message is one line, whatever the terminal's width
             self._err_console = Console(stderr=True, highlight=False, soft_wrap=True,
-                                        no_color=bool(os.environ.get("NO_COLOR")))
+                                        no_color=bool(os.environ.get("NO_COLOR")),
+                                        color_system=None if os.environ.get("NO_COLOR") else "auto")
         return self._err_console
 
     def log(self, message: str, level: int = 0) -> None:
@@ -323,7 +326,8 @@ class UI:
         what = (f"transaction {undone} was undone, the tree is unchanged" if undone else
                 "no transaction was open; nothing is left to recover")
         # a Ctrl-C at a prompt leaves the cursor on the prompt's line: the message starts a new one
-        self._emit_error(command, "CANCELLED", f"interrupted by the user; {what}", label=None,
+        who = "stopped by SIGTERM" if type(exc).__name__ == "Terminated" else "interrupted by the user"
+        self._emit_error(command, "CANCELLED", f"{who}; {what}", label=None,
                          newline=self.err.is_terminal)
 
     def document(self, command: str, out: Outcome) -> dict:

@@ -110,6 +110,25 @@ def _render(con, results, ollama: dict | None = None) -> None:
                 if c.status == CheckStatus.PASS and c.notes:
                     for n in c.notes[:SHOW]:
                         con.print(f"  note ({c.name}, {d.target}): {n}", markup=False)
-    verdict = all(r.ok for r in results)
-    con.print("[green]verify: everything the GPUs need is there[/]" if verdict
-              else "[red]verify: something the GPUs need is missing or broken[/]")
+    con.print(_verdict_line(results))
+
+
+def _verdict_line(results) -> str:
+    """The last line: the verdict, and when it fails its cause (the failed checks, where, what
+    they found)."""
+    from rich.markup import escape
+
+    from rocmrevive.diagnose.verify import CheckStatus
+
+    if all(r.ok for r in results):
+        return "[green]verify: everything the GPUs need is there[/]"
+    failed = [(r.library, c) for r in results for c in [r.integrity] + [c for d in r.devices for c in d.checks]
+              if c.status == CheckStatus.FAIL]
+    served = all(d.ok for r in results for d in r.devices)
+    head = "every GPU is served, but" if served else "something the GPUs need is missing or broken:"
+    seen: list[str] = []
+    for lib, c in failed:
+        part = f"{c.name} failed in {lib} ({_short(c.summary, 100)})"
+        if part not in seen:
+            seen.append(part)
+    return f"[red]verify: {escape(head + ' ' + '; '.join(seen))}[/]"

@@ -58,8 +58,10 @@ def fetch_first(root, sources, cache_dir: Path, *, mirror, from_path, log: Log, 
     def attempt(src):
         # a --from is read where it is, not fetched: say so (and which of the manifest's sources it stands for)
         log(f"reading {from_path} as {src.describe()}" if from_path else f"fetching {src.describe()}")
+        dl = run_downloader()
+        dl.notice = log  # a failed attempt that is tried again is told at once ("no answer from HOST ...")
         got = fetch_source(src, cache_dir, mirror=mirror, local=from_path, root=root,
-                           progress=feed(progress, "downloading", "bytes"), downloader=run_downloader(),
+                           progress=feed(progress, "downloading", "bytes"), downloader=dl,
                            others=[s for m in manifests for s in m.sources], snapshot=snapshot)
         if got.provenance.get("fallback"):
             log(f"{src.package} {src.version}: {got.provenance['fallback']}")

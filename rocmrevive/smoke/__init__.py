@@ -80,8 +80,9 @@ def run_smoke(root: Root, *, torch: bool, llama: bool, explicit: set[str] | None
            "code": code, "message": message, "record": None, "record_error": None, "seconds": seconds,
            # the PyTorch checks' cost against the whole smoke's time (PyTorch and llama.cpp)
            "check_seconds": checks, "check_share": round(checks / seconds, 4) if checks and seconds else None}
-    if write_record:
-        status = {"OK": RunStatus.PASSED, "SMOKE_FAILED": RunStatus.FAILED}.get(code, RunStatus.NOTHING_RAN)
+    status = {"OK": RunStatus.PASSED, "SMOKE_FAILED": RunStatus.FAILED}.get(code, RunStatus.NOTHING_RAN)
+    # a run that ran nothing proved nothing: the last record (and `status`'s line) stays as it was
+    if write_record and status is not RunStatus.NOTHING_RAN:
         if cpu_test_mode and status is RunStatus.PASSED:  # ran on the CPU: proves nothing about the GPUs
             status = RunStatus.PASSED_CPU_TEST
         rec = {"started_at": doc["started_at"], "finished_at": doc["finished_at"], "status": status,

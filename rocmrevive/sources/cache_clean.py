@@ -6,6 +6,12 @@ of a kept artifact for a known manifest. Removed: every other artifact and extra
 in progress no run holds (``partial/*.part`` and their ``*.lock``), staging folders of runs that
 are gone. A cache other users can write is refused (its owner cleans it).
 
+With ``everything`` (``cache clean --all``, apt-get clean's counterpart): every artifact, extraction
+and recorded resolution goes too, pinned or not: all of it is re-fetchable, and the next install
+downloads again. What a run holds right now (its download or extraction lock) stays.
+
+A cache folder that does not exist is an empty cache: nothing to clean (``Cleaned.exists`` False).
+
     freed = clean_cache(Path("/var/cache/rocmrevive"), manifests, dry_run=True)
     freed.bytes, [e.name for e in freed.entries]
 """
@@ -17,6 +23,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from rocmrevive.errors import RevError
 from rocmrevive.fs import Dir
@@ -37,30 +44,42 @@ class Cleaned:
     entries: tuple[Entry, ...]
     kept: int
     dry_run: bool
+    exists: bool = True
+    everything: bool = False
 
     @property
     def bytes(self) -> int:
         return sum(e.bytes for e in self.entries)
 
     def to_json(self) -> dict:
-        return {"cache": self.cache, "dry_run": self.dry_run, "bytes_freed": self.bytes, "kept": self.kept,
+        return {"cache": self.cache, "exists": self.exists, "all": self.everything, "dry_run": self.dry_run,
+                "bytes_freed": self.bytes, "kept": self.kept,
                 "removed": [{"name": e.name, "bytes": e.bytes, "why": e.why} for e in self.entries]}
 
 
-def clean_cache(cache_dir: Path, manifests, *, dry_run: bool = False) -> Cleaned:
-    """Remove (or with ``dry_run`` only list) what no manifest needs; a missing cache is empty."""
+def clean_cache(cache_dir: Path, manifests, *, dry_run: bool = False, everything: bool = False) -> Cleaned:
+    """Remove (or with ``dry_run`` only list) what no manifest needs, or with ``everything`` all
+    that is re-fetchable; a missing cache is empty."""
+    if not os.path.lexists(cache_dir):
+        return Cleaned(str(cache_dir), (), 0, dry_run, exists=False, everything=everything)
     try:
         top = Dir.open(cache_dir, allow_shared=False, what="cache")
     except FileNotFoundError:
-        return Cleaned(str(cache_dir), (), 0, dry_run)
+        return Cleaned(str(cache_dir), (), 0, dry_run, exists=False, everything=everything)
     with top:
         pinned = {s.sha256 for m in manifests for s in m.sources if s.sha256} | _resolved(top)
         ids = {m.id for m in manifests}
         out: list[Entry] = []
         kept = 0
-        for sub, judge in (("sha256", lambda n: None if n in pinned else "unpinned"),
-                           ("extracted", lambda n: _extraction(n, pinned, ids)),
-                           ("partial", None), ("staging", lambda n: "stale")):
+        judges: tuple[tuple[str, Callable[[str], str | None] | None], ...] = (
+            ("sha256", lambda n: None if n in pinned else "unpinned"),
+            ("extracted", lambda n: _extraction(n, pinned, ids)),
+            ("partial", None), ("staging", lambda n: "stale"))
+        if everything:  # all that is re-fetchable, but what a run holds right now
+            judges = (("sha256", lambda n: None if _held(top, f"{n}.lock") else "re-fetchable"),
+                      ("extracted", lambda n: None if _held(top, f"extract-{n}.lock") else "re-fetchable"),
+                      ("resolved", lambda n: "re-fetchable"), *judges[2:])
+        for sub, judge in judges:
             try:
                 d = top.sub(sub)
             except (FileNotFoundError, NotADirectoryError):
@@ -74,7 +93,17 @@ def clean_cache(cache_dir: Path, manifests, *, dry_run: bool = False) -> Cleaned
                     out.append(Entry(f"{sub}/{name}", _size(d, name), why))
                     if not dry_run:
                         d.rmtree(name)
-    return Cleaned(str(cache_dir), tuple(out), kept, dry_run)
+    return Cleaned(str(cache_dir), tuple(out), kept, dry_run, everything=everything)
+
+
+def _held(top: Dir, lock: str) -> bool:
+    """Whether a run holds ``partial/<lock>`` right now (downloading or extracting that entry)."""
+    try:
+        d = top.sub("partial")
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    with d:
+        return _partial(d, lock) is None
 
 
 def _resolved(top: Dir) -> set[str]:

@@ -18,7 +18,7 @@ from rocmrevive.sources.cache import Cache, default_cache_dir
 from rocmrevive.sources.export import EXPORT_SUMS, export_artifacts
 from rocmrevive.sources.extract import extract_into
 from rocmrevive.sources.fetch import fetch_source
-from rocmrevive.sources.http import Downloader
+from rocmrevive.sources.http import CONNECT_TIMEOUT, RETRIES, STALL_TIMEOUT, Downloader
 from rocmrevive.sources.manifest import Manifest, Source
 from rocmrevive.sources.manifest_load import default_manifest_dir, load_manifests
 from rocmrevive.strenum import StrEnum
@@ -133,9 +133,9 @@ class FetchRun:
 def run_fetch(root: Root, *, manifests_dir: str | None = None, manifest_ids: Iterable[str] = (),
               source_names: Iterable[str] = (), all_sources: bool = False, mirror: str | None = None,
               from_path: str | None = None, to_dir: str | None = None, extract_dir: str | None = None,
-              cache_dir: str | None = None, keyrings: Iterable[str] = (), timeout: float = 60.0, retries: int = 4,
-              progress_for: Callable[[Source], Progress | None] | None = None,
-              snapshot: str | None = None) -> FetchRun:
+              cache_dir: str | None = None, keyrings: Iterable[str] = (), timeout: float = STALL_TIMEOUT,
+              retries: int = RETRIES, progress_for: Callable[[Source], Progress | None] | None = None,
+              notice: Callable[[str], None] | None = None, snapshot: str | None = None) -> FetchRun:
     """Fetch the chosen manifests' sources into the cache (touching no tree), then extract and
     export what was fetched. Raises RevError("USAGE") for an unknown manifest or source; a source
     that could not be fetched is an outcome (``run.code``), not an exception."""
@@ -143,7 +143,7 @@ def run_fetch(root: Root, *, manifests_dir: str | None = None, manifest_ids: Ite
     mdir = manifests_dir or default_manifest_dir()
     ms = _chosen(load_manifests(mdir), mdir, manifest_ids, source_names)
     cache = Cache(cache_dir or default_cache_dir(root))
-    dl = Downloader(timeout=(min(15.0, timeout), timeout), retries=retries)
+    dl = Downloader(timeout=(min(15.0, max(CONNECT_TIMEOUT, timeout)), timeout), retries=retries, notice=notice)
     results = fetch_manifests(
         ms, cache, mirror=mirror, local=Path(from_path) if from_path else None, sources=source_names,
         all_sources=all_sources, root=root, keyrings=[Path(k) for k in keyrings], downloader=dl,

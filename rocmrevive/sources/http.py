@@ -1,25 +1,40 @@
 """HTTP(S) and file:// downloads: resume with Range, retries with backoff on transient errors only,
 timeouts, size and sha256 checked as the bytes arrive.
 
+Timeouts, per attempt: ``timeout=(connect, stall)``: the connection must open within ``connect``
+seconds (CONNECT_TIMEOUT), and an attempt ends when no byte arrived for ``stall`` seconds
+(STALL_TIMEOUT), whether waiting for the answer or mid-body; ``total`` (or a call's ``deadline``)
+bounds a whole download apart from that. A dead mirror (one that drops connection attempts, or
+accepts and never answers) ends after ``retries + 1`` short attempts: about 10 s with the
+defaults, each failed attempt told through ``notice`` ("no answer from HOST after 3 s, trying
+again (2/3)"). Slow links raise ``--timeout`` / ``--retries`` (``rocmrevive fetch``).
+
 Transient (retried, with exponential backoff and jitter; ``Retry-After`` honoured): connection
 errors, timeouts, a connection cut mid-body, HTTP 408/425/429/500/502/503/504. Everything else
 (404, 403, ...) fails at once. A retry after a cut resumes with ``Range: bytes=N-`` from the
 partial file; a server that ignores Range (200) starts over. Give-up after ``retries``
 consecutive attempts that brought no new bytes. A host that refuses the connection or whose name
-does not resolve is not retried: it is remembered as unreachable for the rest of the run (one
-``Downloader``), so six manifests on one dead mirror fail after one attempt, not thirty.
+does not resolve is not retried, and one that gave no answer to every attempt is not tried again:
+either is remembered as unreachable for the rest of the run (one ``Downloader``), so six
+manifests on one dead mirror fail after one attempt (or one round of attempts), not thirty.
 
-    dl = Downloader(timeout=(10, 60))
+SIGTERM while a download runs ends it as an exception (``Terminated``, a KeyboardInterrupt):
+what arrived stays in the ``.part`` for the next run to resume, an empty one is removed, and the
+cache's per-artifact lock file is removed by its holder on the way out.
+
+    dl = Downloader(timeout=(3, 3), notice=print_on_stderr)
     sha = dl.download("https://mirror/pool/x.deb", Path("cache/partial/x.part"),
                       size=280155896, sha256="0561...", progress=lambda done, total: ...)
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
 import queue
 import random
+import signal
 import stat
 import threading
 import time
@@ -33,6 +48,10 @@ from rocmrevive.hashing import hash_fd
 from rocmrevive.txn.result import mb
 
 TRANSIENT_STATUS = {408, 425, 429, 500, 502, 503, 504}
+CONNECT_TIMEOUT = 3.0  # seconds to open a connection: a mirror that drops attempts is known in 3 s
+STALL_TIMEOUT = 3.0  # seconds without a byte (the answer, or mid-body) end an attempt; --timeout raises it
+RETRIES = 2  # attempts after the first one that brought nothing: a dead mirror is given up in ~10 s
+TIMEOUT_PAUSE = 0.2  # the wait before retrying a timeout (the timeout itself was the wait)
 CHUNK = 1 << 20
 UNREACHABLE = ("connection refused", "host name not found")  # nothing listens there: retrying cannot help
 USER_AGENT = "rocmrevive (+https://github.com/rocmrevive)"
@@ -41,9 +60,37 @@ Progress = Callable[[int, "int | None"], None]
 
 
 class _Transient(Exception):
-    def __init__(self, message: str, retry_after: float | None = None):
+    """A failed attempt worth another. ``kind``: "connect" (no connection within the connect
+    timeout), "answer" (connected, no answer within the stall timeout), "stall" (the body stopped
+    for the stall timeout) or "" (anything else)."""
+
+    def __init__(self, message: str, retry_after: float | None = None, kind: str = ""):
         super().__init__(message)
         self.retry_after = retry_after
+        self.kind = kind
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM during a download (``terminate_raises``): unwinds like Ctrl-C, so the partial file
+    is kept for resuming and the cache's lock file removed."""
+
+
+@contextlib.contextmanager
+def terminate_raises():
+    """Within: SIGTERM raises ``Terminated`` in the main thread instead of killing the process
+    at once (outside the main thread, or nested: as it was)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise Terminated()
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def _session():
@@ -72,14 +119,17 @@ def _hash_from_start(fd: int, h) -> int:
 class Downloader:
     """One place that talks to servers. ``sleep`` is injectable so tests do not wait for real."""
 
-    def __init__(self, *, timeout: tuple[float, float] = (15.0, 60.0), retries: int = 4, backoff: float = 1.0,
-                 backoff_max: float = 30.0, session=None, sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, *, timeout: tuple[float, float] = (CONNECT_TIMEOUT, STALL_TIMEOUT), retries: int = RETRIES,
+                 backoff: float = 1.0, backoff_max: float = 30.0, total: float | None = None, session=None,
+                 sleep: Callable[[float], None] = time.sleep, notice: Callable[[str], None] | None = None):
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
         self.backoff_max = backoff_max
+        self.total = total  # seconds for one whole download (None: no bound but the stall timeout's)
         self._session = session
         self.sleep = sleep
+        self.notice = notice  # told a line per failed attempt that is tried again (the CLI prints it)
         self.log: list[str] = []  # one line per failed attempt, for reports
         self.unreachable: dict[str, str] = {}  # scheme://host:port -> why, for the rest of this run
 
@@ -89,11 +139,57 @@ class Downloader:
             self._session = _session()
         return self._session
 
-    def _wait(self, attempt: int, retry_after: float | None) -> None:
+    def _delay(self, attempt: int, exc: BaseException) -> float:
+        retry_after = getattr(exc, "retry_after", None)
         if retry_after is not None:
-            delay = min(retry_after, self.backoff_max)
-        else:
-            delay = min(self.backoff_max, self.backoff * (2 ** attempt)) * (0.5 + random.random() / 2)
+            return min(retry_after, self.backoff_max)
+        if _timeout_kind(exc):  # the timeout was the wait: a short pause, no growing backoff
+            return TIMEOUT_PAUSE
+        return min(self.backoff_max, self.backoff * (2 ** attempt)) * (0.5 + random.random() / 2)
+
+    def _open(self, url: str, headers: dict | None = None):
+        """The response to a GET (headers read, body streaming); a timeout says which one."""
+        import requests  # noqa: PLC0415 — requests takes a quarter of a second to import; only a download needs it
+
+        try:
+            return self.session.get(url, headers=headers or {}, stream=True, timeout=self.timeout)
+        except requests.ConnectTimeout:
+            raise _Transient("no answer", kind="connect") from None
+        except requests.ReadTimeout:
+            raise _Transient("no answer", kind="answer") from None
+
+    def _failed(self, url: str, exc: BaseException, failures: int, *, at: str = "", progress: bool = False,
+                kept: str = "", deadline: float | None = None) -> None:
+        """One failed attempt at ``url``: logged; raised as RevError("NETWORK") when it may not be
+        tried again (unreachable host, ``retries`` attempts without progress, the deadline), else
+        told through ``notice`` and waited for. ``failures``: attempts without progress before this
+        one; ``kept``: what a give-up line says is kept for resuming."""
+        reason = _reason(exc, self.timeout)
+        kind = _timeout_kind(exc)
+        self.log.append(f"{url}: {reason}{at}")
+        self._give_up_unreachable(url, reason)
+        host = _netloc(url)
+        if not progress and failures >= self.retries:
+            if kind in ("connect", "answer"):
+                self.unreachable[_host(url)] = f"no answer to {failures + 1} attempts"
+                raise RevError("NETWORK", f"{url}: no answer from {host} to {failures + 1} attempts of "
+                                          f"{_seconds(exc, self.timeout)} s{kept}; the mirror may be down: try "
+                                          f"another (--mirror) or --from a copy (a slow link: raise "
+                                          f"`rocmrevive fetch --timeout`)") from None
+            raise RevError("NETWORK", f"{url}: {reason} after {failures + 1} attempts without progress{kept}; "
+                                      f"retry later or use another mirror") from None
+        if deadline is not None and time.monotonic() > deadline:
+            raise RevError("NETWORK", f"{url}: {reason}; gave up at the deadline{kept}") from None
+        nxt = "" if progress else f" ({failures + 2}/{self.retries + 1})"
+        delay = self._delay(0 if progress else failures, exc)
+        if self.notice is not None:
+            if kind in ("connect", "answer"):
+                line = f"no answer from {host} after {_seconds(exc, self.timeout)} s, trying again{nxt}"
+            elif kind == "stall":
+                line = f"{host} sent nothing for {_seconds(exc, self.timeout)} s{at}, resuming{nxt}"
+            else:
+                line = f"{host}: {reason}{at}, trying again in {delay:.1f} s{nxt}"
+            self.notice(line)
         if delay > 0:
             self.sleep(delay)
 
@@ -129,11 +225,10 @@ class Downloader:
         import requests  # noqa: PLC0415 — requests takes a quarter of a second to import; only a download needs it
 
         failures = 0
-        last = ""
         self._refuse_unreachable(url)
         while True:
             try:
-                with self.session.get(url, stream=True, timeout=self.timeout) as r:
+                with self._open(url) as r:
                     if r.status_code in TRANSIENT_STATUS:
                         raise _Transient(f"HTTP {r.status_code}", _retry_after(r))
                     _raise_for_status(r, url)
@@ -145,13 +240,7 @@ class Downloader:
                     return bytes(buf)
             except (_Transient, requests.ConnectionError, requests.Timeout,
                     requests.exceptions.ChunkedEncodingError) as exc:
-                last = _describe(exc)
-                self.log.append(f"{url}: {last}")
-                self._give_up_unreachable(url, last)
-                if failures >= self.retries:
-                    raise RevError("NETWORK", f"{url}: {last} after {failures + 1} attempts; retry later or "
-                                              f"use another mirror") from None
-                self._wait(failures, getattr(exc, "retry_after", None))
+                self._failed(url, exc, failures)
                 failures += 1
 
     # artifacts --------------------------------------------------------------------------
@@ -164,7 +253,9 @@ class Downloader:
         part = Path(part)
         if not url.startswith("file://"):
             self._refuse_unreachable(url)
-        with Dir.open(part.parent, create=True, what="download folder") as d:
+        if deadline is None and self.total is not None:
+            deadline = time.monotonic() + self.total
+        with terminate_raises(), Dir.open(part.parent, create=True, what="download folder") as d:
             _refuse_short_of_space(d, part, url, size)
             try:
                 if url.startswith("file://"):
@@ -202,20 +293,13 @@ class Downloader:
                         have, h = self._fetch_into(url, d, name, fd, have, size, h, progress, deadline)
                 except _TRANSIENT_ERRORS() as exc:
                     now = os.fstat(fd).st_size
-                    reason = _describe(exc)
-                    self.log.append(f"{url}: {reason} at byte {now}")
-                    self._give_up_unreachable(url, reason)
-                    if now > start:
+                    progressed = now > start
+                    if progressed:
                         failures = 0  # progress was made: keep going
-                    if failures >= self.retries:
-                        raise RevError("NETWORK", f"{url}: {reason} after {failures + 1} attempts without "
-                                                  f"progress ({now} of {size} bytes kept for resuming); retry "
-                                                  f"later or use another mirror") from None
-                    if deadline is not None and time.monotonic() > deadline:
-                        raise RevError("NETWORK", f"{url}: {reason}; gave up at the deadline ({now} of {size} "
-                                                  f"bytes kept for resuming)") from None
-                    self._wait(failures, getattr(exc, "retry_after", None))
-                    failures += 1
+                    self._failed(url, exc, failures, at=f" at byte {now}", progress=progressed,
+                                 kept=f" ({now} of {size} bytes kept for resuming)" if now else "",
+                                 deadline=deadline)
+                    failures = 0 if progressed else failures + 1
                     continue
             finally:
                 os.close(fd)
@@ -236,7 +320,7 @@ class Downloader:
     def _fetch_into(self, url: str, d: Dir, name: str, fd: int, have: int, size: int, h, progress,
                     deadline) -> tuple[int, "hashlib._Hash"]:
         headers = {"Range": f"bytes={have}-"} if have else {}
-        with self.session.get(url, headers=headers, stream=True, timeout=self.timeout) as r:
+        with self._open(url, headers) as r:
             if r.status_code == 416 and have:
                 os.ftruncate(fd, 0)  # our partial file is not a prefix of theirs
                 raise _Transient("HTTP 416 for a resume; starting over", 0)
@@ -275,6 +359,37 @@ class Downloader:
             if have < size:
                 raise _Transient(f"connection closed at byte {have} of {size}")
             return have, h
+
+
+def _netloc(url: str) -> str:
+    """``host:port`` of a URL, as a progress line names the mirror."""
+    return urllib.parse.urlsplit(url).netloc or url
+
+
+def _timeout_kind(exc: BaseException) -> str:
+    """"connect", "answer" or "stall" for a timed-out attempt, else ""."""
+    if isinstance(exc, _Transient):
+        return exc.kind
+    if isinstance(exc, TimeoutError):
+        return "stall"
+    return ""
+
+
+def _seconds(exc: BaseException, timeout: tuple[float, float]) -> str:
+    """The timeout that ended an attempt, as a line says it ("3")."""
+    return f"{timeout[0] if _timeout_kind(exc) == 'connect' else timeout[1]:g}"
+
+
+def _reason(exc: BaseException, timeout: tuple[float, float]) -> str:
+    """What ended an attempt, in words (a timeout with its seconds)."""
+    kind = _timeout_kind(exc)
+    if kind == "connect":
+        return f"timed out: no connection within {timeout[0]:g} s"
+    if kind == "answer":
+        return f"timed out: no answer within {timeout[1]:g} s"
+    if kind == "stall":
+        return f"timed out: no byte for {timeout[1]:g} s"
+    return _describe(exc)
 
 
 def _host(url: str) -> str:
@@ -343,9 +458,17 @@ def _receive(r, sink: "_Sink", have: int, size: int, progress, deadline) -> int:
         buf = sink.free()
         view = memoryview(buf)
         n = 0
-        eof = late = False
+        eof = late = stalled = False
         while n < len(view):
-            k = readinto(view[n:])
+            try:
+                k = readinto(view[n:])
+            except TimeoutError:  # no byte for the stall timeout: keep what came, then retry
+                stalled = True
+                break
+            except Terminated:  # SIGTERM: what arrived is kept for the next run to resume from
+                if n and have + n <= size:
+                    sink.write(buf, n)
+                raise
             if not k:
                 eof = True
                 break
@@ -362,6 +485,8 @@ def _receive(r, sink: "_Sink", have: int, size: int, progress, deadline) -> int:
                 progress(have, size)
         else:
             sink.give_back(buf)
+        if stalled:
+            raise _Transient("stalled", kind="stall")
         if late:
             raise _Transient("deadline passed")
         if eof:

@@ -88,6 +88,26 @@ options:
       - Also allow sources built for another rocBLAS version (the community's ROCm 6.3 recipe). Not recommended.
     type: bool
     default: false
+  expect:
+    description:
+      - Check mode only. The files a real run would install, as C(rocmrevive fetch --extract) verified them on
+        the control node from the pinned package, one entry per rocBLAS version; with it, check mode needs no
+        package on the node and writes nothing there, not even a cache or a temporary file. Each rocBLAS copy
+        that lacks gfx906 (C(rocmrevive detect)) has its files compared by sha256 with these; C(changed) and
+        the diff say which a real run would add or replace, and a file a real run refuses (not a regular file)
+        fails the check with the real run's message. Copies that already serve gfx906 are left as a real run
+        leaves them. The fleet playbook passes it in check mode.
+    type: list
+    elements: dict
+    suboptions:
+      rocblas_version:
+        description: The rocBLAS version the files are for (V(4.4.1)); a copy of rocBLAS 4.4 takes them.
+        type: str
+        required: true
+      sums:
+        description: The C(SHA256SUMS) text of the files (C(<sha256>  <name>) per line).
+        type: str
+        required: true
   force:
     description:
       - With O(state=absent), also restore files that were changed since the install (their current bytes
@@ -114,7 +134,9 @@ attributes:
     support: full
     description:
       - Runs C(rocmrevive install --check) or C(rocmrevive rollback --dry-run); every preflight runs,
-        nothing is written to a ROCm tree or journal (only the download cache may be filled).
+        nothing is written to a ROCm tree, journal or cache (a download goes to a private temporary folder
+        removed at exit). With O(expect), the node's files are compared with the control node's verified
+        list instead, and nothing at all is written on the node.
   diff_mode:
     support: full
     description: One diff per rocBLAS copy, with each file's sha256 before and after (C(absent) for no file).
@@ -209,6 +231,10 @@ retryable:
   type: bool
 """
 
+import hashlib
+import os
+import stat
+
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rocmrevive.gfx906.plugins.module_utils.rocmrevive import (
     COMMON_ARGS, add_option, base_command, find_cli, run_cli)
@@ -266,8 +292,96 @@ def unsupported(module, res, **extra):
                      rc=res.rc, cmd=res.cmd, error=res.error, **extra)
 
 
+def _expected_for(expect, version):
+    """{name: sha256} of the ``expect`` entry for a copy of rocBLAS ``version`` ("4.4" takes "4.4.1")."""
+    for e in expect or []:
+        v = str(e.get("rocblas_version") or "")
+        if version and (v == version or v.startswith(version + ".") or version.startswith(v + ".")):
+            files = {}
+            for line in str(e.get("sums") or "").splitlines():
+                parts = line.strip().split(None, 1)
+                if len(parts) == 2 and len(parts[0]) == 64:
+                    files[parts[1].lstrip("*")] = parts[0].lower()
+            return files
+    return None
+
+
+def _sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def present_compared(module, cli):
+    """Check mode with O(expect): each rocBLAS copy that lacks gfx906 compared by sha256 with the
+    files the control node verified; reads only (``rocmrevive detect`` and the files themselves)."""
+    p = module.params
+    cmd = base_command(module, cli) + ["detect"]
+    add_option(cmd, "--tree", p["tree"])
+    add_option(cmd, "--target", p["target"])
+    add_option(cmd, "--python", p["python"])
+    det = run_cli(module, cmd)
+    if det.code not in ("OK", "NOTHING_SUPPORTED"):
+        module.fail_json(**det.failure(changed=False))
+    doc = det.doc
+    if not (doc.get("summary") or {}).get("gfx906_gpus") and not p["target"]:
+        unsupported(module, det)
+    top = p["root"] or "/"
+    copies, per_tree = [], []
+    for c in doc.get("rocblas_copies") or []:
+        lib = c["path"]
+        out = {"library": lib, "layout": c.get("layout"), "rocblas_version": c.get("rocblas_version"),
+               "rocm_version": c.get("rocm_version"), "changed": False}
+        if not c.get("missing_for_gpus") and not p["target"]:
+            copies.append(dict(out, status="satisfied", reason="serves every gfx906 GPU already"))
+            continue
+        files = _expected_for(p["expect"], c.get("rocblas_version"))
+        if files is None:
+            copies.append(dict(out, status="unsupported",
+                               reason="no file list from the control node for rocBLAS %s" % c.get("rocblas_version")))
+            continue
+        before, after = {}, {}
+        for name in sorted(files):
+            path = lib.rstrip("/") + "/" + name
+            real = os.path.join(top, path.lstrip("/"))
+            try:
+                st = os.lstat(real)
+            except FileNotFoundError:
+                before[path], after[path] = None, files[name]
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                msg = "%s: %s exists and is not a regular file; rocmrevive replaces only regular files" % (lib, path)
+                module.fail_json(msg=msg, changed=False, supported=True, rc=6, cmd=cmd,
+                                 error={"code": "VERIFY_FAILED", "exit": 6, "message": msg}, retryable=False)
+            have = _sha256(real)
+            if have != files[name]:
+                before[path], after[path] = have, files[name]
+        n = len(after)
+        status = "planned" if n else "unchanged"
+        copies.append(dict(out, status=status, changed=bool(n),
+                           summary={"create": sum(1 for x in before.values() if x is None),
+                                    "replace": sum(1 for x in before.values() if x is not None)}))
+        if n:
+            per_tree.append((lib, {"before": before, "after": after}, "install"))
+    left = [c for c in copies if c["status"] == "unsupported"]
+    result = dict(changed=bool(per_tree), rc=det.rc, cmd=cmd, supported=True, copies=copies,
+                  files=merged_files([diff for _tree, diff, _verb in per_tree]))
+    if module._diff:
+        result["diff"] = file_diffs(per_tree)
+    if left:
+        result["msg"] = "; ".join("%s: %s" % (c["library"], c["reason"]) for c in left)
+        module.fail_json(**result)
+    result["msg"] = summary(copies, True)
+    module.exit_json(failed=False, **result)
+
+
 def present(module, cli):
     p = module.params
+    if module.check_mode and p["expect"]:
+        present_compared(module, cli)
+        return
     cmd = base_command(module, cli) + ["install", "--yes"]
     if module.check_mode:
         cmd.append("--check")
@@ -401,6 +515,8 @@ def main():
         state_dir=dict(type="path"),
         python=dict(type="list", elements="path"),
         cross_version=dict(type="bool", default=False),
+        expect=dict(type="list", elements="dict",
+                    options=dict(rocblas_version=dict(type="str", required=True), sums=dict(type="str", required=True))),
         force=dict(type="bool", default=False),
         fail_on_unsupported=dict(type="bool", default=False),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import subprocess
 from pathlib import Path
 
 from ansible_collections.rocmrevive.gfx906.plugins.modules import gfx906_patch as patch
@@ -44,6 +45,32 @@ def test_check_mode_predicts_changes_and_writes_nothing(hosts, cli, run_module):
     assert d["before"].count("absent") == 9 and d["after"].count("sha256:") == 9
     assert tree_hash(hosts / "mi50/opt") == before
     assert not (hosts / "mi50/var/lib/rocmrevive/tx").exists()
+
+
+def test_check_mode_with_expect_compares_files_and_writes_nothing_on_the_node(hosts, cli, run_module, tmp_path):
+    """The fleet's check: the control node's verified file list (fetch --extract) against the node's
+    files; the same prediction as install --check, without the package or any write on the node."""
+    ex = tmp_path / "extract"
+    subprocess.run([cli, "--json", "fetch", "--manifests", str(hosts / "manifests"), "--from",
+                    str(hosts / "librocblas4_6.4.4-4_amd64.deb"), "--cache", str(tmp_path / "control-cache"),
+                    "--extract", str(ex)], check=True, capture_output=True)
+    (sums,) = ex.rglob("SHA256SUMS")
+    expect = [{"rocblas_version": "4.4.1", "sums": sums.read_text()}]
+    before = tree_hash(hosts / "mi50")
+    node = dict(root=str(hosts / "mi50"), rocmrevive_bin=cli, expect=expect)
+    code, res = run_module(patch, node, check=True, diff=True)
+    assert code == 0 and res["changed"] is True and res["cmd"][-1] == "detect", res
+    assert res["msg"] == "would install 9 files into /" + LIB
+    assert tree_hash(hosts / "mi50") == before   # the whole machine folder: nothing written
+    code, planned = run_module(patch, args_for(hosts, cli), check=True)
+    assert res["files"] == planned["files"]   # file for file what install --check predicts
+    code, res = run_module(patch, args_for(hosts, cli))   # the real run
+    assert code == 0 and res["changed"] is True
+    code, res = run_module(patch, node, check=True)
+    assert code == 0 and res["changed"] is False and res["msg"] == "/%s: already complete" % LIB
+    wrong = [{"rocblas_version": "5.1.0", "sums": sums.read_text()}]
+    code, res = run_module(patch, dict(node, expect=wrong), check=True)
+    assert res["changed"] is False   # served copies are left alone whatever the list says
 
 
 def test_present_then_idempotent_then_absent(hosts, cli, run_module):
