@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -163,3 +164,55 @@ def test_a_root_only_venv_still_runs_as_root(arena):
     real, _ = _real_python()
     assert runner_for([sys.executable]).account is None
     assert runner_for([real]).account is None
+
+
+# ---- install's child that is the tree's owner --------------------------------------------------
+@pytest.fixture
+def place():
+    base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="rr-exec-"))
+    os.chmod(base, 0o755)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def test_install_into_a_users_venv_from_an_interpreter_only_root_can_read(place):
+    """Finding 8: this machine's own interpreter lives in /root (0700); the child imports
+    everything before it drops, so the install as the owner still works."""
+    from tests.test_security_trees import LIB, VENV, demo, install, user_venv
+
+    att = attacker()
+    root, args = demo(place)
+    venv = user_venv(root, att)
+    rc, doc, err = install(root, place, args, "--python", VENV, "--tree", LIB)
+    assert rc == 0, (err[-3000:], doc and doc.get("error"))
+    (cp,) = [c for c in doc["copies"] if c["library"] == LIB]
+    assert cp["status"] == "installed" and cp["as_user"] == ATTACKER
+    assert all(p.stat().st_uid == att[0] for p in (root / LIB.lstrip("/")).glob("*gfx906*"))
+    assert venv.is_dir()
+
+
+def test_a_stopped_owner_child_is_killed_at_the_deadline_and_left_recoverable(place):
+    """Finding 2: the child that is the owner stops (SIGSTOP, as its owner may send) mid-transaction;
+    root kills it at the deadline, exits INTERRUPTED (9) with one line naming the owner's recover,
+    and that recover restores the venv byte for byte."""
+    from rocmrevive.txn.fsutil import tree_hash
+    from tests.security_support import one_line_error
+    from tests.test_security_trees import LIB, VENV, as_user, demo, install, user_venv
+
+    att = attacker()
+    root, args = demo(place)
+    venv = user_venv(root, att)
+    before = tree_hash(venv)
+    t0 = time.monotonic()
+    rc, doc, err = install(root, place, args, "--python", VENV, "--tree", LIB,
+                           env={"ROCMREVIVE_TEST_KILL_AT": "rename:2:STOP", "ROCMREVIVE_OWNER_DEADLINE": "5"})
+    took = time.monotonic() - t0
+    msg = one_line_error(rc, doc, err, "INTERRUPTED")
+    assert "did not finish in 5 s and was killed" in msg and f"sudo -u {ATTACKER} rocmrevive recover" in msg
+    assert took < 90, took
+    alive = subprocess.run(["pgrep", "-u", ATTACKER], capture_output=True, text=True).stdout.split()
+    assert alive == [], alive
+    assert tree_hash(venv) != before
+    p = as_user(place, att, f"sudo -u {ATTACKER} rocmrevive --root {root} recover")
+    assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-3000:])
+    assert tree_hash(venv) == before
