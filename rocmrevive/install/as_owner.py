@@ -31,6 +31,7 @@ from rocmrevive.errors import EXIT_CODES, RevError
 from rocmrevive.fs import write_all
 from rocmrevive.install.report import CopyOutcome
 from rocmrevive.install.run import InstallRun
+from rocmrevive.invocation import shell_command
 from rocmrevive.trees.owner_run import Account, owner_deadline
 from rocmrevive.trees.trust import TreeTrust, owner_name, state_dir_of
 from rocmrevive.txn.result import as_rev_error
@@ -109,14 +110,15 @@ def install_as_owner(run: InstallRun, trust: TreeTrust, step: Callable[[InstallR
     finally:
         os.close(r)
         killed = _reap(pid, until)
+    base_root = None if run.root.is_host else run.root.base
+    recover = shell_command(["recover"], base_root, user=trust.owner)
     if late or (killed and not data):
         raise RevError("INTERRUPTED", f"the run as {trust.owner} (the tree's owner) did not finish in {deadline:g} s "
                                       f"and was killed; a transaction it began is in {state_dir}: run "
-                                      f"`sudo -u {trust.owner} rocmrevive recover` to finish or undo it")
+                                      f"`{recover}` to finish or undo it")
     if not data:  # killed (by its owner, who may signal it, or the OOM killer) before it answered
         raise RevError("INTERRUPTED", f"the run as {trust.owner} (the tree's owner) ended without an outcome; "
-                                      f"a transaction it began is in {state_dir}: run `sudo -u {trust.owner} "
-                                      f"rocmrevive recover` to finish or undo it")
+                                      f"a transaction it began is in {state_dir}: run `{recover}` to finish or undo it")
     doc = _outcome(data)
     log = doc.get("log")
     for line in (log if isinstance(log, list) else [])[:1000]:
@@ -128,9 +130,8 @@ def install_as_owner(run: InstallRun, trust: TreeTrust, step: Callable[[InstallR
     out = replace(base.from_child(doc["copy"]), as_user=trust.owner)
     if not out.txid:
         return out
-    where = "" if run.root.is_host else f"--root {run.root.base} "
-    return replace(out, reason=out.reason + (f"; as {trust.owner}, journal in {state_dir}: undo with "
-                                             f"`sudo -u {trust.owner} rocmrevive {where}rollback {out.txid}`"))
+    undo = shell_command(["rollback", out.txid], base_root, user=trust.owner)
+    return replace(out, reason=out.reason + f"; as {trust.owner}, journal in {state_dir}: undo with `{undo}`")
 
 
 def _read_until(fd: int, until: float) -> tuple[bytes, bool]:

@@ -25,6 +25,7 @@ import stat
 from dataclasses import dataclass
 
 from rocmrevive.errors import RevError
+from rocmrevive.invocation import shell_command
 from rocmrevive.strenum import StrEnum
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -213,7 +214,7 @@ def decide(path: str | os.PathLike) -> TreeTrust:
 
 def as_user_command(trust: TreeTrust, args: list[str]) -> str:
     """The command that does the same as the tree's owner: ``sudo -u alice rocmrevive ARGS``."""
-    return " ".join(["sudo", "-u", shlex.quote(trust.owner), "rocmrevive", *(shlex.quote(a) for a in args)])
+    return shell_command(args, user=trust.owner)
 
 
 @dataclass(frozen=True)
