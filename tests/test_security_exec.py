@@ -216,3 +216,45 @@ def test_a_stopped_owner_child_is_killed_at_the_deadline_and_left_recoverable(pl
     p = as_user(place, att, f"sudo -u {ATTACKER} rocmrevive --root {root} recover")
     assert p.returncode == 0, (p.stdout[-3000:], p.stderr[-3000:])
     assert tree_hash(venv) == before
+
+
+# ---- the apt hook's #! chain (finding 6) --------------------------------------------------------
+@pytest.mark.parametrize("how", ["user-python", "chain", "env-ok", "plain-ok"])
+def test_the_hook_checks_its_whole_interpreter_chain(arena, tmp_path, how):
+    root = tmp_path / "m"
+    (root / "etc/apt/apt.conf.d").mkdir(parents=True)
+    bindir = tmp_path / "rootbin"            # root's own folder: the script itself passes
+    bindir.mkdir()
+    os.chmod(tmp_path, 0o755)
+    user_py = arena.home / "python"
+
+    def plant():
+        user_py.write_text("#!/bin/sh\ntouch /tmp/PWNED-by-hook\n")
+        os.chmod(user_py, 0o755)
+
+    arena.as_attacker(plant)
+    exe = bindir / "rocmrevive"
+    if how == "user-python":
+        exe.write_text(f"#!{user_py}\n")
+    elif how == "chain":
+        middle = bindir / "python-wrapper"
+        middle.write_text(f"#!{user_py} -E\n")
+        middle.chmod(0o755)
+        exe.write_text(f"#!{middle}\n")
+    elif how == "env-ok":   # env's program is looked up on the secure path inside the image
+        (root / "usr/bin").mkdir(parents=True)
+        (root / "usr/bin/python3").write_text("#!/bin/sh\n")
+        (root / "usr/bin/python3").chmod(0o755)
+        exe.write_text("#!/usr/bin/env python3\nimport sys\n")
+    else:
+        exe.write_text(f"#!{os.path.realpath('/usr/bin/python3')}\n")
+    exe.chmod(0o755)
+    rc, doc, err = run_cli(["--root", str(root), "hook", "install", "--bin", str(exe)])
+    if how.endswith("-ok"):
+        assert rc == 0, (doc and doc["error"], err[-2000:])
+        return
+    from tests.security_support import one_line_error
+
+    msg = one_line_error(rc, doc, err, "PERMISSION")
+    assert f"the #! interpreter {user_py}" in msg and f"uid {arena.uid}" in msg, msg
+    assert os.listdir(root / "etc/apt/apt.conf.d") == []
