@@ -516,6 +516,16 @@ def _check_name(name: str) -> None:
         raise ValueError(f"not a single path component: {name!r}")
 
 
+def disk_full(folder, what: str) -> RevError:
+    """The one disk-full outcome (exit 4, PERMISSION), naming the folder that filled.
+
+        raise disk_full("/var/cache/rocmrevive/extracted", "writing the extraction's index")
+    """
+    return RevError("PERMISSION", f"no space left in {folder} while {what}; free some space and retry, or give "
+                                  f"a folder on a disk with more room; nothing was kept",
+                    details={"folder": str(folder), "disk_full": True})
+
+
 def _write_error(d: Dir, name: str, exc: OSError) -> RevError:
     if exc.errno == errno.ELOOP:
         return RevError("PERMISSION", f"{d.path / name} is a symbolic link; rocmrevive never writes through one "

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmrevive.cli.ui import shown
+from rocmrevive.cli.shown import shown
 from rocmrevive.invocation import shell_command
 from tests.test_contract_terminal import RR, Pty
 

@@ -13,7 +13,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from rocmrevive.cli.ui import shown
+from rocmrevive.cli.shown import shown
 from rocmrevive.errors import exit_code
 
 

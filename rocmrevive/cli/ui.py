@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any, Callable
 
 import click
 
+from rocmrevive.cli.shown import shown
 from rocmrevive.errors import RevError, exit_code
 from rocmrevive.rootfs import Root
 
@@ -74,39 +74,6 @@ def text_or_file(data: dict[str, Any], text: str, output: str | None, wrote: Cal
         else:   # a script or environment file: exact when piped, escaped on a terminal
             con.file.write(shown(text, lines=True) if con.is_terminal else text)
     return Outcome(data=data, render=render)
-
-
-# what never reaches a terminal raw: C0 and C1 controls (ESC sequences retitle, clear, move the
-# cursor), DEL, the Unicode format and separator characters that reorder or hide text (bidi
-# overrides, zero-width), and the lone surrogates that stand for bytes that are not UTF-8
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ud800-\udfff]")
-_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\x1b": "\\e"}
-
-
-def _escape_one(m: re.Match) -> str:
-    c = m.group(0)
-    n = ord(c)
-    if c in _NAMED:
-        return _NAMED[c]
-    if 0xDC80 <= n <= 0xDCFF:        # a byte that was not UTF-8 (os.fsdecode's surrogateescape)
-        return f"\\x{n - 0xDC00:02x}"
-    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}"
-
-
-def shown(text: str, *, lines: bool = False) -> str:
-    """The one renderer of text that came from the file system (or anywhere else) on its way to
-    a terminal: control characters, newlines, bidi and zero-width characters and bytes that are
-    not UTF-8 shown escaped, as ``ls -b`` and git do (``\\e``, ``\\n``, ``\\x9b``); ``lines``
-    keeps newlines and tabs (a block of rocmrevive's own lines). JSON never passes through it:
-    it keeps the exact strings.
-
-        shown("venv\x1b]0;pwned\x07\nfake")   # 'venv\\e]0;pwned\\x07\\nfake'
-    """
-    if not isinstance(text, str):
-        text = str(text)
-    if lines:
-        return _UNSAFE.sub(lambda m: m.group(0) if m.group(0) in "\n\t" else _escape_one(m), text)
-    return _UNSAFE.sub(_escape_one, text)
 
 
 class _Console:

@@ -177,7 +177,7 @@ def parse_bench_json(text: str) -> list[dict] | None:
         return None
     try:
         data = json.loads(text[start:])
-    except ValueError:
+    except (ValueError, RecursionError):   # the user's build may print anything
         return None
     if not isinstance(data, list):
         return None

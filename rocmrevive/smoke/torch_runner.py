@@ -238,7 +238,7 @@ def _take_record(line: bytes, records: list[dict], on_record: Callable[[dict], N
     """Keep one output line if it is a probe record (a JSON object with a type)."""
     try:
         rec = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):   # the user's interpreter may print anything
         return
     if isinstance(rec, dict) and "type" in rec:
         records.append(rec)
