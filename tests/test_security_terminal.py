@@ -79,6 +79,14 @@ def test_every_commands_human_output_on_a_pty_has_no_raw_control_byte(hostile, a
     assert not any(line.lstrip("\r").startswith("FORGED") for line in out.split("\n")), out[-3000:]
     if argv[0] in ("detect", "doctor", "audit"):
         assert "v\\e]0;PWNED-TITLE" in out, (argv, out[-3000:])    # named, escaped
+    # piped (plain tables) and on a narrow terminal (tables become lists): no forged line either
+    p = subprocess.run(RR + ["--root", str(root), *argv], env=_env(), capture_output=True, text=True,
+                       errors="surrogateescape", timeout=300)
+    rc, narrow = Pty(RR + ["--root", str(root), *argv], cols=60, extra_env={"PYTHONPATH": _env()["PYTHONPATH"]}).finish()
+    for text in (p.stdout + p.stderr, narrow):
+        assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f-\x9f\u202e]", text), text[-3000:]
+        assert not any(re.sub(r"^[\s\r│┃|]*", "", line).startswith("FORGED") for line in text.split("\n")), \
+            text[-3000:]
 
 
 def test_json_keeps_the_exact_names_and_every_fix_splits_into_its_argv(hostile):

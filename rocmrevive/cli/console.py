@@ -13,7 +13,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from rocmrevive.cli.shown import shown
+from rocmrevive.cli.shown import Lines, shown
 from rocmrevive.errors import exit_code
 
 
@@ -27,14 +27,18 @@ def _line(s: str) -> str:
     return head + shown(body) + s[len(s.rstrip("\n")):]
 
 
-def _safe(obj):
-    """``obj`` with every string in it passed through the one renderer (``ui.shown``): a str or
-    Text as one line (``_line``), a Table's title and cells as single values."""
+def _safe(obj, *, header: bool = False):
+    """``obj`` with every string in it passed through the one renderer (``shown``): a str or
+    Text as one line (``_line``), a table cell too; a column header (rocmrevive's own words,
+    ``GPU\\nnode``) and a cell rocmrevive stacked on purpose (``shown.Lines``) keep their
+    newlines."""
+    if isinstance(obj, Lines):
+        return Text(obj)          # its parts went through shown when it was stacked
     if isinstance(obj, str):
-        return _line(obj)
+        return shown(obj, lines=True) if header else _line(obj)
     if isinstance(obj, Text):
         plain = obj.plain
-        safe = _line(plain)
+        safe = shown(plain, lines=True) if header else _line(plain)
         if safe == plain:
             return obj
         return Text(safe, style=obj.style, justify=obj.justify, no_wrap=obj.no_wrap, end=obj.end)
@@ -42,6 +46,7 @@ def _safe(obj):
         if obj.title is not None:
             obj.title = _safe(obj.title)
         for col in obj.columns:
+            col.header = _safe(col.header, header=True)
             col._cells = [_safe(c) for c in col._cells]
     return obj
 

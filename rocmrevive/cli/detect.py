@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from rocmrevive.cli.policy import OnPending, policy
+from rocmrevive.cli.shown import Lines, stacked
 from rocmrevive.cli.ui import UI, Outcome, text_file_option
 from rocmrevive.hardware.rocminfo import parse_rocminfo
 
@@ -89,7 +90,7 @@ def _plain(console):
 def _cells(*values) -> list:
     from rich.text import Text
 
-    return [Text(str(v)) for v in values]
+    return [v if isinstance(v, Lines) else Text(str(v)) for v in values]
 
 
 def render_gpus(console, doc: dict) -> None:
@@ -112,10 +113,11 @@ def render_gpus(console, doc: dict) -> None:
         large = p.get("large_bar")
         bar_txt = "?" if bar is None else _gib(bar["size"]) + ("" if large else " (small)" if large is False else "")
         model = g["model"] + ("" if g["model_certain"] else "?")
-        t.add_row(*_cells(f"GPU{g['index']}\n{g['node'] if g['node'] is not None else '-'}",
-                          f"{g['bdf'] or '?'}\n{(g['render_node'] or '-').rsplit('/', 1)[-1]}", g["target"] or "?", model,
-                          f"{_gib(g['vram_bytes'])}\n{bar_txt}", f"{_link(p.get('slot_link') or p.get('link'))}\n"
-                          f"NUMA {g['numa_node'] if g['numa_node'] is not None else '?'}"))
+        t.add_row(*_cells(stacked(f"GPU{g['index']}", g['node'] if g['node'] is not None else '-'),
+                          stacked(g['bdf'] or '?', (g['render_node'] or '-').rsplit('/', 1)[-1]), g["target"] or "?",
+                          model, stacked(_gib(g['vram_bytes']), bar_txt),
+                          stacked(_link(p.get('slot_link') or p.get('link')),
+                                  f"NUMA {g['numa_node'] if g['numa_node'] is not None else '?'}")))
     console.print(t)
     for g in gpus:
         for problem in g["problems"]:
@@ -206,7 +208,7 @@ def render_trees(console, doc: dict) -> None:
     for c in copies:
         targets = " ".join(c["targets"]) or "-"
         if c["code_objects"]:
-            targets += "\ncode objects: " + " ".join(c["code_objects"]["targets"])
+            targets = stacked(targets, "code objects: " + " ".join(c["code_objects"]["targets"]))
         missing = ", ".join(f"GPU{i}" for i in c["missing_for_gpus"]) or "-"
         t.add_row(*_cells(c["path"], c["layout"], c["rocblas_version"] or "?", c["rocm_version"] or "?",
                           targets, missing))

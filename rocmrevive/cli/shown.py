@@ -39,3 +39,17 @@ def shown(text: str, *, lines: bool = False) -> str:
     if lines:
         return _UNSAFE.sub(lambda m: m.group(0) if m.group(0) in "\n\t" else _escape_one(m), text)
     return _UNSAFE.sub(_escape_one, text)
+
+
+class Lines(str):
+    """Lines of a table cell that rocmrevive stacked on purpose (``GPU0`` over its KFD node),
+    each already through ``shown``: the console keeps their newlines, where a newline in any
+    other cell (a folder's name) is shown escaped."""
+
+
+def stacked(*parts: object) -> Lines:
+    """One cell of several lines, each part through ``shown``.
+
+        stacked("GPU0", node)      # Lines("GPU0\\n1")
+    """
+    return Lines("\n".join(shown(str(p)) for p in parts))
