@@ -258,3 +258,15 @@ def test_the_hook_checks_its_whole_interpreter_chain(arena, tmp_path, how):
     msg = one_line_error(rc, doc, err, "PERMISSION")
     assert f"the #! interpreter {user_py}" in msg and f"uid {arena.uid}" in msg, msg
     assert os.listdir(root / "etc/apt/apt.conf.d") == []
+
+
+def test_under_root_no_interpreter_outside_the_image_is_looked_at(tmp_path):
+    from rocmrevive.rootfs import Root
+    from rocmrevive.smoke.torch_runner import candidate_pythons, pick_python
+
+    (tmp_path / "img/usr/bin").mkdir(parents=True)
+    assert candidate_pythons(Root(tmp_path / "img")) == []
+    py, why = pick_python(None, Root(tmp_path / "img"))
+    assert py is None and "looked at: nothing" in why
+    # on the host, this interpreter is a candidate (root's own: it would run as root)
+    assert any(os.path.realpath(p) == os.path.realpath(sys.executable) for p, _ in candidate_pythons(Root("/")))

@@ -90,6 +90,8 @@ def pick_python(given: str | None, root: Root | None = None) -> tuple[str | None
 def runner_of(python: str) -> Runner:
     """Who runs ``python``: root only when the interpreter, its folders and its site-packages
     are root's alone; else their one owner (trees.owner_run). RevError("PERMISSION") otherwise."""
+    if not os.path.lexists(python):   # nothing to run: the probe's runner says so
+        return Runner(None, f"{python} does not exist")
     sites, _ = sites_for(Root("/"), python)
     return runner_for([python], sites)
 
