@@ -270,3 +270,31 @@ def test_under_root_no_interpreter_outside_the_image_is_looked_at(tmp_path):
     assert py is None and "looked at: nothing" in why
     # on the host, this interpreter is a candidate (root's own: it would run as root)
     assert any(os.path.realpath(p) == os.path.realpath(sys.executable) for p, _ in candidate_pythons(Root("/")))
+
+
+def test_a_users_llama_build_runs_as_the_user_and_is_killed_when_it_stops(arena):
+    """smoke's llama.cpp part: a build in a user's folder runs as that user (never root), and one
+    that stops itself is killed at its step's time limit."""
+    from rocmrevive.smoke.llama import run_llama_smoke
+
+    bindir, marks = arena.home / "llama", arena.home / "marks"
+
+    def plant():
+        bindir.mkdir()
+        marks.mkdir()
+        bench = bindir / "llama-bench"
+        bench.write_text(f"#!/bin/sh\ntouch {marks}/bench-$(id -u)-$$\n"
+                         f"[ -e {marks}/STOP ] && kill -STOP $$\necho 'no GPU' >&2; exit 1\n")
+        bench.chmod(0o755)
+
+    arena.as_attacker(plant)
+    out = run_llama_smoke(bindir, timeout=5)
+    assert out["run_as"] == ATTACKER and out["status"] == "failed", out
+    got = _marks(marks)
+    assert got and all(uid == arena.uid and f"-{arena.uid}-" in n for n, uid in got), got
+    (marks / "STOP").touch()
+    t0 = time.monotonic()
+    out = run_llama_smoke(bindir, timeout=3)
+    assert out["status"] == "failed" and "did not finish within 3 s" in out["reason"], out
+    assert time.monotonic() - t0 < 60
+    assert subprocess.run(["pgrep", "-u", ATTACKER], capture_output=True, text=True).stdout.split() == []

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import posixpath
 import shlex
 import shutil
 import subprocess
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import rocmrevive
 from rocmrevive.errors import RevError
-from rocmrevive.fs import Dir, executable_problem, open_regular
+from rocmrevive.fs import Dir, check_under, executable_problem, open_regular
 from rocmrevive.install.core import Hooks, StagedFiles, install_component, staging_area
 from rocmrevive.strenum import StrEnum
 from rocmrevive.txn.history import Integrity, list_transactions
@@ -410,6 +411,13 @@ def _open_log(root, log_machine: str):
     missing, never reached through a link another user planted), the file itself ``O_NOFOLLOW``
     and a regular file (docs/security.md)."""
     log_real = root.path(log_machine)
+    if not root.is_host:   # walked from the image's root before a link in it is followed (fs.check_under)
+        folder = posixpath.dirname("/" + log_machine.strip("/"))
+        check_under(root.base, folder, what="hook log folder")
+        try:
+            log_real = root.resolve(folder) / log_real.name
+        except ValueError as exc:
+            raise RevError("PERMISSION", f"{exc}; the hook's log stays under --root {root.base}") from None
     with Dir.open(log_real.parent, create=True, what="hook log folder") as d:
         return os.fdopen(d.open_rw(log_real.name, append=True), "a")
 
