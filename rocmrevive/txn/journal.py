@@ -204,8 +204,8 @@ def _too_deep(line: bytes, limit: int = MAX_DEPTH) -> bool:
     """Whether the JSON text ``line`` nests deeper than ``limit`` (strings skipped): such a
     line is unreadable, as a torn one is, before a parser could recurse on it."""
     depth = 0
-    for b in _BRACKETS.findall(_STRINGS.sub(b"", line)):
-        depth += 1 if b in (b"[", b"{") else -1
+    for m in _BRACKETS.finditer(_STRINGS.sub(b"", line)):   # stops at the first bracket too deep
+        depth += 1 if m.group() in (b"[", b"{") else -1
         if depth > limit:
             return True
     return False
