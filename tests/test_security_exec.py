@@ -208,7 +208,7 @@ def test_a_stopped_owner_child_is_killed_at_the_deadline_and_left_recoverable(pl
                            env={"ROCMREVIVE_TEST_KILL_AT": "rename:2:STOP", "ROCMREVIVE_OWNER_DEADLINE": "5"})
     took = time.monotonic() - t0
     msg = one_line_error(rc, doc, err, "INTERRUPTED")
-    assert "did not finish in 5 s and was killed" in msg and f"sudo -u {ATTACKER} rocmrevive recover" in msg
+    assert "did not finish in 5 s and was killed" in msg and f"sudo -u {ATTACKER} rocmrevive --root {root} recover" in msg
     assert took < 90, took
     alive = subprocess.run(["pgrep", "-u", ATTACKER], capture_output=True, text=True).stdout.split()
     assert alive == [], alive
