@@ -354,14 +354,18 @@ class _Walk:
     the walk learned on the way: whether the folder holding the next entry is trusted, whether a
     shared folder or link was let through (``shared``), how many links were followed."""
 
-    def __init__(self, p: str, *, create: bool, mode: int, what: str, allow: bool):
+    def __init__(self, p: str, *, create: bool, mode: int, what: str, allow: bool, top: str = "/",
+                 probe: bool = False):
         self.p, self.create, self.mode, self.what, self.allow = p, create, mode, what, allow
+        # top: the folder "/" stands for (an image's root under --root: an absolute link's target
+        # is read under it, ".." never leaves it); probe: stop quietly at the first missing part
+        self.top, self.probe = top, probe
         self.parts = [x for x in p.split("/") if x]
         self.cur: list[str] = []
         self.shared = False
         self.hops = 0
         self.parent_trusted = False
-        self.fd = os.open("/", DIR_FLAGS)
+        self.fd = os.open(top, DIR_FLAGS)
 
     def run(self) -> None:
         self.parent_trusted = folder_problem(os.fstat(self.fd)) is None
@@ -372,7 +376,7 @@ class _Walk:
             if name == "..":
                 # only reached through a link we trust; re-walk from / to the parent
                 self.cur = self.cur[:-1]
-                self._move_to(walk_plain(self.cur))
+                self._move_to(walk_plain(self.cur, self.top))
                 self.parent_trusted = True
                 continue
             lst = self._entry(name)
@@ -395,6 +399,8 @@ class _Walk:
         try:
             return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
         except FileNotFoundError:
+            if self.probe:
+                raise
             if not self.create:
                 raise RevError("USAGE", f"no such folder: {shown} (for the {self.what} {self.p})") from None
             if not self.parent_trusted and not self.allow:
@@ -421,7 +427,7 @@ class _Walk:
             self.shared = True
         target = os.readlink(name, dir_fd=self.fd)
         if target.startswith("/"):
-            self._move_to(os.open("/", DIR_FLAGS))
+            self._move_to(os.open(self.top, DIR_FLAGS))
             self.cur = []
             self.parent_trusted = folder_problem(os.fstat(self.fd)) is None
         self.parts = [x for x in target.split("/") if x] + self.parts
@@ -457,11 +463,36 @@ class _Walk:
         self.parent_trusted = problem is None or sticky
 
 
-def walk_plain(parts: Sequence[str]) -> int:
-    """A descriptor of the folder ``/parts[0]/parts[1]/…``, each component opened ``O_NOFOLLOW``
+def check_under(top: str | os.PathLike, machine_path: str, *, what: str = "folder") -> None:
+    """Walk ``machine_path`` from the folder ``top`` (an image's root under ``--root``) the way
+    ``Dir.open`` walks from ``/``: component by component ``O_NOFOLLOW``, a link followed only
+    when it and its folder are ours (an absolute target read under ``top``), every folder on the
+    way ours and writable by no one else, checked before the next one is opened. Stops quietly at
+    the first missing component (what root would create there, in a folder just checked).
+    RevError("PERMISSION") with one line otherwise: a user's ``var/lib`` in an image, or a link
+    of theirs named ``rocmrevive``, never sends root's state or cache elsewhere.
+
+        check_under("/srv/img", "/var/lib/rocmrevive", what="state folder")
+    """
+    walk = _Walk("/" + machine_path.strip("/"), create=False, mode=0o755, what=what, allow=shared_allowed(),
+                 top=os.path.realpath(os.fspath(top)), probe=True)
+    try:
+        walk.run()
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    except RevError as exc:
+        if exc.code == "USAGE" and "is not a folder" in exc.message:
+            return   # a file where a folder would be: the caller's own open says so
+        raise
+    finally:
+        os.close(walk.fd)
+
+
+def walk_plain(parts: Sequence[str], top: str = "/") -> int:
+    """A descriptor of the folder ``top/parts[0]/parts[1]/…``, each component opened ``O_NOFOLLOW``
     relative to the one above (a link or a non-folder on the way: OSError); nothing is judged.
     The one such walk (``Dir``'s re-walk after ``..``, ``trees.trust``, ``txn.folders``)."""
-    fd = os.open("/", DIR_FLAGS)
+    fd = os.open(top, DIR_FLAGS)
     for name in parts:
         try:
             nfd = os.open(name, DIR_FLAGS, dir_fd=fd)
@@ -488,6 +519,16 @@ def _rmtree_fd(dfd: int) -> None:
 def _check_name(name: str) -> None:
     if not name or "/" in name or name in (".", ".."):
         raise ValueError(f"not a single path component: {name!r}")
+
+
+def disk_full(folder, what: str) -> RevError:
+    """The one disk-full outcome (exit 4, PERMISSION), naming the folder that filled.
+
+        raise disk_full("/var/cache/rocmrevive/extracted", "writing the extraction's index")
+    """
+    return RevError("PERMISSION", f"no space left in {folder} while {what}; free some space and retry, or give "
+                                  f"a folder on a disk with more room; nothing was kept",
+                    details={"folder": str(folder), "disk_full": True})
 
 
 def _write_error(d: Dir, name: str, exc: OSError) -> RevError:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 from contextvars import ContextVar
 from typing import Iterator, Sequence
 
@@ -37,3 +38,22 @@ def holder_line() -> bytes:
     """What a lock file says about its holder: ``PID command line`` (at most 200 characters of
     the command line), for humans only."""
     return f"{os.getpid()} {' '.join(_COMMAND_LINE.get())[:200]}\n".encode()
+
+
+def shell_command(args: Sequence[str | os.PathLike], root: str | os.PathLike | None = None, *,
+                  sudo: bool = False, user: str | None = None) -> str:
+    """The one builder of every rocmrevive command the tool prints (fix lines, ``done:`` lines,
+    warnings, JSON ``fix`` fields): each word ``shlex.quote``d, so a folder named
+    ``v; touch PWNED; #`` stays one word when the line is pasted into a shell; ``--root DIR``
+    kept (``root``: the image's folder, None or ``/`` for this machine); ``sudo`` (or ``sudo -u
+    USER`` with ``user``) in front. One line, never wrapped: the renderer prints it whole.
+
+        shell_command(["install", "--tree", "/home/a/v; x"])       # "rocmrevive install --tree '/home/a/v; x'"
+        shell_command(["recover"], "/srv/img", user="alice")       # "sudo -u alice rocmrevive --root /srv/img recover"
+    """
+    words = ["rocmrevive"]
+    if root is not None and os.fspath(root) not in ("/", ""):
+        words += ["--root", os.fspath(root)]
+    words += [os.fspath(a) for a in args]
+    head = ["sudo", "-u", user] if user else (["sudo"] if sudo else [])
+    return " ".join(shlex.quote(w) for w in head + words)

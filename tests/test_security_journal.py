@@ -188,3 +188,16 @@ def test_an_immutable_journal_is_a_permission_error(applied):
         subprocess.run(["chattr", "-i", str(j)], check=True)
     rc, doc, err = run_cli(["--root", str(m.base), "rollback"])
     assert rc == 0 and m.hash() == old
+
+
+def test_a_200000_deep_record_is_a_damaged_journal_not_a_recursion_error(applied):
+    """Issue 35, finding 7: nesting no record has is refused before a parser recurses on it."""
+    m, old, new = applied
+    ls = lines(m)
+    ls.insert(1, "[" * 200_000 + "]" * 200_000)
+    write_lines(m, ls)
+    for cmd in (["status"], ["rollback"], ["recover"]):
+        rc, doc, err = run_cli(["--root", str(m.base), *cmd])
+        msg = one_line_error(rc, doc, err, "INTERRUPTED")
+        assert "damaged" in msg and "line 2" in msg and "RecursionError" not in err, msg
+    assert m.hash() == new

@@ -344,7 +344,7 @@ def test_a_run_as_the_owner_killed_mid_transaction_is_the_owners_to_recover(plac
     rc, doc, err = install_as_root_readable(root, place, args, "--python", VENV, "--tree", LIB,
                                             env={"ROCMREVIVE_TEST_KILL_AT": "rename:4"})
     msg = one_line_error(rc, doc, err, "INTERRUPTED")
-    assert f"sudo -u {ATTACKER} rocmrevive recover" in msg
+    assert f"sudo -u {ATTACKER} rocmrevive --root {root} recover" in msg   # the command as typed, --root kept
     assert tree_hash(venv) != before                          # the child got as far as four renames
     assert not list((root / "var/lib/rocmrevive").glob("tx/*.jsonl"))   # nothing of it in root's state
     p = as_user(place, att, f"sudo -u {ATTACKER} rocmrevive --root {root} recover")

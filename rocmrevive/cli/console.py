@@ -8,17 +8,61 @@ import os
 import sys
 
 from rich.console import Console
+from rich.errors import MarkupError
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from rocmrevive.cli.shown import Lines, shown
 from rocmrevive.errors import exit_code
+
+
+def _line(s: str) -> str:
+    """One printed line through the one renderer: newlines at its ends (a blank line before a
+    heading) kept, every other control character, a newline inside included, escaped."""
+    body = s.strip("\n")
+    if not body:
+        return s
+    head = s[:len(s) - len(s.lstrip("\n"))]
+    return head + shown(body) + s[len(s.rstrip("\n")):]
+
+
+def _safe(obj, *, header: bool = False):
+    """``obj`` with every string in it passed through the one renderer (``shown``): a str or
+    Text as one line (``_line``), a table cell too; a column header (rocmrevive's own words,
+    ``GPU\\nnode``) and a cell rocmrevive stacked on purpose (``shown.Lines``) keep their
+    newlines."""
+    if isinstance(obj, Lines):
+        return Text(obj)          # its parts went through shown when it was stacked
+    if isinstance(obj, str):
+        return shown(obj, lines=True) if header else _line(obj)
+    if isinstance(obj, Text):
+        plain = obj.plain
+        safe = shown(plain, lines=True) if header else _line(plain)
+        if safe == plain:
+            return obj
+        return Text(safe, style=obj.style, justify=obj.justify, no_wrap=obj.no_wrap, end=obj.end)
+    if isinstance(obj, Table):
+        if obj.title is not None:
+            obj.title = _safe(obj.title)
+        for col in obj.columns:
+            col.header = _safe(col.header, header=True)
+            col._cells = [_safe(c) for c in col._cells]
+    return obj
 
 
 class WholeCellConsole(Console):
     """A Console whose ``print`` of a Table keeps every cell whole."""
 
     def print(self, *objects, **kwargs):  # noqa: A003 - rich's name
+        # nothing reaches the terminal raw: every string printed passes the one renderer
+        objects = tuple(_safe(o) for o in objects)
+        try:
+            return self._print(*objects, **kwargs)
+        except MarkupError:   # brackets in a name that read as markup: print it as it is
+            return self._print(*objects, **{**kwargs, "markup": False})
+
+    def _print(self, *objects, **kwargs):
         if len(objects) == 1 and isinstance(objects[0], Table):
             if not self._fits(objects[0]):
                 return self._print_as_list(objects[0], **kwargs)

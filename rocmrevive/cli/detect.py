@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from rocmrevive.cli.policy import OnPending, policy
+from rocmrevive.cli.shown import Lines, stacked
 from rocmrevive.cli.ui import UI, Outcome, text_file_option
 from rocmrevive.hardware.rocminfo import parse_rocminfo
 
@@ -89,7 +90,7 @@ def _plain(console):
 def _cells(*values) -> list:
     from rich.text import Text
 
-    return [Text(str(v)) for v in values]
+    return [v if isinstance(v, Lines) else Text(str(v)) for v in values]
 
 
 def render_gpus(console, doc: dict) -> None:
@@ -209,7 +210,7 @@ def render_trees(console, doc: dict) -> None:
     for c in copies:
         targets = " ".join(c["targets"]) or "-"
         if c["code_objects"]:
-            targets += "\ncode objects: " + " ".join(c["code_objects"]["targets"])
+            targets = stacked(targets, "code objects: " + " ".join(c["code_objects"]["targets"]))
         missing = ", ".join(f"GPU{i}" for i in c["missing_for_gpus"]) or "-"
         t.add_row(*_cells(c["path"], c["layout"], c["rocblas_version"] or "?", c["rocm_version"] or "?",
                           targets, missing))

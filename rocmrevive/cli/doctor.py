@@ -18,6 +18,7 @@ from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import UI, Outcome, text_file_option
 from rocmrevive.hardware.findings import FixKind, Severity
 from rocmrevive.hardware.vulkan import parse_vulkan_devices
+from rocmrevive.invocation import shell_command
 
 STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
@@ -179,8 +180,8 @@ def with_rocmrevive_findings(ui: UI, s, findings: list) -> list:
         except RevError as exc:
             return findings + found + [Finding("verify-unavailable", Severity.WARNING, "machine",
                                                f"verify could not run: {exc.message}", "", "none", FixKind.NONE)]
-        found += verify_findings(rep, flagged, lambda lib: (f"rocmrevive install --tree {lib}" if has_source(lib)
-                                                            else f"rocmrevive recipe --tree {lib}"))
+        found += verify_findings(rep, flagged, lambda lib: (shell_command(["install", "--tree", lib]) if has_source(lib)
+                                                            else shell_command(["recipe", "--tree", lib])))
     return findings + found
 
 

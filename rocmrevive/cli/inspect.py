@@ -131,7 +131,9 @@ def render_text(reports, summary) -> str:
     out.append(f"{files} file{'s' * (files != 1)}, {summary['code_objects']} code object"
                f"{'s' * (summary['code_objects'] != 1)}; targets: {tg}; problems: {summary['problems']} "
                f"in {summary['files_with_problems']} file{'s' * (summary['files_with_problems'] != 1)}")
-    return "\n".join(out) + "\n"
+    from rocmrevive.cli.shown import shown
+
+    return "\n".join(shown(line) for line in out) + "\n"   # each a line: a name's newline shows as \n
 
 
 def _columns(rows, *, indent: str = "", cap: int | None = None) -> list[str]:

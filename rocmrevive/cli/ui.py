@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import click
 
+from rocmrevive.cli.shown import shown
 from rocmrevive.errors import RevError, exit_code
 from rocmrevive.rootfs import Root
 
@@ -70,8 +71,8 @@ def text_or_file(data: dict[str, Any], text: str, output: str | None, wrote: Cal
         if written:
             for line in wrote(written):
                 con.print(line, markup=False)
-        else:
-            con.file.write(text)
+        else:   # a script or environment file: exact when piped, escaped on a terminal
+            con.file.write(shown(text, lines=True) if con.is_terminal else text)
     return Outcome(data=data, render=render)
 
 
@@ -173,19 +174,18 @@ class UI:
     @property
     def err(self):
         if self._err_console is None:
-            from rich.console import Console
-
-            # soft_wrap: a message is one line, whatever the terminal's width
-            self._err_console = Console(stderr=True, highlight=False, soft_wrap=True,
-                                        no_color=bool(os.environ.get("NO_COLOR")),
-                                        color_system=None if os.environ.get("NO_COLOR") else "auto")
+            # soft_wrap: a message is one line, whatever the terminal's width; the same console
+            # class as stdout's, so everything printed passes the one renderer (``shown``)
+            self._err_console = _Console.make(stderr=True, highlight=False, soft_wrap=True,
+                                              no_color=bool(os.environ.get("NO_COLOR")),
+                                              color_system=None if os.environ.get("NO_COLOR") else "auto")
         return self._err_console
 
     def log(self, message: str, level: int = 0) -> None:
         """A line on stderr, shown unless quieter than ``level`` (0 normal, 1 verbose)."""
         if level > self.verbose or (self.quiet and level >= 0):
             return
-        self.err.print(message, markup=False)
+        self.err.print(shown(message), markup=False)
 
     @property
     def show_progress(self) -> bool:
@@ -350,7 +350,7 @@ class UI:
                     self.log(f"warning: {self.as_typed(w)}")
                 if out.code != "OK" and out.message:
                     sys.stdout.flush()
-                    self.err.print(f"rocmrevive {command}: {self.as_typed(out.message)}", markup=False)
+                    self.err.print(f"rocmrevive {command}: {shown(self.as_typed(out.message))}", markup=False)
             sys.stdout.flush()
         sys.exit(exit_code(out.code))
 
@@ -370,7 +370,7 @@ class UI:
             else:
                 sys.stdout.flush()
                 head = f"{chr(10) if newline else ''}rocmrevive {command}: {label + ': ' if label else ''}"
-                self.err.print(head + self.as_typed(message), markup=False)
+                self.err.print(head + shown(self.as_typed(message)), markup=False)
             sys.stdout.flush()
         sys.exit(exit_code(code))
 

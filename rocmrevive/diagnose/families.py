@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from rocmrevive.diagnose.diagnosis import HIP_ERRORS, Context, Diagnosis, Severity, norm_arch
+from rocmrevive.invocation import shell_command
 
 # HSA status codes as the runtime prints them in hex (hsa.h, hsa_ext_amd.h)
 HSA_CODES = {0x29: "MEMORY_APERTURE_VIOLATION", 0x2b: "MEMORY_FAULT", 0x1008: "OUT_OF_RESOURCES",
@@ -82,10 +83,10 @@ def check_command(path: str | None) -> str | None:
         return None
     if re.search(r"/(?:rocblas|hipblaslt)/library(?:/|$)", path) or path.endswith("/library"):
         folder = path.split("/library", 1)[0] + "/library"
-        return f"rocmrevive verify --tree {folder}" if "*" not in folder else None
+        return shell_command(["verify", "--tree", folder]) if "*" not in folder else None
     if "*" in path:
         return None
-    return f"rocmrevive inspect {path}"
+    return shell_command(["inspect", path])
 
 
 def explain_family(line: str, ctx: Context) -> Diagnosis | None:

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Callable, Iterable
 
 from rocmrevive.hardware.findings import Finding, Severity
+from rocmrevive.invocation import shell_command
 
 # the tree finding whose fix is an install, and becomes the recipe where no source exists
 MISSING_ID = "rocblas-missing-gfx906"
@@ -54,15 +55,15 @@ def _damaged(t: dict) -> Finding:
             f"{n} file(s) rocmrevive installed in {tree} (transaction {t['txid']}) were changed since: "
             + ", ".join(p.rsplit("/", 1)[-1] for p in (t.get("drifted") or [])[:3]),
             "something other than rocmrevive edited or replaced them; rocBLAS may load the changed bytes",
-            f"rocmrevive rollback --force {t['txid']}  (the edited bytes are kept in the backups), then "
-            f"rocmrevive install --tree {tree}",
+            shell_command(["rollback", "--force", t['txid']]) + "  (the edited bytes are kept in the backups), then "
+            + shell_command(["install", "--tree", tree]),
             data={"txid": t["txid"], "drifted": t.get("drifted") or []})
     gone = t.get("missing") or []
     return Finding(
         "managed-files-missing", Severity.ERROR, tree,
         f"{len(gone)} file(s) rocmrevive installed in {tree} (transaction {t['txid']}) are gone",
         "the tree was upgraded, reinstalled or cleaned since the install",
-        f"rocmrevive install --tree {tree}", data={"txid": t["txid"], "missing": gone})
+        shell_command(["install", "--tree", tree]), data={"txid": t["txid"], "missing": gone})
 
 
 def verify_findings(report, flagged: Iterable[str], fix_for: Callable[[str], str] | None = None) -> list[Finding]:
@@ -87,7 +88,7 @@ def verify_findings(report, flagged: Iterable[str], fix_for: Callable[[str], str
             f"{where}{first}",
             "a file rocBLAS loads is missing, damaged or for another target (`rocmrevive verify --tree "
             f"{library}` lists every offending file and kernel)",
-            fix_for(library) if fix_for else f"rocmrevive install --tree {library}",
+            fix_for(library) if fix_for else shell_command(["install", "--tree", library]),
             data={"checks": sorted({c.name for _d, c in fails})}))
     return out
 
@@ -95,8 +96,8 @@ def verify_findings(report, flagged: Iterable[str], fix_for: Callable[[str], str
 def recipe_fix(finding: Finding) -> Finding:
     """A copy without gfx906 files that no manifest has a source for: ``install`` would refuse
     it, so the fix is the build ``rocmrevive recipe`` writes (then ``install --from`` takes it)."""
-    return replace(finding, fix=f"rocmrevive recipe --tree {finding.subject}  (no rocmrevive source matches "
-                                f"this rocBLAS: it writes the build, and `install --from <its prefix>` takes it)",
+    return replace(finding, fix=shell_command(["recipe", "--tree", finding.subject]) + "  (no rocmrevive source matches "
+                                "this rocBLAS: it writes the build, and `install --from <its prefix>` takes it)",
                    data={**finding.data, "source": None})
 
 

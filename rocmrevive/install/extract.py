@@ -9,6 +9,7 @@ hash to key the cache on) is extracted into the install's own staging area.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from rocmrevive.errors import RevError
-from rocmrevive.fs import Dir, printable_name
+from rocmrevive.fs import Dir, disk_full, printable_name
 from rocmrevive.hashing import sha256_file
 from rocmrevive.install.core import feed
 from rocmrevive.sources.cache import Cache
@@ -123,7 +124,12 @@ def _extracted_locked(fetched, manifest, source, cache_dir: Path, key: str, log:
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}.{os.getpid()}-", dir=parent))
     try:
         staged = _members(fetched, source, manifest, tmp / "files", progress)
-        (tmp / "index.json").write_text(json.dumps({f.name: [f.sha256, f.size] for f in staged}))
+        try:
+            (tmp / "index.json").write_text(json.dumps({f.name: [f.sha256, f.size] for f in staged}))
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise disk_full(parent, f"writing the index of the files extracted from {fetched.basename}") from None
+            raise
         os.replace(tmp, done)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import posixpath
 import shlex
 import shutil
 import subprocess
@@ -28,8 +29,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import rocmrevive
 from rocmrevive.errors import RevError
-from rocmrevive.fs import Dir, executable_problem
+from rocmrevive.fs import Dir, check_under, executable_problem, open_regular
 from rocmrevive.install.core import Hooks, StagedFiles, install_component, staging_area
 from rocmrevive.strenum import StrEnum
 from rocmrevive.txn.history import Integrity, list_transactions
@@ -148,17 +150,72 @@ def parse(text: str) -> HookConfig | None:
     return None
 
 
-def check_hook_bin(root, exe: str) -> None:
+SECURE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"   # sudo's secure_path
+_MAX_CHAIN = 4   # a script run by an interpreter that is itself a script, ...
+
+
+def check_hook_bin(root, exe: str, *, package: str | None = None) -> None:
     """apt runs the hook's executable as root after every dpkg run: refuse one that another user
-    could replace (owned by someone else, or in a folder others can write). RevError("PERMISSION")."""
-    where = exe
-    if not root.is_host and os.path.lexists(root.path(exe)):
-        where = str(root.path(exe))
-    problem = executable_problem(where)
+    could replace (owned by someone else, or in a folder others can write), and the same for
+    every interpreter its ``#!`` line names, down the whole chain (a root-owned script whose
+    ``#!`` names a user's python would have apt run the user's interpreter as root); ``env
+    NAME`` is resolved on sudo's secure path. ``package``: the folder of the rocmrevive package
+    an interpreter run with ``-m`` imports, checked the same way. RevError("PERMISSION")."""
+    problem = _chain_problem(root, exe)
+    if problem is None and package is not None:
+        problem = executable_problem(package) if not os.path.isdir(package) else _folder_problem(package)
     if problem:
         raise RevError("PERMISSION", f"refusing to make apt run {exe} as root: {problem}; install rocmrevive "
                                      f"root-owned (e.g. pip install as root into /usr/local) and pass --bin with "
                                      f"its path")
+
+
+def _real(root, exe: str) -> str:
+    return str(root.path(exe)) if not root.is_host and os.path.lexists(root.path(exe)) else exe
+
+
+def _chain_problem(root, exe: str, depth: int = 0) -> str | None:
+    """Why ``exe`` or an interpreter its ``#!`` chain names may not be run as root, or None."""
+    problem = executable_problem(_real(root, exe))
+    if problem or depth >= _MAX_CHAIN:
+        return problem if problem or depth < _MAX_CHAIN else f"{exe}: a #! chain deeper than {_MAX_CHAIN}"
+    try:
+        fd = open_regular(os.path.realpath(_real(root, exe)))
+    except (OSError, RevError) as exc:
+        return f"cannot read {exe}: {getattr(exc, 'message', None) or exc}"
+    try:
+        head = os.read(fd, 256)
+    finally:
+        os.close(fd)
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    if not words:
+        return f"{exe} has an empty #! line"
+    interp = words[0]
+    if os.path.basename(interp) == "env":
+        problem = _chain_problem(root, interp, depth + 1)
+        if problem:
+            return f"the #! interpreter {interp} of {exe} may not run as root ({problem})"
+        names = [w for w in words[1:] if not w.startswith("-")]
+        if not names:
+            return f"{exe}: #!{interp} names no program"
+        found = shutil.which(names[0], path=SECURE_PATH if root.is_host else
+                             os.pathsep.join(str(root.path(d)) for d in SECURE_PATH.split(":")))
+        if not found:
+            return f"{exe}: #!{interp} {names[0]}: no {names[0]} on the secure path {SECURE_PATH}"
+        interp = root.machine_path(found) if not root.is_host else found
+    problem = _chain_problem(root, interp, depth + 1)
+    return f"the #! interpreter {interp} of {exe} may not run as root ({problem})" if problem else None
+
+
+def _folder_problem(folder: str) -> str | None:
+    """A folder root would import from: root's, and writable by no one else, up to ``/``."""
+    try:
+        with Dir.open(folder, what="package folder", allow_shared=False):
+            return None
+    except RevError as exc:
+        return exc.message.split(", so another user")[0]
 
 
 def install_hook(root, cfg: HookConfig, *, dry_run: bool = False):
@@ -167,7 +224,9 @@ def install_hook(root, cfg: HookConfig, *, dry_run: bool = False):
     if not root.path(HOOK_DIR).is_dir():
         raise RevError("NOTHING_SUPPORTED", f"no {HOOK_DIR} under {root.base}: the hook is for apt-based systems "
                                             "(Debian, Ubuntu)")
-    check_hook_bin(root, cfg.bin[0])
+    # run as `python -m rocmrevive.cli.main`: the package that interpreter imports is checked too
+    package = os.path.dirname(os.path.abspath(rocmrevive.__file__)) if "-m" in cfg.bin[1:2] else None
+    check_hook_bin(root, cfg.bin[0], package=package)
     with staging_area() as area:
         return install_component(root, AptHook(cfg), area, state_dir=HOOK_STATE_DIR, check=dry_run).result
 
@@ -352,6 +411,13 @@ def _open_log(root, log_machine: str):
     missing, never reached through a link another user planted), the file itself ``O_NOFOLLOW``
     and a regular file (docs/security.md)."""
     log_real = root.path(log_machine)
+    if not root.is_host:   # walked from the image's root before a link in it is followed (fs.check_under)
+        folder = posixpath.dirname("/" + log_machine.strip("/"))
+        check_under(root.base, folder, what="hook log folder")
+        try:
+            log_real = root.resolve(folder) / log_real.name
+        except ValueError as exc:
+            raise RevError("PERMISSION", f"{exc}; the hook's log stays under --root {root.base}") from None
     with Dir.open(log_real.parent, create=True, what="hook log folder") as d:
         return os.fdopen(d.open_rw(log_real.name, append=True), "a")
 

@@ -24,6 +24,7 @@ from rocmrevive.install.extract import extracted, fetch_first, forget_extracted
 from rocmrevive.install.report import CopyOutcome, ended, refused
 from rocmrevive.install.run import InstallRun
 from rocmrevive.install.unpinned import VERIFIED_BY_CONTENT
+from rocmrevive.invocation import shell_command
 from rocmrevive.sources.manifest import TARGET, choose_manifest
 from rocmrevive.trees.gfx906_choices import summary
 from rocmrevive.trees.select import Copy
@@ -348,13 +349,13 @@ def _component(run: InstallRun, copy: Copy, out: CopyOutcome) -> tuple[CopyOutco
         return replace(out, status=Status.UNSUPPORTED,
                        reason=(f"no manifest for rocBLAS {copy.rocblas_version or '(version unknown)'}"
                                + ("" if copy.rocblas_version else f" ({'; '.join(copy.found.problems)})")
-                               + f"; `rocmrevive recipe --tree {copy.path}` writes the build, `install --from` "
+                               + f"; `{shell_command(['recipe', '--tree', copy.path])}` writes the build, `install --from` "
                                  f"takes it")), None
     out = replace(out, manifest=manifest.id)
     if not pinned:
         return replace(out, status=Status.REFUSED,
                        reason=(f"{manifest.id} has no source built for rocBLAS {copy.rocblas_version}; "
-                               f"`rocmrevive recipe --tree {copy.path}` writes the build and `install --from <its "
+                               f"`{shell_command(['recipe', '--tree', copy.path])}` writes the build and `install --from <its "
                                f"prefix>` takes it, verified by content (--cross-version allows "
                                f"{', '.join(s.name for s in manifest.sources)}, at your risk)")), None
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from rocmrevive.codeobj.inspect import inspect_file
 from rocmrevive.errors import RevError
+from rocmrevive.invocation import shell_command
 from rocmrevive.sources.unpack import archive_kind, extract_selected
 from rocmrevive.trees.rocblas import version_in_cmake, version_in_header
 
@@ -195,7 +196,7 @@ def check_version(staged: UnpinnedBuild, tree_version: str | None, where: str) -
         e = wrong[0]
         raise RevError("VERIFY_FAILED", f"--from {staged.source} is a build of rocBLAS {e['version']} ({e['file']}), "
                                         f"but {where} has rocBLAS {tree_version}: Tensile files must come from the "
-                                        f"same rocBLAS release (`rocmrevive recipe --tree {where}` names it); "
+                                        f"same rocBLAS release (`{shell_command(['recipe', '--tree', where])}` names it); "
                                         f"nothing was changed")
 
 

@@ -60,12 +60,15 @@ def run_smoke(root: Root, *, torch: bool, llama: bool, explicit: set[str] | None
     started, t0 = _now(), time.monotonic()
     parts: dict[str, dict] = {}
     if torch:
-        py, why = torch_runner.pick_python(python)
+        py, why = torch_runner.pick_python(python, root)
         if py is None:
             parts["torch"] = {"status": PartStatus.UNAVAILABLE, "reason": why, "python": None}
         else:
+            # found by reading files; run as its owner when it is a user's (RevError: refused)
+            who = torch_runner.runner_of(py)
             res = torch_runner.run_torch_probe(py, timeout=timeout, cpu_test_mode=cpu_test_mode,
-                                               cpu_devices=cpu_devices, on_record=on_torch_record)
+                                               cpu_devices=cpu_devices, on_record=on_torch_record,
+                                               account=who.account)
             res["python_chosen_because"] = why
             parts["torch"] = res
     if llama:

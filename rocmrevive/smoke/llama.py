@@ -22,6 +22,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -40,9 +41,12 @@ from rocmrevive.smoke.llama_output import (
     generated_tokens,
 )
 from rocmrevive.smoke.record import PartStatus
+from rocmrevive.trees.owner_run import Account, popen_as, runner_for
 
 BENCH_NAMES = ("llama-bench",)
 CLI_NAMES = ("llama-completion", "llama-cli")
+# who this smoke's llama.cpp programs run as (None: this process's user); set by run_llama_smoke
+_RUN_AS: ContextVar[Account | None] = ContextVar("llama_run_as", default=None)
 GPU_BACKENDS = ("ROCm", "HIP", "CUDA", "Vulkan", "SYCL", "Metal", "MUSA", "CANN", "OpenCL")
 VISIBILITY_ENV = {"ROCm": "HIP_VISIBLE_DEVICES", "HIP": "HIP_VISIBLE_DEVICES",
                   "CUDA": "CUDA_VISIBLE_DEVICES", "MUSA": "MUSA_VISIBLE_DEVICES",
@@ -91,25 +95,35 @@ class ProcResult:
 
 
 def run_proc(argv: list[str], env: dict[str, str] | None, timeout: float) -> ProcResult:
-    """Run with a time limit; the whole process group is killed on a hang."""
+    """Run with a time limit, as the account ``run_llama_smoke`` decided (never root for a
+    user's build); the whole process group is killed on a hang, and root does not wait for
+    pipes a leftover process keeps open."""
     t0 = time.monotonic()
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, env=full_env, start_new_session=True)
+        proc = popen_as(argv, _RUN_AS.get(), full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        stdin=subprocess.DEVNULL)
     except OSError as exc:
         return ProcResult(None, "", f"cannot start {argv[0]}: {exc}", 0.0, False)
     try:
         out, err = proc.communicate(timeout=timeout)
         timed_out = False
     except subprocess.TimeoutExpired:
+        for kill in (lambda: os.killpg(proc.pid, signal.SIGKILL), proc.kill):
+            try:
+                kill()
+            except OSError:
+                pass
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        out, err = proc.communicate()
+            out, err = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # a process outside the group holds the pipes: leave them
+            for f in (proc.stdout, proc.stderr):
+                if f is not None:
+                    f.close()
+            proc.wait()
+            out, err = b"", b""
         timed_out = True
     return ProcResult(proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
                       time.monotonic() - t0, timed_out, out)
@@ -163,7 +177,7 @@ def parse_bench_json(text: str) -> list[dict] | None:
         return None
     try:
         data = json.loads(text[start:])
-    except ValueError:
+    except (ValueError, RecursionError):   # the user's build may print anything
         return None
     if not isinstance(data, list):
         return None
@@ -269,6 +283,12 @@ def _visible_env(dev: LlamaDevice) -> tuple[dict[str, str], list[str]]:
     return {var: str(dev.index)}, []
 
 
+def _beside(binary: Path) -> list[Path]:
+    """The other llama.cpp programs beside ``binary`` that the smoke may run."""
+    return [p for p in (binary.with_name(n) for n in BENCH_NAMES + CLI_NAMES)
+            if p != binary and p.is_file() and os.access(p, os.X_OK)]
+
+
 def run_llama_smoke(bin_dir: str | os.PathLike | None = None, *, timeout: float = 180.0,
                     cpu_test_mode: bool = False, model: str | os.PathLike | None = None,
                     workdir: str | os.PathLike | None = None,
@@ -284,22 +304,29 @@ def run_llama_smoke(bin_dir: str | os.PathLike | None = None, *, timeout: float 
                          f"pass --llama-bin DIR (the folder with llama.cpp's programs)")
         return out
     out["binary"], out["kind"] = str(binary), kind
+    # a build in a user's folder runs as that user, never as root (RevError: refused, one line)
+    who = runner_for([str(binary)] + ([str(p) for p in _beside(binary)]))
+    out["run_as"] = who.account.name if who.account else None
 
     tmp = None
     if model is None:
 
         tmp = tempfile.mkdtemp(prefix="rocmrevive-smoke-", dir=workdir)
+        os.chmod(tmp, 0o755)   # the model is read by the account the build runs as
         try:
             model = write_tiny_llama(Path(tmp) / "tiny-llama.gguf")
+            os.chmod(model, 0o644)
         except RevError as exc:  # no gguf package: this part cannot run
             shutil.rmtree(tmp, ignore_errors=True)
             out["reason"] = exc.message
             return out
     model = Path(model)
     out["model"] = {"path": str(model), "bytes": model.stat().st_size}
+    token = _RUN_AS.set(who.account)
     try:
         return _run(out, binary, kind, model, timeout, cpu_test_mode, on_run)
     finally:
+        _RUN_AS.reset(token)
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
 

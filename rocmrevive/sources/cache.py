@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Literal, Mapping, overload
 
 from rocmrevive.errors import RevError
-from rocmrevive.fs import Dir, open_regular
+from rocmrevive.fs import Dir, check_under, open_regular
 from rocmrevive.hashing import sha256_file  # noqa: F401  (re-exported: the one hash function)
 from rocmrevive.invocation import holder_line
 from rocmrevive.rootfs import Root
@@ -50,6 +50,8 @@ def default_cache_dir(root: Root | None = None, *, euid: int | None = None,
     if euid == 0:
         if root.is_host:
             return root.path("/var/cache/rocmrevive")
+        # walked from the image's root, owners checked, before a link is followed (issue 35, finding 3)
+        check_under(root.base, "/var/cache/rocmrevive", what="cache folder")
         try:
             return root.resolve("/var/cache/rocmrevive", strict=True, what="cache folder")
         except ValueError as exc:

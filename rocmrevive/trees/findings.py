@@ -6,6 +6,7 @@ detected GPU needs, broken ``/opt/rocm`` links, layouts rocmrevive cannot patch 
 from __future__ import annotations
 
 from rocmrevive.hardware.findings import Finding, FixKind, Severity
+from rocmrevive.invocation import shell_command
 from rocmrevive.trees.gfx906_choices import summary
 from rocmrevive.trees.therock import library_findings
 
@@ -67,7 +68,7 @@ def _copy_findings(s, c, missing: list) -> list[Finding]:
         out.append(Finding("rocblas-not-code", Severity.WARNING, c.path,
                            f"{len(c.deep.not_code)} file(s) named .co/.hsaco in {c.path} are not code objects",
                            "placeholders or damaged files: " + ", ".join(c.deep.not_code[:5]),
-                           f"rocmrevive install --tree {c.path}"))
+                           shell_command(["install", "--tree", c.path])))
     return out
 
 
@@ -79,20 +80,20 @@ def _gfx906_missing(c, what: str, m906: list) -> Finding:
         return Finding(
             "rocblas-gfx906-wrong-target", Severity.ERROR, c.path,
             f"{what} has gfx906 files, but none load on {labels} ({', '.join(targets)})",
-            "the code objects were built for other target features", f"rocmrevive install --tree {c.path}",
+            "the code objects were built for other target features", shell_command(["install", "--tree", c.path]),
             data={"code_object_targets": c.deep.targets if c.deep else None})
     if "gfx906" in c.file_targets:
         return Finding(
             "rocblas-gfx906-no-index", Severity.ERROR, c.path,
             f"{what} has gfx906 code objects but no TensileLibrary_lazy_gfx906.dat",
             "rocBLAS finds Tensile kernels only through the per-arch lazy index; a copy by "
-            "file pattern missed it", f"rocmrevive install --tree {c.path}")
+            "file pattern missed it", shell_command(["install", "--tree", c.path]))
     return Finding(
         "rocblas-missing-gfx906", Severity.ERROR, c.path,
         f"{what} has no gfx906 Tensile files ({labels} cannot run GEMMs through it)",
         "AMD dropped gfx906 from rocBLAS in ROCm 6.4 (ROCm#4625): rocBLAS stops with "
         "'Cannot read …TensileLibrary.dat … for GPU arch : gfx906'",
-        f"rocmrevive install --tree {c.path}",
+        shell_command(["install", "--tree", c.path]),
         data={"targets": c.targets, "owner": c.owner, "layout": c.layout})
 
 

@@ -29,6 +29,7 @@ from importlib import resources
 
 from rocmrevive.errors import RevError
 from rocmrevive.fs import open_regular, read_fd
+from rocmrevive.invocation import shell_command
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -160,7 +161,7 @@ def choices(rocm_version: str | None, *, tree: str, layout: str = "amd", build: 
                  f"# a TheRock checkout at {tag}: {t['build']['repository']}",
                  f"{s['build_script']} --source-root <TheRock checkout>",
                  f"python3 {s['install_script']} --archive <build output>/{s['archive']} --prefix {s['prefix']}"],
-                f"rocmrevive verify --tree {s['prefix']}", list(s["sources"])))
+                shell_command(["verify", "--tree", s['prefix']]), list(s["sources"])))
     amd = t["amd"]
     if layout == "python-rocm-sdk" and nightly(rocm_version):
         prefix = tree.split("/lib/python")[0] if "/lib/python" in tree else None
@@ -171,7 +172,7 @@ def choices(rocm_version: str | None, *, tree: str, layout: str = "amd", build: 
              f"this environment has (TheRock publishes it to the dev and nightly streams)",
              f"gfx906: {amd['support']}", "pip installs it into this environment; pip uninstall takes it out again"],
             [f"{pip} install --index-url {amd['wheel_index']} \"{amd['nightly_device_package']}=={rocm_version}\""],
-            f"rocmrevive verify --tree {tree}", list(amd["sources"])))
+            shell_command(["verify", "--tree", tree]), list(amd["sources"])))
     nightly_entails = [
         f"AMD's gfx906 device code exists only as nightly builds ({amd['nightly_device_package']}; {amd['support']})",
         "a nightly is a different build from this tree's core: its device code is not version-matched to these host "
@@ -191,7 +192,7 @@ def choices(rocm_version: str | None, *, tree: str, layout: str = "amd", build: 
         cmds = [f"# pick a {amd['tarball_name']} from {amd['tarball_index']} (it carries .kpack files for every "
                 f"target, gfx906 among them)",
                 f"sudo mkdir -p {dest} && sudo tar -xf {amd['tarball_name']} -C {dest}"]
-        check = f"rocmrevive verify --tree {dest}"
+        check = shell_command(["verify", "--tree", dest])
     if not any(c.kind == "same-build-payload" for c in out):
         out.append(Choice("nightly-build", "AMD's nightly gfx906 build, as a tree of its own", nightly_entails, cmds,
                           check, list(amd["sources"])))

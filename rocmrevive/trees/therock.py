@@ -35,6 +35,7 @@ from typing import Callable, Sequence
 from rocmrevive.codeobj.kpackref import DeviceCode, device_code
 from rocmrevive.hardware.findings import Finding, FixKind, Severity
 from rocmrevive.hardware.sysfs import list_dir, read_text
+from rocmrevive.invocation import shell_command
 from rocmrevive.rootfs import Root
 from rocmrevive.tensile.folders import tensile_folder
 
@@ -298,7 +299,7 @@ def library_findings(s) -> list:
             out.append(Finding(
                 "therock-library-missing-target", Severity.ERROR, v.file or t.path,
                 f"{v.name} in {t.path} ({t.label}) has no {v.processor} device code ({labels} cannot use it)",
-                v.problem, f"rocmrevive verify --tree {t.path}  (names every file; docs/therock.md: the choices)",
+                v.problem, shell_command(["verify", "--tree", t.path]) + "  (names every file; docs/therock.md: the choices)",
                 FixKind.NONE, data={"tree": t.path, "kind": t.kind, "library": v.key, "processor": v.processor,
                                     "file": v.file, "source": v.source}))
         if present and all(v.status == SERVES for v in present):

@@ -27,6 +27,7 @@ from typing import Mapping
 
 from rocmrevive.errors import RevError
 from rocmrevive.fs import DIR_FLAGS, walk_plain
+from rocmrevive.invocation import shell_command
 from rocmrevive.strenum import StrEnum
 
 _MAX_LINKS = 40
@@ -205,7 +206,7 @@ def decide(path: str | os.PathLike) -> TreeTrust:
 
 def as_user_command(trust: TreeTrust, args: list[str]) -> str:
     """The command that does the same as the tree's owner: ``sudo -u alice rocmrevive ARGS``."""
-    return " ".join(["sudo", "-u", shlex.quote(trust.owner), "rocmrevive", *(shlex.quote(a) for a in args)])
+    return shell_command(args, user=trust.owner)
 
 
 @dataclass(frozen=True)

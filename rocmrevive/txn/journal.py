@@ -195,6 +195,22 @@ def read_journal(path: Path) -> tuple[list[dict], int, list[str], bool]:
     return _parse(data)
 
 
+MAX_DEPTH = 16                   # a record nests 3 deep; json.loads of 200,000 brackets is a RecursionError
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+def _too_deep(line: bytes, limit: int = MAX_DEPTH) -> bool:
+    """Whether the JSON text ``line`` nests deeper than ``limit`` (strings skipped): such a
+    line is unreadable, as a torn one is, before a parser could recurse on it."""
+    depth = 0
+    for m in _BRACKETS.finditer(_STRINGS.sub(b"", line)):   # stops at the first bracket too deep
+        depth += 1 if m.group() in (b"[", b"{") else -1
+        if depth > limit:
+            return True
+    return False
+
+
 def _parse(data: bytes) -> tuple[list[dict], int, list[str], bool]:
     records, bad, problems, torn = [], 0, [], False
     lines = data.split(b"\n")
@@ -206,8 +222,8 @@ def _parse(data: bytes) -> tuple[list[dict], int, list[str], bool]:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
-        except ValueError:
+            rec = None if _too_deep(line) else json.loads(line)
+        except (ValueError, RecursionError):
             rec = None
         if not (isinstance(rec, dict) and isinstance(rec.get("type"), str)):
             bad += 1

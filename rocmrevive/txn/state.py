@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Literal, overload
 
 from rocmrevive.errors import RevError
-from rocmrevive.fs import Dir, write_all
+from rocmrevive.fs import Dir, check_under, write_all
 from rocmrevive.hashing import hash_fd
 from rocmrevive.txn import testseam
 from rocmrevive.txn.journal import TxRecord, TxState
@@ -56,6 +56,8 @@ class StateDir:
     def __init__(self, root, state_dir: str = DEFAULT_STATE_DIR):
         self.root = root
         self.machine = "/" + str(state_dir).strip("/")
+        if not root.is_host:   # walked from the image's root, owners checked, before a link is followed
+            check_under(root.base, self.machine, what="state folder")
         self.real = resolve_inside(root, self.machine, what="state folder")
         self.lock_path = self.real / "lock"
         self.tx_dir = self.real / "tx"

@@ -27,11 +27,13 @@ call created it).
 """
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import BinaryIO, Callable
 
 from rocmrevive.errors import RevError
+from rocmrevive.fs import disk_full
 from rocmrevive.sources.unpack.deb import AR_MAGIC, data_tar
 from rocmrevive.sources.unpack.decompress import compression_of, open_stream
 from rocmrevive.sources.unpack.folder import stage_folder
@@ -71,6 +73,8 @@ def extract_selected(artifact: Path | os.PathLike, select: Callable[[str], bool]
         raise RevError("VERIFY_FAILED", f"{artifact}: {exc}; nothing was kept in {staging}") from None
     except OSError as exc:  # disk full, read-only staging, I/O error
         writer.abort()
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise disk_full(staging, f"extracting {artifact}") from None
         raise RevError("PERMISSION", f"extracting {artifact} into {staging}: {exc.strerror or exc}; "
                                      f"nothing was kept") from None
     except BaseException:
