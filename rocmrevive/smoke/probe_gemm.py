@@ -215,6 +215,10 @@ def run_device(torch, dev, index: int, args, emit, flts) -> None:
         check_s += secs
         rec.update(type="perf", n=size)
         emit(rec)
+    emit({"type": "progress", "what": "device copy (memory bandwidth) on device %d" % index})
+    rec, secs = bandwidth(torch, dev, (index, label), args, "bandwidth" in flts and index == 0)
+    check_s += secs
+    emit(rec)
     emit({"type": "gemm_cost", "device": index, "check_seconds": round(check_s, 4),
           "seconds": round(time.perf_counter() - t_start, 4)})
 
@@ -248,3 +252,66 @@ def one_case(torch, dev, where, case, dname, gen, min_seconds, corrupt):
     if v.message:
         rec["message"] = "%s: %s: %s" % (label, describe(case, dname), v.message)
     return rec, spent
+
+
+def bandwidth(torch, dev, where, args, corrupt):
+    """(record, seconds checking): a large device-to-device copy (the memory-bandwidth probe),
+    timed, then checked element for element. GB/s counts the bytes read and written."""
+    index, label = where
+    nbytes = (16 << 20) if args.cpu_test_mode else (1 << 30)
+    rec = {"type": "bandwidth", "device": index, "bytes": nbytes, "ok": False}
+    try:
+        gen = torch.Generator(device=dev).manual_seed(4321 + index)
+        src = torch.randint(-2 ** 31, 2 ** 31 - 1, (nbytes // 4,), generator=gen, device=dev, dtype=torch.int32)
+        dst = torch.empty_like(src)
+        _, iters, secs = timed(torch, dev, lambda: dst.copy_(src), args.perf_seconds)
+    except Exception as exc:  # noqa: BLE001 - out of memory, a HIP error: this check's result
+        rec["message"] = "%s: device copy of %d MiB: %s" % (label, nbytes >> 20, _error(exc))
+        return rec, 0.0
+    rec.update(iterations=iters, seconds=round(secs, 7), gb_per_s=round(2 * nbytes / secs / 1e9, 2))
+    if corrupt:  # the probe's own switch (tests)
+        dst[12345] += 1
+    t0 = time.perf_counter()
+    bad = int((dst != src).sum())
+    _sync(torch, dev)
+    spent = time.perf_counter() - t0
+    rec.update(ok=bad == 0, check_seconds=round(spent, 6))
+    if bad:
+        rec["message"] = "%s: device copy of %d MiB corrupted %d of %d words" % (label, nbytes >> 20, bad, nbytes // 4)
+    return rec, spent
+
+
+def soak(torch, dev, index: int, args, emit, flts) -> None:
+    """Every case in every dtype, over and over for ``args.soak`` seconds, each product checked.
+    Emits {"type": "soak_tick"} about once a second, the first failures in full, and a closing
+    {"type": "soak"} with the count of products and errors and the first failure's time."""
+    label = "device %d (%s)" % (index, torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU")
+    gen = torch.Generator(device=dev).manual_seed(5678 + index)
+    work = [(d, c) for d in DTYPES for c in cases(args.cpu_test_mode)]
+    t0 = time.monotonic()
+    products = errors = 0
+    first_s, first_msg, last_tick = None, None, t0
+    i = 0
+    while True:
+        now = time.monotonic()
+        if now - t0 >= args.soak:
+            break
+        dname, case = work[i % len(work)]
+        i += 1
+        rec, _ = one_case(torch, dev, (index, label), case, dname, gen, 0.0, "soak" in flts and products == 7)
+        products += 1
+        if not rec["ok"]:
+            errors += 1
+            if first_s is None:
+                first_s, first_msg = round(time.monotonic() - t0, 3), rec.get("message")
+            if errors <= 5:
+                rec.update(type="soak_failure", at_s=round(time.monotonic() - t0, 3))
+                emit(rec)
+        if time.monotonic() - last_tick >= 1.0:
+            last_tick = time.monotonic()
+            emit({"type": "soak_tick", "device": index, "elapsed": round(last_tick - t0, 2),
+                  "seconds": args.soak, "products": products, "errors": errors})
+    secs = time.monotonic() - t0
+    emit({"type": "soak", "device": index, "seconds": round(secs, 2), "products": products,
+          "errors": errors, "first_failure_s": first_s, "first_failure": first_msg,
+          "errors_per_hour": round(errors * 3600.0 / secs, 1) if secs > 0 else None})
