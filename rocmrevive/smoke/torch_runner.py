@@ -86,18 +86,18 @@ def pick_python(given: str | None) -> tuple[str | None, str]:
 def run_torch_probe(python: str, *, timeout: float = 180.0, cpu_test_mode: bool = False,
                     cpu_devices: int = 2, perf_size: int | None = None,
                     extra_env: dict[str, str] | None = None, only: str | None = None,
-                    quiet_limit: float | None = None,
+                    quiet_limit: float | None = None, soak: float = 0.0,
                     on_record: Callable[[dict], None] | None = None) -> dict:
     """Run the probe; return a JSON-ready summary with every record it printed."""
     res: dict = {"status": PartStatus.UNAVAILABLE, "reason": None, "python": python, "torch": None,
                  "platform": None, "hip": None, "cuda": None, "mode": "cpu-test" if cpu_test_mode else "gpu",
                  "devices": [], "hints": [], "peer": [], "allreduce": None, "skipped": [],
                  "failures": [], "warnings": [], "probe_exit": None, "seconds": None, "check_seconds": None,
-                 "check_share": None, "records": []}
+                 "check_share": None, "stack": None, "soak": [], "records": []}
     if not (os.path.isfile(python) and os.access(python, os.X_OK)) and not shutil.which(python):
         res["reason"] = f"{python} is not an executable interpreter"
         return res
-    argv = _probe_argv(python, timeout, cpu_test_mode, cpu_devices, perf_size, only)
+    argv = _probe_argv(python, timeout, cpu_test_mode, cpu_devices, perf_size, only, soak)
     env = dict(os.environ)
     env.update(extra_env or {})
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -125,7 +125,7 @@ def run_torch_probe(python: str, *, timeout: float = 180.0, cpu_test_mode: bool 
 
 
 def _probe_argv(python: str, timeout: float, cpu_test_mode: bool, cpu_devices: int,
-                perf_size: int | None, only: str | None) -> list[str]:
+                perf_size: int | None, only: str | None, soak: float = 0.0) -> list[str]:
     """The probe's command line for these options."""
     argv = [python, str(PROBE), "--json-lines", "--timeout", str(timeout)]
     if cpu_test_mode:
@@ -134,6 +134,8 @@ def _probe_argv(python: str, timeout: float, cpu_test_mode: bool, cpu_devices: i
         argv += ["--perf-size", str(perf_size)]
     if only:
         argv += ["--only", only]
+    if soak:
+        argv += ["--soak", str(soak)]
     return argv
 
 
@@ -183,9 +185,9 @@ def _take_record(line: bytes, records: list[dict], on_record: Callable[[dict], N
 
 
 _DEVICE_KEYS = ("index", "name", "arch", "compute_capability", "model", "memory_bytes",
-                "compute_units", "pci_bus_id", "peak_tflops", "peak_source")
+                "compute_units", "pci_bus_id", "peak_tflops", "peak_source", "uuid", "hbm_gb_per_s")
 _GEMM_KEYS = ("ok", "checks", "failed_checks", "tflops", "ratio", "slow", "shapes", "gemm_seconds",
-              "check_seconds")
+              "check_seconds", "bandwidth")
 
 
 def _summarise(res: dict, stderr: str, stuck: bool, quiet_limit: float) -> None:
@@ -222,13 +224,17 @@ def _collect(res: dict, recs: list[dict]) -> None:
             res["devices"].append({k: r.get(k) for k in _DEVICE_KEYS})
         elif t == "hint":
             res["hints"].append(rest)
+        elif t == "stack":
+            res["stack"] = rest
+        elif t == "soak":
+            res["soak"].append(rest)
         elif t == "peer":
             res["peer"].append(rest)
         elif t == "allreduce":
             res["allreduce"] = rest
         elif t == "skip":
             res["skipped"].append({"step": r.get("step"), "reason": r.get("reason")})
-        elif t in ("gemm", "perf") and not r.get("ok"):
+        elif t in ("gemm", "perf", "bandwidth") and not r.get("ok"):
             res["failures"].append({"step": t, "device": r.get("device"), "dtype": r.get("dtype"),
                                     "case": r.get("case"), "shape": r.get("shape"),
                                     "message": r.get("message")})
