@@ -10,6 +10,9 @@ ROCMREVIVE_TEST_TORCH_FAULT (comma-separated):
   decode      every product with M <= 16 (a decode step) scaled by SCALE
   slow        every product with N >= MIN_SIZE computed SLOW times over (result unchanged): a
               card that answers right but slowly on its large shapes
+  ras         the card's amdgpu RAS counter file ROCMREVIVE_TEST_RAS_FILE (a fixture's
+              ras/<block>_err_count) gains one uncorrectable error at the first product, the way
+              a failing HBM stack reports itself during a run
   slow-decode every product with M <= 16 computed SLOW_DECODE times over (result unchanged)
 ROCMREVIVE_TEST_FAULT_MIN_SIZE (4096), ROCMREVIVE_TEST_FAULT_BLOCK (128), ROCMREVIVE_TEST_FAULT_SCALE
 (1.1), ROCMREVIVE_TEST_FAULT_SLOW (10), ROCMREVIVE_TEST_FAULT_SLOW_DECODE (3);
@@ -67,11 +70,28 @@ def _repeats(out) -> int:
     return times
 
 
+def _bump_ras() -> None:
+    """One more uncorrectable error in the fixture's RAS counter file (once per interpreter)."""
+    global _RAS_DONE
+    path = os.environ.get("ROCMREVIVE_TEST_RAS_FILE")
+    if _RAS_DONE or "ras" not in FAULTS or not path:
+        return
+    _RAS_DONE = True
+    counts = dict(line.split(": ") for line in open(path).read().splitlines() if ": " in line)
+    with open(path, "w") as f:
+        f.write("ue: %d\nce: %s\n" % (int(counts.get("ue", 0)) + 1, counts.get("ce", "0")))
+    sys.stderr.write("fault: one more uncorrectable error in %s\n" % path)
+
+
+_RAS_DONE = False
+
+
 def _wrap(torch, fn, inner):
     def wrapped(*args, **kwargs):
         out = fn(*args, **kwargs)
         if time.monotonic() - _T0 < AFTER:
             return out
+        _bump_ras()
         if isinstance(out, torch.Tensor) and out.dtype != torch.float64:
             for _ in range(_repeats(out) - 1):  # the same product again: slower, the same result
                 out = fn(*args, **kwargs)
