@@ -20,7 +20,6 @@ import pytest
 from rocmrevive.errors import exit_code
 from rocmrevive.rootfs import Root
 from rocmrevive.smoke import expect, probe
-from rocmrevive.smoke.torch_runner import PROBE
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -181,3 +180,12 @@ def test_slow_products_fail_against_the_recorded_pass_and_a_clean_run_passes(tmp
     status = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--root", str(tmp_path), "status"],
                             capture_output=True, text=True, env=_env(), cwd=REPO, timeout=300)
     assert "speed, device 0: " in status.stdout, status.stdout + status.stderr
+
+
+def test_the_expectation_is_the_median_of_the_last_passes(tmp_path):
+    root, dev = Root(tmp_path), {"index": 0, "name": "n"}
+    for i, t in enumerate([1.0, 0.2, 1.1, 0.9, 5.0, 1.0]):
+        expect.write_device(root, "k", dev, "s", {"recorded_at": f"2026-12-0{i + 1}", "products": {"a": t}})
+    got = expect.read_device(root, "k")["stacks"]["s"]
+    assert [p["a"] for p in got["passes"]] == [0.2, 1.1, 0.9, 5.0, 1.0]   # the last KEEP_PASSES
+    assert got["products"] == {"a": 1.0}                                    # their median

@@ -15,7 +15,8 @@ batched, square, and the device copy):
   ``FLOOR_MIN_S``: below that the launch dominates) is slow.
 
 Records live in ``/var/lib/rocmrevive/smoke/perf/DEVICE.json`` (one file per device, the last
-``KEEP_STACKS`` stacks in each), written only after a smoke that passed and was not slow.
+``KEEP_STACKS`` stacks in each), written only after a smoke that passed and was not slow; per
+stack the last ``KEEP_PASSES`` passes are kept and the expectation is their per-product median.
 
     judged = judge(devices, records, stack, previous, floors=load_cards())
     write_records(root, judged, stack, when)
@@ -48,6 +49,7 @@ SLOW_FACTOR = 2.0      # against the record: a class this many times slower fail
 FLOOR_FACTOR = 8.0     # against the roofline: a class this many times slower fails
 FLOOR_MIN_S = 100e-6   # products with a shorter roofline time are not held to the floor
 KEEP_STACKS = 4
+KEEP_PASSES = 5        # per stack: the expectation is the median of this many last passes
 ELEMENT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 COPY = "copy"          # the device copy's class name
 
@@ -97,17 +99,19 @@ def stack_summary(stack: dict | None) -> dict:
 # --- measurements -----------------------------------------------------------------------------
 def products_of(records: list[dict], index: int) -> dict[str, dict]:
     """'dtype/case' -> {class, seconds, shape} for one device's checked products that passed,
-    plus the device copy as 'copy' (seconds per copy)."""
+    plus the device copy as 'copy'. The seconds are the probe's best group (``best_seconds``:
+    other work on the machine only adds time), else its mean."""
     out: dict[str, dict] = {}
     for r in records:
-        if r.get("device") != index or not r.get("ok") or not r.get("seconds"):
+        secs = r.get("best_seconds") or r.get("seconds")
+        if r.get("device") != index or not r.get("ok") or not secs:
             continue
         if r.get("type") in ("gemm", "perf"):
             out[f"{r.get('dtype')}/{r.get('case')}"] = {
-                "class": r.get("class"), "seconds": float(r["seconds"]), "shape": r.get("shape"),
+                "class": r.get("class"), "seconds": float(secs), "shape": r.get("shape"),
                 "dtype": r.get("dtype")}
         elif r.get("type") == "bandwidth":
-            out[COPY] = {"class": COPY, "seconds": float(r["seconds"]), "bytes": r.get("bytes"),
+            out[COPY] = {"class": COPY, "seconds": float(secs), "bytes": r.get("bytes"),
                          "gb_per_s": r.get("gb_per_s")}
     return out
 
@@ -191,7 +195,10 @@ def write_device(root: Root, key: str, dev: dict, sid: str, entry: dict) -> str:
     data.update(schema=PERF_SCHEMA, key=key, name=dev.get("name"), model=dev.get("model"),
                 uuid=dev.get("uuid"), pci_bus_id=dev.get("pci_bus_id"))
     stacks = {k: v for k, v in data["stacks"].items() if k != sid and isinstance(v, dict)}
-    stacks[sid] = entry
+    old = data["stacks"].get(sid)
+    passes = (old.get("passes") if isinstance(old, dict) and isinstance(old.get("passes"), list) else [])
+    passes = [p for p in passes if isinstance(p, dict)][-(KEEP_PASSES - 1):] + [entry["products"]]
+    stacks[sid] = dict(entry, passes=passes, products=_median_products(passes))
     keep = sorted(stacks.items(), key=lambda kv: str(kv[1].get("recorded_at")))[-KEEP_STACKS:]
     data["stacks"] = dict(keep)
     path = f"{PERF_DIR}/{_file_name(key)}"
@@ -201,6 +208,19 @@ def write_device(root: Root, key: str, dev: dict, sid: str, entry: dict) -> str:
     except RevError as exc:
         raise OSError(exc.message) from None
     return path
+
+
+def _median_products(passes: list[dict]) -> dict[str, float]:
+    """Per product, the median of its time over the passes kept (one fast or slow pass moves
+    the expectation less than the noise it carries)."""
+    names = {n for p in passes for n in p}
+    out = {}
+    for n in sorted(names):
+        xs = sorted(float(p[n]) for p in passes if isinstance(p.get(n), (int, float)) and p[n] > 0)
+        if xs:
+            mid = len(xs) // 2
+            out[n] = xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+    return out
 
 
 def latest_other(data: dict, sid: str | None) -> tuple[str, dict] | None:
