@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from machines.build import IDLE_MI50_HWMON, build, write_health
 
 from rocmrevive.errors import exit_code
 from rocmrevive.rootfs import Root
@@ -148,7 +149,15 @@ def smoke(root: Path, *args, env: dict):
     return r.returncode, json.loads(r.stdout), r.stderr
 
 
+STUCK_MCLK = "0: 350Mhz *\n1: 800Mhz\n2: 1000Mhz\n"  # captures/gfx906_mi50_66a0_lspci_sysfs_vulkan_hip_lota09.txt
+
+
 def test_slow_products_fail_against_the_recorded_pass_and_a_clean_run_passes(tmp_path):
+    # the dual-MI50 machine, its first card's memory clock stuck at its lowest level (as captured)
+    tmp_path = build("dual-mi50", tmp_path / "m")
+    gpu0 = (tmp_path / "sys/bus/pci/devices/0000:19:00.0").resolve()
+    write_health(gpu0, hwmon={k: v for k, v in IDLE_MI50_HWMON.items() if not k.startswith("freq")})
+    (gpu0 / "pp_dpm_mclk").write_text(STUCK_MCLK)
     rc, doc, err = smoke(tmp_path, env=_env())
     assert rc == 0, err
     assert doc["speed"][0]["summary"] is None and len(doc["speed_records"]) == 1
@@ -163,7 +172,10 @@ def test_slow_products_fail_against_the_recorded_pass_and_a_clean_run_passes(tmp
     assert {"prefill", "square"} <= slow and "classic" not in slow and "tall" not in slow
     assert doc["error"]["code"] == "SMOKE_SLOW"
     assert " shapes " in doc["error"]["message"] and "x slower than the last pass on " in doc["error"]["message"]
-    assert "ms, recorded " in doc["error"]["message"] and "fails at 2x" in doc["error"]["message"]
+    assert "ms, recorded " in doc["error"]["message"] and "fails at 2x)" in doc["error"]["message"]
+    # the likely cause, from the card's readings during the run (root-side)
+    assert doc["error"]["message"].endswith(
+        "(likely cause: 0000:19:00.0: memory clock stayed at its lowest level (350 MHz of 350-1000) through the run)")
     assert doc["torch"]["status"] == "passed"  # the results were right
     assert json.loads(rec_file.read_text()) == recorded  # a slow run is not the new record
 
@@ -172,6 +184,11 @@ def test_slow_products_fail_against_the_recorded_pass_and_a_clean_run_passes(tmp
     assert rc == 12, err
     assert [p["class"] for p in doc["speed"][0]["slow"]] == ["decode"]
     assert doc["error"]["message"].startswith("device 0 (CPU (test mode)): decode shapes ")
+    (gpu0 / "pp_dpm_mclk").write_text(STUCK_MCLK.replace("350Mhz *", "350Mhz").replace("1000Mhz", "1000Mhz *"))
+    rc, doc, err = smoke(tmp_path, env=_env("slow-decode", ROCMREVIVE_TEST_FAULT_SLOW_DECODE="3"))
+    assert rc == 12 and doc["error"]["message"].endswith(
+        "(no cause seen in the cards' clocks, links, temperatures or throttling: a slower kernel choice? "
+        "`rocmrevive doctor` checks the Tensile files)"), doc["error"]
 
     # the same machine, told the truth: within the spread of the record
     rc, doc, err = smoke(tmp_path, env=_env())

@@ -105,3 +105,20 @@ def test_throttle_flags_are_reported_and_the_sensors_ranged(tmp_path):
     assert card["temps_c"]["edge"] == [39.0, 39.0] and card["clocks_mhz"]["mclk"] == [350, 350]
     assert any(w.startswith(f"{GPU0}: throttling in ") and "bits 13" in w for w in doc["warnings"])
     assert doc["health"]["changes"] == {"uncorrectable": [], "corrected": []}  # 5 corrected before: not new
+
+
+def test_likely_causes_of_a_slow_card(tmp_path):
+    root, dev = machine(tmp_path)
+    (dev / "pp_dpm_mclk").write_text("0: 350Mhz *\n1: 800Mhz\n2: 1000Mhz\n")
+    (dev / "current_link_width").write_text("1\n")
+    samples = health.Samples()
+    samples.add(health.read_health(Root(root)))
+    card = health.read_health(Root(root))[0].to_json()
+    assert health.likely_causes(card, samples.summary()["cards"][GPU0]) == [
+        "memory clock stayed at its lowest level (350 MHz of 350-1000) through the run", "PCIe link x1 of x16"]
+    (dev / "current_link_width").write_text("16\n")
+    (dev / "pp_dpm_mclk").write_text("0: 350Mhz\n1: 800Mhz\n2: 1000Mhz *\n")
+    write_health(dev, hwmon={"freq2_input": 1_000_000_000})
+    samples.add(health.read_health(Root(root)))   # the clock left its lowest level during the run
+    card = health.read_health(Root(root))[0].to_json()
+    assert health.likely_causes(card, samples.summary()["cards"][GPU0]) == []

@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from rocmrevive.hardware.pci import device_dir, list_functions
+from rocmrevive.hardware.pci import device_dir, list_functions, parse_link_speed
 from rocmrevive.hardware.power import parse_dpm
 from rocmrevive.hardware.sysfs import list_dir, parse_int, read_link_name, read_text
 from rocmrevive.rootfs import Root
@@ -43,6 +43,7 @@ class CardHealth:
     power_w: float | None = None
     gpu_metrics: str | None = None                                 # "v1.0", ...
     throttle_status: int | None = None
+    link: dict[str, float | int | None] = field(default_factory=dict)  # width, max_width, gts, max_gts
     problems: list[str] = field(default_factory=list)
 
     def aer_total(self, kind: str) -> int:
@@ -54,7 +55,8 @@ class CardHealth:
         return {"bdf": self.bdf, "ras": self.ras, "aer": self.aer, "temps_c": self.temps_c,
                 "clocks_mhz": self.clocks_mhz, "dpm": self.dpm, "power_w": self.power_w,
                 "gpu_metrics": self.gpu_metrics, "throttle_status": self.throttle_status,
-                "throttle_bits": throttle_bits(self.throttle_status), "problems": self.problems}
+                "throttle_bits": throttle_bits(self.throttle_status), "link": self.link,
+                "problems": self.problems}
 
 
 def throttle_bits(status: int | None) -> list[int]:
@@ -133,6 +135,9 @@ def read_card(root: Root, bdf: str) -> CardHealth:
             h.dpm[clk] = levels.to_json()
             if clk not in h.clocks_mhz and levels.current_mhz:
                 h.clocks_mhz[clk] = levels.current_mhz
+    h.link = {"width": parse_int(text("current_link_width")), "max_width": parse_int(text("max_link_width")),
+              "gts": parse_link_speed(text("current_link_speed")),
+              "max_gts": parse_link_speed(text("max_link_speed"))}
     raw = _read_bytes(real / "gpu_metrics")
     if raw:
         h.gpu_metrics, h.throttle_status = parse_gpu_metrics(raw)
@@ -224,3 +229,25 @@ class Samples:
                   "power_w": list(c["power_w"]) if c["power_w"] else None,
                   "throttling": bool(c["throttle_bits"])}
             for bdf, c in self.cards.items()}}
+
+
+def likely_causes(card: dict, sampled: dict | None) -> list[str]:
+    """What in one card's readings makes products slow: a clock that stayed at its lowest DPM
+    level through the run, a link narrower than the card's, throttling, a hot junction.
+    ``card``: ``CardHealth.to_json()`` after the run; ``sampled``: its ``Samples`` summary."""
+    out = []
+    sampled = sampled or {}
+    for clk, what in (("mclk", "memory clock"), ("sclk", "shader clock")):
+        levels = ((card.get("dpm") or {}).get(clk) or {}).get("levels_mhz") or []
+        seen = (sampled.get("clocks_mhz") or {}).get(clk)
+        if len(levels) > 1 and seen and seen[1] <= levels[0]:
+            out.append(f"{what} stayed at its lowest level ({levels[0]} MHz of {levels[0]}-{levels[-1]}) through the run")
+    link = card.get("link") or {}
+    if link.get("width") and link.get("max_width") and link["width"] < link["max_width"]:
+        out.append(f"PCIe link x{link['width']} of x{link['max_width']}")
+    if sampled.get("throttling"):
+        out.append(f"throttling (gpu_metrics bits {', '.join(map(str, sampled.get('throttle_bits') or []))})")
+    hot = (sampled.get("temps_c") or {}).get("junction")
+    if hot and hot[1] >= 100:
+        out.append(f"junction temperature up to {hot[1]:g} C")
+    return out

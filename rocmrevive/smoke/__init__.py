@@ -99,6 +99,22 @@ def judge_health(before: list, after: list, samples: dict) -> dict:
             "cards": [h.to_json() for h in after]}
 
 
+def _why_slow(health: dict) -> str:
+    """The likely cause of a slow verdict from the cards' readings, or where to look next."""
+    sampled = (health.get("samples") or {}).get("cards") or {}
+    said = []
+    for card in health.get("cards") or []:
+        causes = health_mod.likely_causes(card, sampled.get(card["bdf"]))
+        if causes:
+            said.append(f"{card['bdf']}: {'; '.join(causes)}")
+    if said:
+        return "(likely cause: " + " | ".join(said) + ")"
+    if health.get("cards"):
+        return ("(no cause seen in the cards' clocks, links, temperatures or throttling: a slower kernel "
+                "choice? `rocmrevive doctor` checks the Tensile files)")
+    return "(no amdgpu card's sensors to read; `rocmrevive doctor` checks the Tensile files)"
+
+
 def judge_speed(root: Root, torch_part: dict | None, *, mode: str, host: str, compare: bool) -> list[dict]:
     """Per device of a PyTorch part that ran: its speed verdict against the record and the floor."""
     if not torch_part or torch_part.get("status") != PartStatus.PASSED:
@@ -165,7 +181,7 @@ def run_smoke(root: Root, *, torch: bool, llama: bool, explicit: set[str] | None
     if health["failures"] and code in ("OK", "NOTHING_SUPPORTED"):
         code, message = "SMOKE_FAILED", "health: " + health["failures"][0]
     elif slow and code == "OK":
-        code, message = "SMOKE_SLOW", slow[0]["message"]
+        code, message = "SMOKE_SLOW", slow[0]["message"] + " " + _why_slow(health)
     seconds = round(time.monotonic() - t0, 2)
     checks = (parts.get("torch") or {}).get("check_seconds")
     doc = {"started_at": started, "finished_at": _now(), "mode": "cpu-test" if cpu_test_mode else "gpu",
