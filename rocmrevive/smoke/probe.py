@@ -19,7 +19,7 @@ message, never a stuck run):
              C.x against A.(B.x) in float64, against the rounding bound); the 8192^3 product's
              TFLOPS against the vendor peak: a card that works but crawls stands out; then a
              large device copy (1 GiB), timed (GB/s against the card's HBM figure) and checked
-  stack      (in enumerate) torch, HIP/CUDA, the BLAS libraries mapped and rocBLAS's Tensile
+  stack      (after device 0's GEMMs) torch, HIP/CUDA, the BLAS libraries mapped and rocBLAS's Tensile
              folder: rocmrevive keys its per-shape speed records by this fingerprint
   peer       per ordered pair of devices: peer access, and a copy checked byte for byte
   allreduce  with 2 or more devices: torch.distributed all-reduce (nccl = RCCL on ROCm) in one
@@ -213,7 +213,6 @@ def worker_enumerate(args) -> int:
                   "compute_capability": None, "memory_bytes": None, "compute_units": os.cpu_count(),
                   "pci_bus_id": None, "model": None, "peak_tflops": None, "uuid": None,
                   "peak_source": "the CPU in test mode has no vendor peak", "hbm_gb_per_s": None})
-        emit(stack_fingerprint(torch, env, torch.device("cpu")))
         return 0
     emit({"type": "progress", "what": "torch.cuda.device_count()"})
     try:
@@ -243,8 +242,6 @@ def worker_enumerate(args) -> int:
               "pci_bus_id": bus, "model": model, "uuid": _uuid(p),
               "peak_tflops": dict(zip(DTYPES, peak)) if peak else None, "peak_source": how,
               "hbm_gb_per_s": HBM_GB_S.get(model) if model else None})
-    if count:
-        emit(stack_fingerprint(torch, env, torch.device("cuda", 0)))
     return 0
 
 
@@ -280,7 +277,7 @@ def _listing_digest(folder: str):
     return len(names), h.hexdigest()[:16]
 
 
-def stack_fingerprint(torch, env: dict, dev) -> dict:
+def stack_fingerprint(torch, dev) -> dict:
     """{"type": "stack"}: what this process's products run on: torch, its HIP/CUDA, the BLAS
     libraries it mapped (path, size, mtime) and rocBLAS's Tensile folder (a digest of its
     listing). rocmrevive keys its speed records by it: a graft or an upgrade is a new stack."""
@@ -312,7 +309,8 @@ def stack_fingerprint(torch, env: dict, dev) -> dict:
     if not tensile and rocblas:
         tensile = os.path.join(os.path.dirname(rocblas), "rocblas", "library")
     files, digest = _listing_digest(tensile) if tensile else (None, None)
-    return {"type": "stack", "torch": env.get("torch"), "hip": env.get("hip"), "cuda": env.get("cuda"),
+    return {"type": "stack", "torch": torch.__version__, "hip": getattr(torch.version, "hip", None),
+            "cuda": getattr(torch.version, "cuda", None),
             "libs": libs, "tensile": {"path": tensile, "files": files, "digest": digest} if tensile else None}
 
 
@@ -327,6 +325,8 @@ def worker_gemm(args) -> int:
         torch.set_num_threads(1)
     fault_point("gemm")
     probe_gemm.run_device(torch, dev, i, args, emit, faults())
+    if i == 0:  # what the products ran on: the BLAS libraries are mapped by now
+        emit(stack_fingerprint(torch, dev))
     return 0
 
 
