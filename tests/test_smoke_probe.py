@@ -190,6 +190,8 @@ def test_enumerate_hang():
     ("AMD Radeon VII", "gfx906:sramecc-:xnack-", 60, "Radeon VII"),
     ("AMD Radeon Pro VII", "gfx906:sramecc+:xnack-", 60, "Radeon Pro VII"),
     ("NVIDIA H200", "", 132, "H200"),
+    ("NVIDIA H100 80GB HBM3", "", 132, "H100"),
+    ("NVIDIA H100 PCIe", "", 114, "H100 PCIe"),
     ("AMD Radeon RX 6900 XT", "gfx1030", 80, None),
 ])
 def test_identify_card(name, arch, cus, model):
@@ -197,7 +199,7 @@ def test_identify_card(name, arch, cus, model):
     assert got == model
     assert (peak is None) == (model is None) and how
     if model == "MI50":
-        assert peak == (13.3, 26.5, 13.3)
+        assert peak == (13.4, 26.8, 13.4)  # AMD's launch figures (rocmrevive/data/cards.toml)
 
 
 def _orch(**kw):
@@ -227,16 +229,19 @@ def _perf(dtype, tflops):
     return {"type": "perf", "dtype": dtype, "ok": True, "tflops": tflops}
 
 
+COPY_OK = {"type": "bandwidth", "ok": True, "bytes": 1 << 24, "gb_per_s": 12.0}
+
+
 def _gemms():
     return [{"type": "gemm", "ok": True, "dtype": d} for d in probe.DTYPES
-            for _ in probe_gemm.cases(True)]
+            for _ in probe_gemm.cases(True)] + [COPY_OK]
 
 
 def test_a_card_that_works_but_crawls_is_flagged():
     dev = {"index": 0, "name": "AMD Instinct MI50/MI60", "arch": "gfx906", "model": "MI50",
            "peak_tflops": dict(zip(probe.DTYPES, probe.PEAKS["MI50"]))}
     healthy = _orch().judge_gemm(dev, _gemms() + [_perf("fp32", 9.8), _perf("fp16", 18.0), _perf("bf16", 6.0)])
-    assert healthy["ok"] and not healthy["slow"] and healthy["ratio"]["fp32"] == round(9.8 / 13.3, 3)
+    assert healthy["ok"] and not healthy["slow"] and healthy["ratio"]["fp32"] == round(9.8 / 13.4, 3)
     # memory clock stuck at its lowest level: 2.5-9x slower
     crawl = _orch().judge_gemm(dev, _gemms() + [_perf("fp32", 2.1), _perf("fp16", 3.0), _perf("bf16", 1.0)])
     assert crawl["ok"] and crawl["slow"]
@@ -246,9 +251,15 @@ def test_a_card_that_works_but_crawls_is_flagged():
 
 def test_missing_checks_are_a_failure():
     o = _orch()
-    s = o.judge_gemm({"index": 0}, _gemms()[:3])
+    s = o.judge_gemm({"index": 0}, _gemms()[:3] + [COPY_OK])
     assert s["ok"]  # what ran passed, but ...
     assert o.failures and "reported 3 of 60 checks" in o.failures[0]["message"]
+    o = _orch()
+    s = o.judge_gemm({"index": 0}, _gemms()[:-1])
+    assert not s["ok"] and o.failures[0]["message"] == "device 0: the GEMM worker reported no device copy"
+    o = _orch()
+    s = o.judge_gemm({"index": 0}, _gemms()[:-1] + [dict(COPY_OK, ok=False, message="copy corrupted")])
+    assert not s["ok"] and o.failures[0] == dict(COPY_OK, ok=False, message="copy corrupted")
 
 
 # --- the runner rocmrevive uses ------------------------------------------------------------

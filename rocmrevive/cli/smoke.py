@@ -1,11 +1,15 @@
 """``rocmrevive smoke``: run PyTorch and llama.cpp on every GPU, check the results, report speed.
 
-Exit 0: everything that ran passed. 10 (SMOKE_FAILED): a check failed, a step hung, or a part
-asked for with --torch/--llama could not run while the other did. 3 (NOTHING_SUPPORTED): nothing
-could run (no GPU devices, no PyTorch, no llama.cpp). The outcome is also written to
-/var/lib/rocmrevive/smoke/last.json for `rocmrevive status`.
+Exit 0: everything that ran passed. 10 (SMOKE_FAILED): a check failed, a step hung, a new
+uncorrectable RAS/AER error appeared, or a part asked for with --torch/--llama could not run while
+the other did. 12 (SMOKE_SLOW): results right, but a shape class several times slower than the
+card's last pass or its floor. 3 (NOTHING_SUPPORTED): nothing could run (no GPU devices, no
+PyTorch, no llama.cpp). The outcome is also written to /var/lib/rocmrevive/smoke/last.json for
+`rocmrevive status`, and a pass's per-shape times to /var/lib/rocmrevive/smoke/perf/.
 """
 from __future__ import annotations
+
+import re
 
 import click
 
@@ -30,8 +34,13 @@ from rocmrevive.errors import RevError
               metavar="S", help="Seconds each step may take before it counts as a hang.")
 @click.option("--cpu-devices", type=click.IntRange(1, 8), default=2, hidden=True,
               help="Logical devices in --cpu-test-mode (2 exercises copies and all-reduce).")
+@click.option("--compare/--no-compare", default=True, show_default=True,
+              help="Hold each shape class to this device's last pass on the same software stack.")
+@click.option("--soak", "soak", metavar="DURATION", default=None,
+              help="After the checks, repeat the checked products on every GPU for DURATION "
+                   "(60s, 10m, 1h): first failure, errors per hour, temperature/clock ranges.")
 @click.pass_obj
-def smoke(ui, want_torch, want_llama, python, llama_bin, cpu_test_mode, timeout, cpu_devices):
+def smoke(ui, want_torch, want_llama, python, llama_bin, cpu_test_mode, timeout, cpu_devices, compare, soak):
     """Run PyTorch and llama.cpp on every GPU and across GPUs, checking results, not only exits.
 
     PyTorch (run by your interpreter, --python): per device, GEMMs in fp32/fp16/bf16 in the
@@ -47,6 +56,7 @@ def smoke(ui, want_torch, want_llama, python, llama_bin, cpu_test_mode, timeout,
     """
     from rocmrevive.smoke import run_smoke
 
+    soak_s = parse_duration(soak) if soak is not None else 0.0
     explicit = {n for n, on in (("torch", want_torch), ("llama", want_llama)) if on}
     both = not explicit
 
@@ -62,6 +72,13 @@ def smoke(ui, want_torch, want_llama, python, llama_bin, cpu_test_mode, timeout,
                    f"{'passed' if rec.get('ok') else 'FAILED'}")
         elif t == "failure":
             ui.log(f"torch: FAILED: {rec.get('message')}")
+        elif t == "soak_tick":
+            ui.bars.update(f"soak, device {rec.get('device')}", int(rec.get("elapsed") or 0),
+                           int(rec.get("seconds") or 0), unit="s")
+        elif t == "soak":
+            ui.bars.close()
+            ui.log(f"torch: device {rec.get('device')}: soak of {rec.get('seconds')} s: "
+                   f"{rec.get('products')} products, {rec.get('errors')} wrong")
 
     def on_llama(run):
         what = "tokens" if hasattr(run, "tokens") else "speed"
@@ -73,20 +90,33 @@ def smoke(ui, want_torch, want_llama, python, llama_bin, cpu_test_mode, timeout,
         doc = run_smoke(ui.root, torch=want_torch or both, llama=want_llama or both,
                         explicit=explicit, python=python, llama_bin=llama_bin,
                         cpu_test_mode=cpu_test_mode, cpu_devices=cpu_devices, timeout=timeout,
-                        on_torch_record=on_torch, on_llama_run=on_llama)
-        warnings: list[str] = []
+                        on_torch_record=on_torch, on_llama_run=on_llama, compare=compare,
+                        soak=soak_s)
+        warnings: list[str] = list(doc["health"]["warnings"])
         for p in doc["parts"].values():
             warnings += p.get("warnings") or []
         if doc["record_error"]:
             warnings.append(doc["record_error"])
         data = {k: doc[k] for k in ("started_at", "finished_at", "mode", "skipped", "record", "seconds",
-                                    "check_seconds", "check_share")}
+                                    "check_seconds", "check_share", "health", "speed", "speed_records",
+                                    "soak")}
         data["ok"] = doc["code"] == "OK"
         data.update(doc["parts"])
         return Outcome(data=data, render=lambda con: render(con, doc), code=doc["code"],
                        message=doc["message"], warnings=warnings, changed=bool(doc["record"]))
 
     ui.run("smoke", work)
+
+
+_UNITS = {"": 1, "s": 1, "m": 60, "min": 60, "h": 3600}
+
+
+def parse_duration(text: str) -> float:
+    """'60s', '10m', '1h', '90' (seconds) -> seconds; a bad one is a usage error."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(s|m|min|h)?\s*", text or "")
+    if not m or float(m.group(1)) <= 0:
+        raise click.BadParameter(f"{text!r} is not a duration such as 60s, 10m or 1h", param_hint="--soak")
+    return float(m.group(1)) * _UNITS[m.group(2) or ""]
 
 
 def _tf(v) -> str:
@@ -110,12 +140,16 @@ def render(con, doc: dict) -> None:
     l_ = parts.get("llama")
     if l_ and l_.get("runs"):
         _render_llama(con, l_)
+    _render_speed(con, doc.get("speed") or [])
+    _render_soak(con, doc)
+    _render_health(con, doc.get("health") or {})
     for s in doc.get("skipped") or []:
         con.print(f"skipped {'PyTorch' if s['part'] == 'torch' else 'llama.cpp'}: {s['reason']}")
     if doc.get("check_share") is not None:
         con.print(f"checks: {doc['check_seconds']:.2f} s of the whole smoke's {doc['seconds']:.2f} s "
                   f"({doc['check_share'] * 100:.1f}%)")
-    verdict = {"OK": "passed", "SMOKE_FAILED": "FAILED", "NOTHING_SUPPORTED": "nothing could run"}
+    verdict = {"OK": "passed", "SMOKE_FAILED": "FAILED", "NOTHING_SUPPORTED": "nothing could run",
+               "SMOKE_SLOW": "SLOW (results right, speed not)"}
     tail = f" (recorded in {doc['record']})" if doc.get("record") else ""
     con.print(f"smoke: {verdict.get(doc['code'], doc['code'])}{tail}")
 
@@ -223,3 +257,47 @@ def _render_llama(con, l_: dict) -> None:
     for r in out.get("runs") or []:
         con.print(f"llama.cpp output on {r['label']}: " + (
             f"the same {out.get('tokens')} greedy tokens as the CPU" if r.get("ok") else f"FAILED: {r.get('message')}"))
+
+
+def _render_speed(con, speed: list[dict]) -> None:
+    """Per device: against its last pass (per shape class) and its floor."""
+    for j in speed:
+        line = j.get("summary")
+        con.print(f"speed, device {j['device']}: {line or 'no earlier pass of this device to compare with (this one is recorded if it passes)'}",
+                  markup=False)
+        rec = j.get("record") or {}
+        if rec.get("classes"):
+            cells = ", ".join(f"{c} {v['ratio']:.2f}x" for c, v in rec["classes"].items())
+            con.print(f"  time against the last pass, per shape class: {cells}", markup=False)
+        fl = j.get("floor") or {}
+        if fl.get("classes"):
+            cells = ", ".join(f"{c} {v['ratio']:.2f}x" for c, v in fl["classes"].items())
+            con.print(f"  time against the {fl.get('model')} roofline, per shape class: {cells}", markup=False)
+
+
+def _render_soak(con, doc: dict) -> None:
+    t = (doc.get("parts") or {}).get("torch") or {}
+    cards = ((doc.get("health") or {}).get("samples") or {}).get("cards") or {}
+    for s in t.get("soak") or []:
+        first = (f"first failure after {s['first_failure_s']} s: {s.get('first_failure')}"
+                 if s.get("first_failure_s") is not None else "no failure")
+        con.print(f"soak, device {s.get('device')}: {s.get('seconds')} s, {s.get('products')} products checked, "
+                  f"{s.get('errors')} wrong ({s.get('errors_per_hour')} per hour); {first}", markup=False)
+    if doc.get("soak") and not cards:
+        con.print("soak: no amdgpu card's sensors were readable (no temperatures, clocks or throttling to report)")
+
+
+def _range(v) -> str:
+    return f"{v[0]:g}" if v[0] == v[1] else f"{v[0]:g}-{v[1]:g}"
+
+
+def _render_health(con, h: dict) -> None:
+    cards = (h.get("samples") or {}).get("cards") or {}
+    for bdf, c in cards.items():
+        temps = ", ".join(f"{k} {_range(v)} C" for k, v in c.get("temps_c", {}).items()) or "no temperatures"
+        clocks = ", ".join(f"{k} {_range(v)} MHz" for k, v in c.get("clocks_mhz", {}).items()) or "no clocks"
+        thr = (f"THROTTLING (bits {', '.join(map(str, c['throttle_bits']))}) in {c['throttle_samples']} of "
+               f"{c['samples']} readings" if c.get("throttling") else "no throttling seen")
+        con.print(f"health {bdf}: {temps}; {clocks}; {thr}", markup=False)
+    for f in h.get("failures") or []:
+        con.print(f"FAILED (health): {f}", markup=False)

@@ -46,6 +46,9 @@ def _render(con, rep, verbose: bool) -> None:
             what = f"a --cpu-test-mode run ({what}; no GPU was used, it proves nothing about the GPUs)"
         con.print(f"last smoke test: {what} at {smoke.get('finished_at')}; "
                   f"last passed: {smoke.get('last_passed_at') or 'never'}", markup=False)
+        for sp in smoke.get("speed") or []:
+            said = "; ".join(sp.get("slow") or []) or sp.get("summary") or "no earlier pass to compare with"
+            con.print(f"  speed, device {sp.get('device')}: {said}", markup=False)
     for o in rep.orphans:
         con.print(f"{o.folder}: {len(o.files)} files are manifest {o.manifest}'s ({o.source or 'artifact ' + o.artifact})"
                   f" but no transaction records them; `rocmrevive rollback --orphans` removes them", markup=False)

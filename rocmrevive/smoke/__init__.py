@@ -6,18 +6,28 @@
 - ``record``: the status record ``/var/lib/rocmrevive/smoke/last.json``.
 - ``run_smoke`` below: both parts, the verdict and the record.
 
-Verdict (the CLI's exit code): any check failed -> SMOKE_FAILED (10); a part asked for by name
-(``--torch``/``--llama``) that could not run while another did -> SMOKE_FAILED; nothing could run
-at all (no GPU devices, no PyTorch, no llama.cpp) -> NOTHING_SUPPORTED (3); else OK (0).
+- ``expect``: per-shape speed against the device's last pass on the same stack and the card's
+  floor (``rocmrevive/data/cards.toml``); records in ``/var/lib/rocmrevive/smoke/perf/``.
+- health (``rocmrevive.hardware.health``, read here, root-side): RAS/ECC and PCIe AER counters
+  before and after, temperatures, clocks and throttling sampled each second during the run.
+
+Verdict (the CLI's exit code): any check failed, or a new uncorrectable RAS/AER error during the
+run -> SMOKE_FAILED (10); a part asked for by name (``--torch``/``--llama``) that could not run
+while another did -> SMOKE_FAILED; nothing could run at all (no GPU devices, no PyTorch, no
+llama.cpp) -> NOTHING_SUPPORTED (3); results right but a shape class several times slower than
+the record or the floor -> SMOKE_SLOW (12); else OK (0).
 """
 from __future__ import annotations
 
 import datetime as _dt
 import socket
+import threading
 import time
 from typing import Callable
 
+from rocmrevive.hardware import health as health_mod
 from rocmrevive.rootfs import Root
+from rocmrevive.smoke import expect as expect_mod
 from rocmrevive.smoke import llama as llama_mod
 from rocmrevive.smoke import record as record_mod
 from rocmrevive.smoke import torch_runner
@@ -50,49 +60,156 @@ def verdict(parts: dict[str, dict], explicit: set[str]) -> tuple[str, str | None
     return "OK", None
 
 
+class _Sampler:
+    """Health readings once a second on a thread while the parts run (root-side sysfs reads)."""
+
+    def __init__(self, root: Root, every: float = 1.0):
+        self.root, self.every = root, every
+        self.samples = health_mod.Samples()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while True:
+            self.samples.add(health_mod.read_health(self.root))
+            if self._stop.wait(self.every):
+                return
+
+    def __enter__(self) -> "_Sampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def judge_health(before: list, after: list, samples: dict) -> dict:
+    """{"failures": [...], "warnings": [...], "changes", "samples"} from two readings and the samples."""
+    changes = health_mod.compare(before, after)
+    failures = [f"{c['bdf']}: {c['new']} new {c['what']} error(s) during the smoke"
+                for c in changes["uncorrectable"]]
+    warnings = [f"{c['bdf']}: {c['new']} new {c['what']} error(s) during the smoke (corrected)"
+                for c in changes["corrected"]]
+    for bdf, c in samples.get("cards", {}).items():
+        if c.get("throttling"):
+            warnings.append(f"{bdf}: throttling in {c['throttle_samples']} of {c['samples']} readings "
+                            f"(gpu_metrics throttle_status bits {', '.join(map(str, c['throttle_bits']))})")
+    return {"failures": failures, "warnings": warnings, "changes": changes, "samples": samples,
+            "cards": [h.to_json() for h in after]}
+
+
+def _why_slow(health: dict) -> str:
+    """The likely cause of a slow verdict from the cards' readings, or where to look next."""
+    sampled = (health.get("samples") or {}).get("cards") or {}
+    said = []
+    for card in health.get("cards") or []:
+        causes = health_mod.likely_causes(card, sampled.get(card["bdf"]))
+        if causes:
+            said.append(f"{card['bdf']}: {'; '.join(causes)}")
+    if said:
+        return "(likely cause: " + " | ".join(said) + ")"
+    if health.get("cards"):
+        return ("(no cause seen in the cards' clocks, links, temperatures or throttling: a slower kernel "
+                "choice? `rocmrevive doctor` checks the Tensile files)")
+    return "(no amdgpu card's sensors to read; `rocmrevive doctor` checks the Tensile files)"
+
+
+def judge_speed(root: Root, torch_part: dict | None, *, mode: str, host: str, compare: bool) -> list[dict]:
+    """Per device of a PyTorch part that ran: its speed verdict against the record and the floor."""
+    if not torch_part or torch_part.get("status") != PartStatus.PASSED:
+        return []
+    cards = expect_mod.load_cards()
+    sid = expect_mod.stack_id(torch_part.get("stack"))
+    out = []
+    for dev in torch_part.get("devices") or []:
+        key = expect_mod.device_key(dev, mode, host)
+        now = expect_mod.products_of(torch_part.get("records") or [], dev["index"])
+        j = expect_mod.judge_device(dev, now, expect_mod.read_device(root, key), sid,
+                                    cards.get(dev.get("model") or ""), compare=compare)
+        j.update(key=key, stack=sid, products=now)
+        j["summary"] = expect_mod.summary_line(j)
+        out.append(j)
+    return out
+
+
+def _keep_speed(root: Root, speed: list[dict], torch_part: dict, when: str) -> list[str]:
+    """Record each device's products of a pass; the paths written (OSError: the caller's)."""
+    paths: list[str] = []
+    stack = torch_part.get("stack")
+    sid = expect_mod.stack_id(stack)
+    if not sid:
+        return paths
+    devs = {d["index"]: d for d in torch_part.get("devices") or []}
+    for j in speed:
+        entry = {"recorded_at": when, "stack": expect_mod.stack_summary(stack),
+                 "products": {p: v["seconds"] for p, v in j["products"].items()}}
+        paths.append(expect_mod.write_device(root, j["key"], devs[j["device"]], sid, entry))
+    return paths
+
+
 def run_smoke(root: Root, *, torch: bool, llama: bool, explicit: set[str] | None = None,
               python: str | None = None, llama_bin: str | None = None,
               cpu_test_mode: bool = False, cpu_devices: int = 2, timeout: float = 180.0,
               on_torch_record: Callable[[dict], None] | None = None,
-              on_llama_run: Callable | None = None, write_record: bool = True) -> dict:
+              on_llama_run: Callable | None = None, write_record: bool = True,
+              compare: bool = True, soak: float = 0.0) -> dict:
     """Run the selected parts; return {"parts": {...}, "code", "message", "record", ...}."""
     explicit = set(explicit or ())
     started, t0 = _now(), time.monotonic()
     parts: dict[str, dict] = {}
-    if torch:
-        py, why = torch_runner.pick_python(python, root)
-        if py is None:
-            parts["torch"] = {"status": PartStatus.UNAVAILABLE, "reason": why, "python": None}
-        else:
-            # found by reading files; run as its owner when it is a user's (RevError: refused)
-            who = torch_runner.runner_of(py)
-            res = torch_runner.run_torch_probe(py, timeout=timeout, cpu_test_mode=cpu_test_mode,
-                                               cpu_devices=cpu_devices, on_record=on_torch_record,
-                                               account=who.account)
-            res["python_chosen_because"] = why
-            parts["torch"] = res
-    if llama:
-        parts["llama"] = llama_mod.run_llama_smoke(llama_bin, timeout=timeout,
-                                                   cpu_test_mode=cpu_test_mode, on_run=on_llama_run)
+    mode, host = ("cpu-test" if cpu_test_mode else "gpu"), socket.gethostname()
+    before = health_mod.read_health(root)
+    with _Sampler(root) as sampler:
+        if torch:
+            py, why = torch_runner.pick_python(python, root)
+            if py is None:
+                parts["torch"] = {"status": PartStatus.UNAVAILABLE, "reason": why, "python": None}
+            else:
+                # found by reading files; run as its owner when it is a user's (RevError: refused)
+                who = torch_runner.runner_of(py)
+                res = torch_runner.run_torch_probe(py, timeout=timeout, cpu_test_mode=cpu_test_mode,
+                                                   cpu_devices=cpu_devices, on_record=on_torch_record,
+                                                   account=who.account, soak=soak)
+                res["python_chosen_because"] = why
+                parts["torch"] = res
+        if llama:
+            parts["llama"] = llama_mod.run_llama_smoke(llama_bin, timeout=timeout,
+                                                       cpu_test_mode=cpu_test_mode, on_run=on_llama_run)
+    health = judge_health(before, health_mod.read_health(root), sampler.samples.summary())
+    speed = judge_speed(root, parts.get("torch"), mode=mode, host=host, compare=compare)
+    slow = [p for j in speed for p in j["slow"]]
     code, message = verdict(parts, explicit)
+    if health["failures"] and code in ("OK", "NOTHING_SUPPORTED"):
+        code, message = "SMOKE_FAILED", "health: " + health["failures"][0]
+    elif slow and code == "OK":
+        code, message = "SMOKE_SLOW", slow[0]["message"] + " " + _why_slow(health)
     seconds = round(time.monotonic() - t0, 2)
     checks = (parts.get("torch") or {}).get("check_seconds")
     doc = {"started_at": started, "finished_at": _now(), "mode": "cpu-test" if cpu_test_mode else "gpu",
-           "parts": parts, "skipped": [{"part": n, "reason": p.get("reason")}
+           "parts": parts, "health": health, "speed": speed, "soak": soak or None,
+           "speed_records": [], "skipped": [{"part": n, "reason": p.get("reason")}
                                        for n, p in parts.items() if p["status"] == PartStatus.UNAVAILABLE],
            "code": code, "message": message, "record": None, "record_error": None, "seconds": seconds,
            # the PyTorch checks' cost against the whole smoke's time (PyTorch and llama.cpp)
            "check_seconds": checks, "check_share": round(checks / seconds, 4) if checks and seconds else None}
-    status = {"OK": RunStatus.PASSED, "SMOKE_FAILED": RunStatus.FAILED}.get(code, RunStatus.NOTHING_RAN)
+    status = {"OK": RunStatus.PASSED, "SMOKE_FAILED": RunStatus.FAILED,
+              "SMOKE_SLOW": RunStatus.SLOW}.get(code, RunStatus.NOTHING_RAN)
     # a run that ran nothing proved nothing: the last record (and `status`'s line) stays as it was
     if write_record and status is not RunStatus.NOTHING_RAN:
         if cpu_test_mode and status is RunStatus.PASSED:  # ran on the CPU: proves nothing about the GPUs
             status = RunStatus.PASSED_CPU_TEST
         rec = {"started_at": doc["started_at"], "finished_at": doc["finished_at"], "status": status,
                "code": code, "message": message, "mode": doc["mode"], "host": socket.gethostname(),
-               "parts": {n: _compact(n, p) for n, p in parts.items()}}
+               "parts": {n: _compact(n, p) for n, p in parts.items()},
+               "speed": [{k: j.get(k) for k in ("device", "name", "model", "key", "stack", "summary")}
+                         | {"slow": [p["message"] for p in j["slow"]],
+                            "against": (j.get("record") or {}).get("recorded_at")} for j in speed],
+               "health": {"failures": health["failures"], "warnings": health["warnings"]}}
         try:
             doc["record"] = record_mod.write_last(root, rec)
+            if code == "OK" and parts.get("torch"):
+                doc["speed_records"] = _keep_speed(root, speed, parts["torch"], str(doc["finished_at"]))
         except OSError as exc:
             doc["record_error"] = f"cannot write {record_mod.RECORD_PATH}: {exc.strerror or exc}"
     return doc
@@ -101,8 +218,8 @@ def run_smoke(root: Root, *, torch: bool, llama: bool, explicit: set[str] | None
 def _compact(name: str, p: dict) -> dict:
     """A part without its raw records, for the status record."""
     if name == "torch":
-        keep: tuple[str, ...] = ("status", "reason", "python", "torch", "platform", "hip", "cuda", "devices", "hints",
-                "allreduce", "failures", "warnings", "check_seconds", "check_share")
+        keep: tuple[str, ...] = ("status", "reason", "python", "torch", "platform", "hip", "cuda", "devices",
+                                 "hints", "allreduce", "failures", "warnings", "check_seconds", "check_share", "soak")
     else:
         keep = ("status", "reason", "binary", "backends", "gpu_backend", "failures", "warnings")
     out = {k: p.get(k) for k in keep if k in p}

@@ -17,10 +17,15 @@ message, never a stuck run):
              (decode M = 1-16, prefill, tall-skinny, deep K, batched, square; transposes),
              each timed (TFLOPS per shape) and checked whole, every element (Freivalds:
              C.x against A.(B.x) in float64, against the rounding bound); the 8192^3 product's
-             TFLOPS against the vendor peak: a card that works but crawls stands out
+             TFLOPS against the vendor peak: a card that works but crawls stands out; then a
+             large device copy (1 GiB), timed (GB/s against the card's HBM figure) and checked
+  stack      (after device 0's GEMMs) torch, HIP/CUDA, the BLAS libraries mapped and rocBLAS's Tensile
+             folder: rocmrevive keys its per-shape speed records by this fingerprint
   peer       per ordered pair of devices: peer access, and a copy checked byte for byte
   allreduce  with 2 or more devices: torch.distributed all-reduce (nccl = RCCL on ROCm) in one
              process per device, checked for the exact sum
+  soak       with --soak SECONDS: every device at once repeats the checked products for that
+             long ({"type": "soak_tick"} about once a second, {"type": "soak"} at the end)
 
 Output: JSON lines on stdout, one object per line, each with a "type"; the last one is
 {"type": "result", "status": ..., "exit": ...}. Exit status: 0 passed, 10 a check failed,
@@ -35,6 +40,8 @@ Fault injection, for rocmrevive's own tests (never set it otherwise):
     ROCMREVIVE_PROBE_FAULT=gemm:bf16       ... only in bf16
     ROCMREVIVE_PROBE_FAULT=perf            corrupt the timed GEMM
     ROCMREVIVE_PROBE_FAULT=copy            corrupt one peer copy
+    ROCMREVIVE_PROBE_FAULT=bandwidth       corrupt the device copy (first device)
+    ROCMREVIVE_PROBE_FAULT=soak            corrupt the 8th product of the soak
     ROCMREVIVE_PROBE_FAULT=allreduce       corrupt the all-reduce on rank 0
     ROCMREVIVE_PROBE_FAULT=hang:STEP       hang in STEP (enumerate, gemm, peer, allreduce)
     ROCMREVIVE_PROBE_FAULT=hang:peer:1-0   hang in the copy from device 1 to device 0
@@ -44,6 +51,7 @@ Several, comma-separated.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import selectors
@@ -51,6 +59,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 # probe_gemm.py ships beside this file; -I (isolated) leaves the script's folder off sys.path
@@ -67,16 +76,22 @@ DTYPES = probe_gemm.DTYPES
 SLOW_RATIO = 0.3
 
 # Vendor peak TFLOPS (boost clock): fp32, fp16, bf16. gfx906 has no bf16 units: rocBLAS runs bf16
-# on the fp32 ALUs, so its bf16 peak is the fp32 one.
+# on the fp32 ALUs, so its bf16 peak is the fp32 one. A copy of rocmrevive/data/cards.toml (each
+# figure's source is there; tests/test_smoke_expect.py checks that the two agree): the probe runs
+# in the user's interpreter and reads nothing of rocmrevive.
 PEAKS = {
-    "MI50": (13.3, 26.5, 13.3),
+    "MI50": (13.4, 26.8, 13.4),
     "MI60": (14.7, 29.5, 14.7),
     "Radeon VII": (13.8, 27.7, 13.8),
     "Radeon Pro VII": (13.1, 26.1, 13.1),
-    # NVIDIA, dense tensor-core figures for fp16/bf16 (SXM boards); lets the probe be tried there.
+    # NVIDIA, dense tensor-core figures for fp16/bf16; lets the probe be tried there.
     "H100": (67.0, 989.0, 989.0),
+    "H100 PCIe": (51.0, 756.0, 756.0),
     "H200": (67.0, 989.0, 989.0),
 }
+# Memory bandwidth, GB/s (the HBM figure the copy probe is held to); from the same table.
+HBM_GB_S = {"MI50": 1024.0, "MI60": 1024.0, "Radeon VII": 1024.0, "Radeon Pro VII": 1024.0,
+            "H100": 3350.0, "H100 PCIe": 2000.0, "H200": 4800.0}
 
 # Environment hints per arch prefix: (variable, value, why)
 HINTS = {
@@ -88,9 +103,14 @@ HINTS = {
 # --------------------------------------------------------------------------------------------
 # small helpers (both sides)
 # --------------------------------------------------------------------------------------------
+_EMIT_LOCK = threading.Lock()
+
+
 def emit(rec: dict) -> None:
-    sys.stdout.write(json.dumps(rec, sort_keys=False, default=str) + "\n")
-    sys.stdout.flush()
+    line = json.dumps(rec, sort_keys=False, default=str) + "\n"
+    with _EMIT_LOCK:  # the soak's and all-reduce's threads relay records too
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def faults() -> list:
@@ -125,6 +145,8 @@ def identify_card(name: str, arch: str, cus) -> tuple:
         return None, None, "gfx906 with %s compute units: unknown board" % cus
     for model in ("H200", "H100"):
         if model.lower() in low:
+            if model == "H100" and "pcie" in low:
+                model = "H100 PCIe"
             return model, PEAKS[model], "name"
     return None, None, "no vendor peak known for this device"
 
@@ -189,8 +211,8 @@ def worker_enumerate(args) -> int:
         for i in range(args.cpu_devices):
             emit({"type": "device", "index": i, "name": "CPU (test mode)", "arch": "cpu",
                   "compute_capability": None, "memory_bytes": None, "compute_units": os.cpu_count(),
-                  "pci_bus_id": None, "model": None, "peak_tflops": None,
-                  "peak_source": "the CPU in test mode has no vendor peak"})
+                  "pci_bus_id": None, "model": None, "peak_tflops": None, "uuid": None,
+                  "peak_source": "the CPU in test mode has no vendor peak", "hbm_gb_per_s": None})
         return 0
     emit({"type": "progress", "what": "torch.cuda.device_count()"})
     try:
@@ -217,9 +239,79 @@ def worker_enumerate(args) -> int:
                                       getattr(p, "pci_device_id", 0))
         emit({"type": "device", "index": i, "name": p.name, "arch": arch or ("sm_%d%d" % (p.major, p.minor)),
               "compute_capability": cc, "memory_bytes": int(p.total_memory), "compute_units": cus,
-              "pci_bus_id": bus, "model": model,
-              "peak_tflops": dict(zip(DTYPES, peak)) if peak else None, "peak_source": how})
+              "pci_bus_id": bus, "model": model, "uuid": _uuid(p),
+              "peak_tflops": dict(zip(DTYPES, peak)) if peak else None, "peak_source": how,
+              "hbm_gb_per_s": HBM_GB_S.get(model) if model else None})
     return 0
+
+
+def _uuid(props):
+    """The device's unique id as torch reports it (CUDA, and ROCm builds that fill it), or None."""
+    u = getattr(props, "uuid", None)
+    try:
+        text = str(u) if u is not None else ""
+    except Exception:  # noqa: BLE001 - an odd object: no id
+        text = ""
+    return text or None
+
+
+# the libraries whose build decides how fast a product runs (the fingerprint of the stack)
+STACK_LIBS = ("librocblas", "libhipblas", "libhipblaslt", "libamdhip64", "libMIOpen", "libcublas",
+              "libcublasLt", "libcudart", "libtorch_hip", "libtorch_cuda", "libtorch_cpu", "libmkl",
+              "libopenblas", "libgomp", "libtensile")
+
+
+def _listing_digest(folder: str):
+    """(files, sha256 of the sorted name/size/mtime listing) of one folder, or (None, None)."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return None, None
+    h = hashlib.sha256()
+    for n in names:
+        try:
+            st = os.stat(os.path.join(folder, n))
+        except OSError:
+            continue
+        h.update(("%s\0%d\0%d\n" % (n, st.st_size, st.st_mtime_ns)).encode("utf-8", "replace"))
+    return len(names), h.hexdigest()[:16]
+
+
+def stack_fingerprint(torch, dev) -> dict:
+    """{"type": "stack"}: what this process's products run on: torch, its HIP/CUDA, the BLAS
+    libraries it mapped (path, size, mtime) and rocBLAS's Tensile folder (a digest of its
+    listing). rocmrevive keys its speed records by it: a graft or an upgrade is a new stack."""
+    try:  # load the BLAS libraries (they are mapped lazily, at the first product)
+        for dt in (torch.float32, torch.float16):
+            a = torch.ones((64, 64), device=dev, dtype=dt)
+            float((a @ a).sum())
+    except Exception:  # noqa: BLE001 - a broken BLAS shows in the GEMM step; the fingerprint is what was mapped
+        pass
+    libs = {}
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        fields = line.split(None, 5)
+        path = fields[5].strip() if len(fields) == 6 else ""
+        base = os.path.basename(path)
+        if not path.startswith("/") or base in libs or not base.startswith(STACK_LIBS):
+            continue
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        libs[base] = {"path": path, "size": st.st_size, "mtime": int(st.st_mtime)}
+    tensile = os.environ.get("ROCBLAS_TENSILE_LIBPATH")
+    rocblas = next((str(v["path"]) for k, v in libs.items() if k.startswith("librocblas")), None)
+    if not tensile and rocblas:
+        tensile = os.path.join(os.path.dirname(rocblas), "rocblas", "library")
+    files, digest = _listing_digest(tensile) if tensile else (None, None)
+    return {"type": "stack", "torch": torch.__version__, "hip": getattr(torch.version, "hip", None),
+            "cuda": getattr(torch.version, "cuda", None),
+            "libs": libs, "tensile": {"path": tensile, "files": files, "digest": digest} if tensile else None}
 
 
 def worker_gemm(args) -> int:
@@ -233,6 +325,22 @@ def worker_gemm(args) -> int:
         torch.set_num_threads(1)
     fault_point("gemm")
     probe_gemm.run_device(torch, dev, i, args, emit, faults())
+    if i == 0:  # what the products ran on: the BLAS libraries are mapped by now
+        emit(stack_fingerprint(torch, dev))
+    return 0
+
+
+def worker_soak(args) -> int:
+    emit({"type": "progress", "what": "import torch"})
+    torch = _import_torch()
+    i = args.device
+    dev = _dev(torch, args, i)
+    if dev.type == "cuda":
+        torch.cuda.set_device(dev)
+    else:
+        torch.set_num_threads(1)
+    fault_point("soak")
+    probe_gemm.soak(torch, dev, i, args, emit, faults())
     return 0
 
 
@@ -458,6 +566,8 @@ class Orchestrator:
         if self.args.perf_size:
             argv += ["--perf-size", str(self.args.perf_size)]
         argv += ["--perf-seconds", str(self.args.perf_seconds)]
+        if self.args.soak:
+            argv += ["--soak", str(self.args.soak)]
         return argv
 
     def step_failed(self, step, res: StepResult, what: str, **kw) -> bool:
@@ -505,6 +615,8 @@ class Orchestrator:
         else:
             self.out({"type": "skip", "step": "peer", "reason": "needs 2 or more devices"})
             self.out({"type": "skip", "step": "allreduce", "reason": "needs 2 or more devices"})
+        if a.soak and (not only or "soak" in only):
+            self.soak_all(devices)
         if slow_devices:
             self.warnings.append("device(s) %s work but reach less than %d%% of the vendor peak "
                                  "(memory clock stuck low? check `rocm-smi --showclocks`)"
@@ -525,6 +637,34 @@ class Orchestrator:
             if summary["slow"]:
                 slow_devices.append(i)
         return slow_devices
+
+    def soak_all(self, devices) -> None:
+        """The soak: every device at once (heat builds as in a real job), one worker each, for
+        ``--soak`` seconds; every product checked. One {"type": "soak_summary"} per device."""
+        limit = self.args.timeout + self.args.soak
+        results = {}
+
+        def one(i):
+            results[i] = run_step(self.worker_argv("soak", "--device", str(i)), self.env, limit,
+                                  relay=self.out)
+        threads = [threading.Thread(target=one, args=(d["index"],)) for d in devices]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for d in devices:
+            i = d["index"]
+            res = results[i]
+            if self.step_failed("soak", res, "the soak on device %d" % i, device=i):
+                continue
+            end = next((r for r in res.records if r.get("type") == "soak"), None)
+            if end is None:
+                self.fail("soak", "device %d: the soak worker ended without its summary" % i, device=i)
+                continue
+            if end.get("errors"):
+                self.fail("soak", "device %d: %d of %d products wrong during the soak, the first after "
+                          "%s s: %s" % (i, end["errors"], end["products"], end.get("first_failure_s"),
+                                        end.get("first_failure")), device=i, soak=end)
 
     def peer_all(self, n: int) -> None:
         """Peer copies between every ordered pair; a worker that hangs or dies on a pair is
@@ -568,6 +708,11 @@ class Orchestrator:
         i = dev["index"]
         gemms = [r for r in recs if r.get("type") == "gemm"]
         perfs = [r for r in recs if r.get("type") == "perf"]
+        copy = next((r for r in recs if r.get("type") == "bandwidth"), None)
+        if copy is None:
+            self.fail("gemm", "device %d: the GEMM worker reported no device copy" % i, device=i)
+        elif not copy.get("ok"):
+            self.failures.append(copy)
         cost: dict = next((r for r in recs if r.get("type") == "gemm_cost"), {})
         bad = [r for r in gemms + perfs if not r.get("ok")]
         for r in bad:
@@ -582,17 +727,17 @@ class Orchestrator:
         slow = bool(ratio) and max(ratio.get("fp32", 0), ratio.get("fp16", 0)) < SLOW_RATIO
         self.check_seconds += cost.get("check_seconds") or 0.0
         return {"type": "device_summary", "device": i, "name": dev.get("name"), "arch": dev.get("arch"),
-                "model": dev.get("model"), "ok": not bad, "checks": len(gemms) + len(perfs),
+                "model": dev.get("model"), "ok": not bad and bool(copy and copy.get("ok")), "checks": len(gemms) + len(perfs),
                 "failed_checks": len(bad), "tflops": tflops, "peak_tflops": peak or None,
                 "ratio": ratio or None, "slow": slow, "shapes": _shapes(gemms + perfs),
+                "bandwidth": {k: copy.get(k) for k in ("ok", "bytes", "gb_per_s", "seconds", "message")}
+                if copy else None,
                 "gemm_seconds": cost.get("seconds"), "check_seconds": cost.get("check_seconds")}
 
     def allreduce(self, n):
         a = self.args
         port = _free_port()
         procs = []
-        import threading  # noqa: PLC0415 — probe.py runs in the user's interpreter, where torch is imported when the probe runs
-
         results: list = [None] * n
         def one(rank):
             env = dict(self.env)
@@ -679,9 +824,11 @@ def parse_args(argv=None):
     p.add_argument("--perf-seconds", type=float, default=None,
                    help="time spent in each timed GEMM (default 0.5, 0.1 on the CPU)")
     p.add_argument("--only", default="", metavar="STEPS",
-                   help="comma-separated steps to run: gemm, peer, allreduce (default: all)")
+                   help="comma-separated steps to run: gemm, peer, allreduce, soak (default: all)")
+    p.add_argument("--soak", type=float, default=0.0, metavar="SECONDS",
+                   help="after the checks, repeat the checked products on every device for this long")
     # internal: worker processes
-    p.add_argument("--worker", choices=("enumerate", "gemm", "peer", "allreduce"), help=argparse.SUPPRESS)
+    p.add_argument("--worker", choices=("enumerate", "gemm", "peer", "allreduce", "soak"), help=argparse.SUPPRESS)
     p.add_argument("--device", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--pairs", default="", help=argparse.SUPPRESS)
     p.add_argument("--rank", type=int, default=0, help=argparse.SUPPRESS)
@@ -696,7 +843,7 @@ def main(argv=None) -> int:
         args.perf_seconds = 0.1 if args.cpu_test_mode else 0.5
     if args.worker:
         return {"enumerate": worker_enumerate, "gemm": worker_gemm, "peer": worker_peer,
-                "allreduce": worker_allreduce}[args.worker](args)
+                "allreduce": worker_allreduce, "soak": worker_soak}[args.worker](args)
     return Orchestrator(args).run()
 
 

@@ -30,6 +30,7 @@ class RunStatus(StrEnum):
 
     PASSED = "passed"
     FAILED = "failed"
+    SLOW = "slow"                         # results right, a shape class far slower than expected
     NOTHING_RAN = "nothing_ran"
     PASSED_CPU_TEST = "passed-cpu-test"   # --cpu-test-mode: proves nothing about the GPUs
 

@@ -119,18 +119,20 @@ def staged_probe(account: Account | None) -> Iterator[Path]:
 def run_torch_probe(python: str, *, timeout: float = 180.0, cpu_test_mode: bool = False,
                     cpu_devices: int = 2, perf_size: int | None = None,
                     extra_env: dict[str, str] | None = None, only: str | None = None,
-                    quiet_limit: float | None = None,
+                    quiet_limit: float | None = None, soak: float = 0.0,
                     on_record: Callable[[dict], None] | None = None,
                     account: Account | None = None, deadline: float | None = None) -> dict:
     """Run the probe (as ``account`` when given: a user's interpreter never runs as root);
     return a JSON-ready summary with every record it printed. A probe still running after
     ``deadline`` seconds (default for a run as another account: trees.owner_run.owner_deadline)
-    is killed, however much it prints: root never waits on a process a user controls."""
+    is killed, however much it prints: root never waits on a process a user controls.
+    ``soak``: seconds to repeat the checked products for (0: one pass)."""
     res: dict = {"status": PartStatus.UNAVAILABLE, "reason": None, "python": python, "torch": None,
                  "platform": None, "hip": None, "cuda": None, "mode": "cpu-test" if cpu_test_mode else "gpu",
                  "devices": [], "hints": [], "peer": [], "allreduce": None, "skipped": [],
                  "failures": [], "warnings": [], "probe_exit": None, "seconds": None, "check_seconds": None,
-                 "check_share": None, "records": [], "run_as": account.name if account else None}
+                 "check_share": None, "stack": None, "soak": [], "records": [],
+                 "run_as": account.name if account else None}
     if not (os.path.isfile(python) and os.access(python, os.X_OK)) and not shutil.which(python):
         res["reason"] = f"{python} is not an executable interpreter"
         return res
@@ -146,7 +148,7 @@ def run_torch_probe(python: str, *, timeout: float = 180.0, cpu_test_mode: bool 
         quiet_limit = timeout * 1.5 + 60
     t0 = time.monotonic()
     with staged_probe(account) as probe:
-        argv = _probe_argv(python, timeout, cpu_test_mode, cpu_devices, perf_size, only, probe)
+        argv = _probe_argv(python, timeout, cpu_test_mode, cpu_devices, perf_size, only, probe, soak)
         try:
             proc = popen_as(argv, account, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL)
@@ -189,7 +191,7 @@ def _reap(proc: subprocess.Popen, kill: bool, wait: float | None) -> None:
 
 
 def _probe_argv(python: str, timeout: float, cpu_test_mode: bool, cpu_devices: int,
-                perf_size: int | None, only: str | None, probe: Path = PROBE) -> list[str]:
+                perf_size: int | None, only: str | None, probe: Path = PROBE, soak: float = 0.0) -> list[str]:
     """The probe's command line for these options."""
     argv = [python, str(probe), "--json-lines", "--timeout", str(timeout)]
     if cpu_test_mode:
@@ -198,6 +200,8 @@ def _probe_argv(python: str, timeout: float, cpu_test_mode: bool, cpu_devices: i
         argv += ["--perf-size", str(perf_size)]
     if only:
         argv += ["--only", only]
+    if soak:
+        argv += ["--soak", str(soak)]
     return argv
 
 
@@ -250,9 +254,9 @@ def _take_record(line: bytes, records: list[dict], on_record: Callable[[dict], N
 
 
 _DEVICE_KEYS = ("index", "name", "arch", "compute_capability", "model", "memory_bytes",
-                "compute_units", "pci_bus_id", "peak_tflops", "peak_source")
+                "compute_units", "pci_bus_id", "peak_tflops", "peak_source", "uuid", "hbm_gb_per_s")
 _GEMM_KEYS = ("ok", "checks", "failed_checks", "tflops", "ratio", "slow", "shapes", "gemm_seconds",
-              "check_seconds")
+              "check_seconds", "bandwidth")
 
 
 def _summarise(res: dict, stderr: str, stuck: bool, quiet_limit: float) -> None:
@@ -289,13 +293,17 @@ def _collect(res: dict, recs: list[dict]) -> None:
             res["devices"].append({k: r.get(k) for k in _DEVICE_KEYS})
         elif t == "hint":
             res["hints"].append(rest)
+        elif t == "stack":
+            res["stack"] = rest
+        elif t == "soak":
+            res["soak"].append(rest)
         elif t == "peer":
             res["peer"].append(rest)
         elif t == "allreduce":
             res["allreduce"] = rest
         elif t == "skip":
             res["skipped"].append({"step": r.get("step"), "reason": r.get("reason")})
-        elif t in ("gemm", "perf") and not r.get("ok"):
+        elif t in ("gemm", "perf", "bandwidth") and not r.get("ok"):
             res["failures"].append({"step": t, "device": r.get("device"), "dtype": r.get("dtype"),
                                     "case": r.get("case"), "shape": r.get("shape"),
                                     "message": r.get("message")})

@@ -184,6 +184,47 @@ def _gpu_pci(root: Path, spec: dict, gpu: dict) -> Path:
     return d
 
 
+# An idle MI50's sensors as rocm-smi printed them (captures/mixed_gfx906_gfx1010_lspci_rocmsmi_nixos_notes.txt:
+# edge 39.0 C, junction 40.0 C, memory 38.0 C, 19.0 W, SCLK 938 MHz, MCLK 350 MHz), in amdgpu's
+# hwmon units (millidegrees, Hz, microwatts; kernel.org amdgpu docs, "hwmon interfaces").
+IDLE_MI50_HWMON = {"temp1_label": "edge", "temp1_input": 39000, "temp2_label": "junction", "temp2_input": 40000,
+                   "temp3_label": "mem", "temp3_input": 38000, "freq1_label": "sclk", "freq1_input": 938_000_000,
+                   "freq2_label": "mclk", "freq2_input": 350_000_000, "power1_average": 19_000_000}
+AER_NAMES = {"correctable": ("RxErr", "BadTLP", "BadDLLP", "Rollover", "Timeout", "NonFatalErr", "CorrIntErr",
+                             "HeaderOF", "TOTAL_ERR_COR"),
+             "nonfatal": ("Undefined", "DLP", "SDES", "TLP", "FCP", "CmpltTO", "CmpltAbrt", "UnxCmplt", "RxOF",
+                          "MalfTLP", "ECRC", "UnsupReq", "ACSViol", "TOTAL_ERR_NONFATAL"),
+             "fatal": ("Undefined", "DLP", "SDES", "TLP", "FCP", "CmpltTO", "CmpltAbrt", "UnxCmplt", "RxOF",
+                       "MalfTLP", "ECRC", "UnsupReq", "ACSViol", "TOTAL_ERR_FATAL")}
+
+
+def gpu_metrics_v1_0(throttle_status: int = 0) -> bytes:
+    """An 80-byte gpu_metrics table, format 1 content 0 (Vega 20), with ``throttle_status`` at
+    byte 68 (struct gpu_metrics_v1_0, kgd_pp_interface.h); the other fields zero."""
+    data = bytearray(80)
+    data[0:4] = (80).to_bytes(2, "little") + bytes([1, 0])
+    data[68:72] = throttle_status.to_bytes(4, "little")
+    return bytes(data)
+
+
+def write_health(dev_dir: Path, *, ras: dict | None = None, aer: dict | None = None,
+                 hwmon: dict | None = None, gpu_metrics: bytes | None = None) -> None:
+    """amdgpu's health files in a device folder: ``ras/<block>_err_count`` ("ue: N\nce: N"),
+    ``aer_dev_{correctable,nonfatal,fatal}`` (one "NAME count" line each, the kernel's names),
+    ``hwmon/hwmon0/*`` and the binary ``gpu_metrics``."""
+    for block, (ue, ce) in (ras or {}).items():
+        _write(dev_dir / "ras" / f"{block}_err_count", f"ue: {ue}\nce: {ce}\n")
+    for kind, counts in (aer or {}).items():
+        names = AER_NAMES[kind]
+        total = sum(counts.values())
+        _write(dev_dir / f"aer_dev_{kind}", "".join(
+            f"{n} {total if n.startswith('TOTAL') else counts.get(n, 0)}\n" for n in names))
+    for name, value in (hwmon or {}).items():
+        _write(dev_dir / "hwmon/hwmon0" / name, f"{value}\n")
+    if gpu_metrics is not None:
+        (dev_dir / "gpu_metrics").write_bytes(gpu_metrics)
+
+
 def _other_pci(root: Path, spec: dict, dev: dict) -> None:
     path = dev["host_bridge"]
     for br in dev.get("chain", []):

@@ -8,8 +8,15 @@ ROCMREVIVE_TEST_TORCH_FAULT (comma-separated):
   zero-block  a BLOCK x BLOCK block of zeros at a random place in every product with M, N or K
               >= MIN_SIZE (one random batch of a batched product)
   decode      every product with M <= 16 (a decode step) scaled by SCALE
+  slow        every product with N >= MIN_SIZE computed SLOW times over (result unchanged): a
+              card that answers right but slowly on its large shapes
+  ras         the card's amdgpu RAS counter file ROCMREVIVE_TEST_RAS_FILE (a fixture's
+              ras/<block>_err_count) gains one uncorrectable error at the first product, the way
+              a failing HBM stack reports itself during a run
+  slow-decode every product with M <= 16 computed SLOW_DECODE times over (result unchanged)
 ROCMREVIVE_TEST_FAULT_MIN_SIZE (4096), ROCMREVIVE_TEST_FAULT_BLOCK (128), ROCMREVIVE_TEST_FAULT_SCALE
-(1.1); ROCMREVIVE_TEST_FAULT_SEED fixes the places (default: random). Float64 products are left alone: a broken single/half-precision kernel is the fault
+(1.1), ROCMREVIVE_TEST_FAULT_SLOW (10), ROCMREVIVE_TEST_FAULT_SLOW_DECODE (3);
+ROCMREVIVE_TEST_FAULT_AFTER (0): seconds after the interpreter starts before any fault applies; ROCMREVIVE_TEST_FAULT_SEED fixes the places (default: random). Float64 products are left alone: a broken single/half-precision kernel is the fault
 modelled, and that is what a float64 reference exposes. Each corruption is logged on stderr.
 """
 import importlib.abc
@@ -17,11 +24,16 @@ import importlib.util
 import os
 import random
 import sys
+import time
 
 FAULTS = {f.strip() for f in os.environ.get("ROCMREVIVE_TEST_TORCH_FAULT", "").split(",") if f.strip()}
 MIN_SIZE = int(os.environ.get("ROCMREVIVE_TEST_FAULT_MIN_SIZE", "4096"))
 BLOCK = int(os.environ.get("ROCMREVIVE_TEST_FAULT_BLOCK", "128"))
 SCALE = float(os.environ.get("ROCMREVIVE_TEST_FAULT_SCALE", "1.1"))
+SLOW = int(os.environ.get("ROCMREVIVE_TEST_FAULT_SLOW", "10"))
+SLOW_DECODE = int(os.environ.get("ROCMREVIVE_TEST_FAULT_SLOW_DECODE", "3"))
+AFTER = float(os.environ.get("ROCMREVIVE_TEST_FAULT_AFTER", "0"))
+_T0 = time.monotonic()
 _rng = random.Random(os.environ.get("ROCMREVIVE_TEST_FAULT_SEED") or os.urandom(8))
 
 
@@ -45,9 +57,45 @@ def _corrupt(torch, out, k):
     return out
 
 
+def _repeats(out) -> int:
+    """How many times over the slow faults compute this product (1: once, as asked)."""
+    if out.dim() < 2:
+        return 1
+    m, n = out.shape[-2], out.shape[-1]
+    times = 1
+    if "slow" in FAULTS and n >= MIN_SIZE:
+        times = max(times, SLOW)
+    if "slow-decode" in FAULTS and m <= 16:
+        times = max(times, SLOW_DECODE)
+    return times
+
+
+def _bump_ras() -> None:
+    """One more uncorrectable error in the fixture's RAS counter file (once per interpreter)."""
+    global _RAS_DONE
+    path = os.environ.get("ROCMREVIVE_TEST_RAS_FILE")
+    if _RAS_DONE or "ras" not in FAULTS or not path:
+        return
+    _RAS_DONE = True
+    counts = dict(line.split(": ") for line in open(path).read().splitlines() if ": " in line)
+    with open(path, "w") as f:
+        f.write("ue: %d\nce: %s\n" % (int(counts.get("ue", 0)) + 1, counts.get("ce", "0")))
+    sys.stderr.write("fault: one more uncorrectable error in %s\n" % path)
+
+
+_RAS_DONE = False
+
+
 def _wrap(torch, fn, inner):
     def wrapped(*args, **kwargs):
-        return _corrupt(torch, fn(*args, **kwargs), inner(*args))
+        out = fn(*args, **kwargs)
+        if time.monotonic() - _T0 < AFTER:
+            return out
+        _bump_ras()
+        if isinstance(out, torch.Tensor) and out.dtype != torch.float64:
+            for _ in range(_repeats(out) - 1):  # the same product again: slower, the same result
+                out = fn(*args, **kwargs)
+        return _corrupt(torch, out, inner(*args))
     wrapped.__name__ = getattr(fn, "__name__", "wrapped")
     return wrapped
 

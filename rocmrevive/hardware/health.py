@@ -1,0 +1,253 @@
+"""A card's health from amdgpu's sysfs files, read root-side (never in the user's interpreter):
+
+- RAS/ECC error counters: ``<device>/ras/<block>_err_count`` ("ue: N" uncorrectable, "ce: N"
+  corrected; kernel.org amdgpu docs, "AMDGPU RAS Support");
+- PCIe AER counters: ``<device>/aer_dev_correctable``, ``aer_dev_nonfatal``, ``aer_dev_fatal``
+  ("NAME count" lines and ``TOTAL_ERR_*``; the replay counters ``ReplayNumRollover`` and
+  ``ReplayTimerTimeout`` are correctable ones; Documentation/PCI/pcieaer-howto);
+- temperatures, clocks, power: ``hwmon/hwmon*/temp*_input`` (millidegrees C, ``temp*_label``
+  edge/junction/mem), ``freq*_input`` (Hz, ``freq*_label`` sclk/mclk), ``power1_average`` (uW),
+  and the DPM levels ``pp_dpm_sclk`` / ``pp_dpm_mclk`` (the current one starred);
+- throttling: ``gpu_metrics`` (the binary table, ``struct gpu_metrics_v1_0`` of the kernel's
+  kgd_pp_interface.h for Vega 20: 4-byte header {u16 size, u8 format, u8 content}, then
+  ``throttle_status`` (u32) at byte 68 of the 80-byte table). Other table versions are reported
+  by version only: their layouts differ.
+
+    before = read_health(root); ...; after = read_health(root)
+    changes = compare(before, after)      # new uncorrectable errors fail a smoke
+    samples = Samples(); samples.add(read_health(root)); samples.summary()
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from rocmrevive.hardware.pci import device_dir, list_functions, parse_link_speed
+from rocmrevive.hardware.power import parse_dpm
+from rocmrevive.hardware.sysfs import list_dir, parse_int, read_link_name, read_text
+from rocmrevive.rootfs import Root
+
+GPU_METRICS_V1_0_SIZE = 80
+THROTTLE_OFFSET_V1_0 = 68
+AER_FILES = {"correctable": "aer_dev_correctable", "nonfatal": "aer_dev_nonfatal", "fatal": "aer_dev_fatal"}
+
+
+@dataclass
+class CardHealth:
+    bdf: str
+    ras: dict[str, dict[str, int]] = field(default_factory=dict)   # block -> {"ue": n, "ce": n}
+    aer: dict[str, dict[str, int]] = field(default_factory=dict)   # correctable/nonfatal/fatal -> {name: n}
+    temps_c: dict[str, float] = field(default_factory=dict)        # edge/junction/mem -> C
+    clocks_mhz: dict[str, int] = field(default_factory=dict)       # sclk/mclk -> MHz
+    dpm: dict[str, dict] = field(default_factory=dict)             # sclk/mclk -> DpmLevels json
+    power_w: float | None = None
+    gpu_metrics: str | None = None                                 # "v1.0", ...
+    throttle_status: int | None = None
+    link: dict[str, float | int | None] = field(default_factory=dict)  # width, max_width, gts, max_gts
+    problems: list[str] = field(default_factory=list)
+
+    def aer_total(self, kind: str) -> int:
+        counts = self.aer.get(kind) or {}
+        total = next((v for k, v in counts.items() if k.startswith("TOTAL_ERR")), None)
+        return total if total is not None else sum(counts.values())
+
+    def to_json(self) -> dict:
+        return {"bdf": self.bdf, "ras": self.ras, "aer": self.aer, "temps_c": self.temps_c,
+                "clocks_mhz": self.clocks_mhz, "dpm": self.dpm, "power_w": self.power_w,
+                "gpu_metrics": self.gpu_metrics, "throttle_status": self.throttle_status,
+                "throttle_bits": throttle_bits(self.throttle_status), "link": self.link,
+                "problems": self.problems}
+
+
+def throttle_bits(status: int | None) -> list[int]:
+    """The set bits of a throttle_status word (their names are per SMU firmware: bit numbers only)."""
+    return [b for b in range(32) if status and status >> b & 1]
+
+
+def parse_ras(text: str | None) -> dict[str, int] | None:
+    """'ue: 0\\nce: 3\\n' -> {"ue": 0, "ce": 3}."""
+    if text is None:
+        return None
+    out = {}
+    for line in text.splitlines():
+        key, _, val = line.partition(":")
+        n = parse_int(val)
+        if key.strip() in ("ue", "ce") and n is not None:
+            out[key.strip()] = n
+    return out or None
+
+
+def parse_aer(text: str | None) -> dict[str, int] | None:
+    """'RxErr 0\\nBadTLP 1\\n...\\nTOTAL_ERR_COR 1\\n' -> {name: count}."""
+    if text is None:
+        return None
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parse_int(parts[1]) is not None:
+            out[parts[0]] = parse_int(parts[1]) or 0
+    return out
+
+
+def parse_gpu_metrics(data: bytes) -> tuple[str | None, int | None]:
+    """(version, throttle_status or None) from the binary gpu_metrics table."""
+    if len(data) < 4:
+        return None, None
+    size, fmt, content = struct.unpack_from("<HBB", data, 0)
+    version = f"v{fmt}.{content}"
+    if (fmt, content) == (1, 0) and size == GPU_METRICS_V1_0_SIZE and len(data) >= size:
+        return version, struct.unpack_from("<I", data, THROTTLE_OFFSET_V1_0)[0]
+    return version, None
+
+
+def _read_bytes(path, limit: int = 4096) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read(limit)
+    except OSError:
+        return None
+
+
+def read_card(root: Root, bdf: str) -> CardHealth:
+    real, _ = device_dir(root, bdf)
+    h = CardHealth(bdf)
+
+    def text(rel) -> str | None:
+        t, problem = read_text(real / rel, limit=65536)
+        if problem:
+            h.problems.append(problem)
+        return t
+
+    for name in list_dir(real / "ras"):
+        if name.endswith("_err_count"):
+            counts = parse_ras(text(f"ras/{name}"))
+            if counts:
+                h.ras[name[: -len("_err_count")]] = counts
+    for kind, name in AER_FILES.items():
+        counts = parse_aer(text(name))
+        if counts is not None:
+            h.aer[kind] = counts
+    for mon in list_dir(real / "hwmon"):
+        _read_hwmon(h, f"hwmon/{mon}", list_dir(real / "hwmon" / mon), text)
+    for clk in ("sclk", "mclk"):
+        levels = parse_dpm(text(f"pp_dpm_{clk}"))
+        if levels:
+            h.dpm[clk] = levels.to_json()
+            if clk not in h.clocks_mhz and levels.current_mhz:
+                h.clocks_mhz[clk] = levels.current_mhz
+    h.link = {"width": parse_int(text("current_link_width")), "max_width": parse_int(text("max_link_width")),
+              "gts": parse_link_speed(text("current_link_speed")),
+              "max_gts": parse_link_speed(text("max_link_speed"))}
+    raw = _read_bytes(real / "gpu_metrics")
+    if raw:
+        h.gpu_metrics, h.throttle_status = parse_gpu_metrics(raw)
+    return h
+
+
+def _read_hwmon(h: CardHealth, folder: str, entries: list[str], text) -> None:
+    """Temperatures (millidegrees), clocks (Hz) and average power (uW) of one hwmon folder."""
+    for entry in entries:
+        if not entry.endswith("_input") and entry != "power1_average":
+            continue
+        n = parse_int(text(f"{folder}/{entry}"))
+        if n is None:
+            continue
+        stem = entry[:-6]
+        if entry == "power1_average":
+            h.power_w = n / 1e6
+        elif entry.startswith("temp"):
+            h.temps_c[(text(f"{folder}/{stem}_label") or stem).strip()] = n / 1000.0
+        elif entry.startswith("freq"):
+            h.clocks_mhz[(text(f"{folder}/{stem}_label") or stem).strip()] = n // 1_000_000
+
+
+def read_health(root: Root) -> list[CardHealth]:
+    """Every function bound to amdgpu, in PCI order."""
+    out = []
+    for bdf in list_functions(root):
+        real, _ = device_dir(root, bdf)
+        if read_link_name(real / "driver") == "amdgpu":
+            out.append(read_card(root, bdf))
+    return out
+
+
+def compare(before: list[CardHealth], after: list[CardHealth]) -> dict:
+    """What changed between two readings: {"uncorrectable": [...], "corrected": [...]}, each
+    {"bdf", "what", "new"}; RAS ue and AER nonfatal/fatal are uncorrectable."""
+    prev = {h.bdf: h for h in before}
+    unc: list[dict] = []
+    cor: list[dict] = []
+    for h in after:
+        p = prev.get(h.bdf)
+        if p is None:
+            continue
+        for block, counts in h.ras.items():
+            old = p.ras.get(block, {})
+            for kind, dest in (("ue", unc), ("ce", cor)):
+                new = counts.get(kind, 0) - old.get(kind, 0)
+                if new > 0:
+                    dest.append({"bdf": h.bdf, "what": f"RAS {block} {'uncorrectable' if kind == 'ue' else 'corrected'}",
+                                 "new": new})
+        for kind in AER_FILES:
+            new = h.aer_total(kind) - p.aer_total(kind)
+            if new > 0:
+                (cor if kind == "correctable" else unc).append(
+                    {"bdf": h.bdf, "what": f"PCIe AER {kind}", "new": new})
+    return {"uncorrectable": unc, "corrected": cor}
+
+
+class Samples:
+    """Readings taken during a run: per card the range of each temperature and clock, the
+    throttle bits seen, the DPM levels at their lowest."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.cards: dict[str, dict] = {}
+
+    def add(self, readings: list[CardHealth]) -> None:
+        self.count += 1
+        for h in readings:
+            c = self.cards.setdefault(h.bdf, {"temps_c": {}, "clocks_mhz": {}, "throttle_bits": [],
+                                              "throttle_samples": 0, "power_w": None, "samples": 0})
+            c["samples"] += 1
+            for group in ("temps_c", "clocks_mhz"):
+                for k, v in getattr(h, group).items():
+                    lo, hi = c[group].get(k, (v, v))
+                    c[group][k] = (min(lo, v), max(hi, v))
+            if h.power_w is not None:
+                lo, hi = c["power_w"] or (h.power_w, h.power_w)
+                c["power_w"] = (min(lo, h.power_w), max(hi, h.power_w))
+            bits = throttle_bits(h.throttle_status)
+            if bits:
+                c["throttle_samples"] += 1
+                c["throttle_bits"] = sorted(set(c["throttle_bits"]) | set(bits))
+
+    def summary(self) -> dict:
+        return {"samples": self.count, "cards": {
+            bdf: {**c, "temps_c": {k: list(v) for k, v in c["temps_c"].items()},
+                  "clocks_mhz": {k: list(v) for k, v in c["clocks_mhz"].items()},
+                  "power_w": list(c["power_w"]) if c["power_w"] else None,
+                  "throttling": bool(c["throttle_bits"])}
+            for bdf, c in self.cards.items()}}
+
+
+def likely_causes(card: dict, sampled: dict | None) -> list[str]:
+    """What in one card's readings makes products slow: a clock that stayed at its lowest DPM
+    level through the run, a link narrower than the card's, throttling, a hot junction.
+    ``card``: ``CardHealth.to_json()`` after the run; ``sampled``: its ``Samples`` summary."""
+    out = []
+    sampled = sampled or {}
+    for clk, what in (("mclk", "memory clock"), ("sclk", "shader clock")):
+        levels = ((card.get("dpm") or {}).get(clk) or {}).get("levels_mhz") or []
+        seen = (sampled.get("clocks_mhz") or {}).get(clk)
+        if len(levels) > 1 and seen and seen[1] <= levels[0]:
+            out.append(f"{what} stayed at its lowest level ({levels[0]} MHz of {levels[0]}-{levels[-1]}) through the run")
+    link = card.get("link") or {}
+    if link.get("width") and link.get("max_width") and link["width"] < link["max_width"]:
+        out.append(f"PCIe link x{link['width']} of x{link['max_width']}")
+    if sampled.get("throttling"):
+        out.append(f"throttling (gpu_metrics bits {', '.join(map(str, sampled.get('throttle_bits') or []))})")
+    hot = (sampled.get("temps_c") or {}).get("junction")
+    if hot and hot[1] >= 100:
+        out.append(f"junction temperature up to {hot[1]:g} C")
+    return out

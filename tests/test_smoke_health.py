@@ -1,0 +1,124 @@
+"""A card's health during the smoke: RAS/ECC and PCIe AER counters read before and after (a new
+uncorrectable error fails), temperatures, clocks and throttling sampled, from sysfs trees built
+from real captures (tests/machines: the dual MI50; sensor figures from a captured rocm-smi).
+
+Units on the root-side reader (rocmrevive/hardware/health.py), then from the outside: the real
+smoke on CPU test mode over the fixture (--root), where a fault injected from outside the probe
+(tests/smoke_faults: the user's torch, at its first product) adds an uncorrectable error to the
+card's RAS counter file, the way a failing HBM stack reports itself mid-run.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from machines.build import IDLE_MI50_HWMON, build, gpu_metrics_v1_0, write_health
+
+from rocmrevive.hardware import health
+from rocmrevive.rootfs import Root
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+FAULTS = HERE / "smoke_faults"
+GPU0 = "0000:19:00.0"
+
+
+def machine(tmp_path: Path, *, throttle: int = 0, ras=(0, 0), aer_cor: int = 0) -> tuple[Path, Path]:
+    root = build("dual-mi50", tmp_path / "m")
+    dev = root / "sys/bus/pci/devices" / GPU0
+    dev = dev.resolve()
+    write_health(dev, ras={"umc": ras, "gfx": (0, 0)},
+                 aer={"correctable": {"Timeout": aer_cor}, "nonfatal": {}, "fatal": {}},
+                 hwmon=IDLE_MI50_HWMON, gpu_metrics=gpu_metrics_v1_0(throttle))
+    return root, dev
+
+
+def test_the_reader_takes_every_counter_and_sensor(tmp_path):
+    root, _ = machine(tmp_path, throttle=(1 << 1) | (1 << 13), ras=(0, 2), aer_cor=3)
+    cards = health.read_health(Root(root))
+    assert [c.bdf for c in cards] == [GPU0, "0000:67:00.0"]
+    h = cards[0]
+    assert h.ras == {"umc": {"ue": 0, "ce": 2}, "gfx": {"ue": 0, "ce": 0}}
+    assert h.aer_total("correctable") == 3 and h.aer_total("fatal") == 0
+    assert h.temps_c == {"edge": 39.0, "junction": 40.0, "mem": 38.0}
+    assert h.clocks_mhz == {"sclk": 938, "mclk": 350} and h.power_w == 19.0
+    assert h.gpu_metrics == "v1.0" and h.throttle_status == 0x2002
+    assert h.to_json()["throttle_bits"] == [1, 13]
+    assert cards[1].ras == {} and cards[1].temps_c == {}  # nothing there: nothing made up
+
+
+def test_new_uncorrectable_errors_are_told_apart_from_corrected_ones(tmp_path):
+    root, dev = machine(tmp_path)
+    before = health.read_health(Root(root))
+    write_health(dev, ras={"umc": (1, 4)}, aer={"correctable": {"Timeout": 2}, "nonfatal": {"CmpltTO": 1}})
+    changes = health.compare(before, health.read_health(Root(root)))
+    assert [(c["what"], c["new"]) for c in changes["uncorrectable"]] == [
+        ("RAS umc uncorrectable", 1), ("PCIe AER nonfatal", 1)]
+    assert [(c["what"], c["new"]) for c in changes["corrected"]] == [
+        ("RAS umc corrected", 4), ("PCIe AER correctable", 2)]
+    assert health.compare(before, before) == {"uncorrectable": [], "corrected": []}
+
+
+def test_a_gpu_metrics_table_of_another_layout_is_named_not_guessed():
+    odd = bytearray(gpu_metrics_v1_0(0xFFFF))
+    odd[2:4] = bytes([1, 3])
+    assert health.parse_gpu_metrics(bytes(odd)) == ("v1.3", None)
+    assert health.parse_gpu_metrics(b"\x01") == (None, None)
+
+
+# --- from the outside ----------------------------------------------------------------------------
+def smoke(root: Path, *, fault: str | None = None, **extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROCMREVIVE_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(FAULTS), str(REPO)])
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + "/usr/bin:/bin"
+    if fault:
+        env["ROCMREVIVE_TEST_TORCH_FAULT"] = fault
+    env.update(extra)
+    r = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), "smoke", "--torch",
+                        "--python", sys.executable, "--cpu-test-mode", "--cpu-devices", "1", "--json"],
+                       capture_output=True, text=True, env=env, cwd=REPO, timeout=900)
+    return r.returncode, json.loads(r.stdout), r.stderr
+
+
+def test_ras_errors_that_appear_during_the_run_fail_the_smoke(tmp_path):
+    root, dev = machine(tmp_path, ras=(0, 5))
+    rc, doc, err = smoke(root, fault="ras", ROCMREVIVE_TEST_RAS_FILE=str(dev / "ras/umc_err_count"))
+    assert rc == 10, err
+    assert doc["error"]["code"] == "SMOKE_FAILED"
+    # one more per interpreter that ran a product (the probe's workers): at least one
+    assert re.fullmatch(rf"health: {GPU0}: [1-9] new RAS umc uncorrectable error\(s\) during the smoke",
+                        doc["error"]["message"]), doc["error"]["message"]
+    assert doc["torch"]["status"] == "passed"  # every product was right: the card's counters failed it
+    assert doc["speed_records"] == []           # not a pass: not a record
+
+
+def test_throttle_flags_are_reported_and_the_sensors_ranged(tmp_path):
+    root, _ = machine(tmp_path, throttle=1 << 13, ras=(0, 5))
+    rc, doc, err = smoke(root)
+    assert rc == 0, err
+    card = doc["health"]["samples"]["cards"][GPU0]
+    assert card["throttling"] and card["throttle_bits"] == [13] and card["throttle_samples"] == card["samples"] >= 2
+    assert card["temps_c"]["edge"] == [39.0, 39.0] and card["clocks_mhz"]["mclk"] == [350, 350]
+    assert any(w.startswith(f"{GPU0}: throttling in ") and "bits 13" in w for w in doc["warnings"])
+    assert doc["health"]["changes"] == {"uncorrectable": [], "corrected": []}  # 5 corrected before: not new
+
+
+def test_likely_causes_of_a_slow_card(tmp_path):
+    root, dev = machine(tmp_path)
+    (dev / "pp_dpm_mclk").write_text("0: 350Mhz *\n1: 800Mhz\n2: 1000Mhz\n")
+    (dev / "current_link_width").write_text("1\n")
+    samples = health.Samples()
+    samples.add(health.read_health(Root(root)))
+    card = health.read_health(Root(root))[0].to_json()
+    assert health.likely_causes(card, samples.summary()["cards"][GPU0]) == [
+        "memory clock stayed at its lowest level (350 MHz of 350-1000) through the run", "PCIe link x1 of x16"]
+    (dev / "current_link_width").write_text("16\n")
+    (dev / "pp_dpm_mclk").write_text("0: 350Mhz\n1: 800Mhz\n2: 1000Mhz *\n")
+    write_health(dev, hwmon={"freq2_input": 1_000_000_000})
+    samples.add(health.read_health(Root(root)))   # the clock left its lowest level during the run
+    card = health.read_health(Root(root))[0].to_json()
+    assert health.likely_causes(card, samples.summary()["cards"][GPU0]) == []
