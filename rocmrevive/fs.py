@@ -474,8 +474,11 @@ def check_under(top: str | os.PathLike, machine_path: str, *, what: str = "folde
 
         check_under("/srv/img", "/var/lib/rocmrevive", what="state folder")
     """
-    walk = _Walk("/" + machine_path.strip("/"), create=False, mode=0o755, what=what, allow=shared_allowed(),
-                 top=os.path.realpath(os.fspath(top)), probe=True)
+    try:
+        walk = _Walk("/" + machine_path.strip("/"), create=False, mode=0o755, what=what, allow=shared_allowed(),
+                     top=os.path.realpath(os.fspath(top)), probe=True)
+    except (FileNotFoundError, NotADirectoryError):
+        return   # no image there (yet): nothing on the way to check; the caller's own open says so
     try:
         walk.run()
     except (FileNotFoundError, NotADirectoryError):

@@ -40,7 +40,8 @@ def test_install_without_from_says_what_to_do(machine, tmp_path):
     doc = json.loads(r.stdout)
     (copy,) = doc["copies"]
     assert copy["status"] == "refused"
-    assert "rocmrevive recipe" in copy["reason"] and "--from" in copy["reason"]
+    # the printed command keeps --root (pasted, it acts on the same machine)
+    assert f"rocmrevive --root {machine} recipe" in copy["reason"] and "--from" in copy["reason"]
 
 
 def test_recipe_names_the_tag_the_targets_and_the_install(machine, tmp_path):

@@ -60,7 +60,7 @@ def test_detect_and_doctor_name_the_choices(machine):
     r = rr(machine, "--json", "doctor")
     doc = json.loads(r.stdout)
     (f,) = [f for f in doc["findings"] if f["id"] == "rocblas-therock-gfx906"]
-    assert f["severity"] == "error" and NO_PACKAGE in f["fix"] and f"rocmrevive recipe --tree {F.LIB}" in f["fix"]
+    assert f["severity"] == "error" and NO_PACKAGE in f["fix"] and f"rocmrevive --root {machine} recipe --tree {F.LIB}" in f["fix"]
 
 
 def test_recipe_lists_the_choices(machine):

@@ -111,7 +111,7 @@ def test_torch_wheel_of_a_rocm_without_source_gets_the_next_step(tmp_path, debia
                     "--cache", str(tmp_path / "cache"))
     (cp,) = doc["copies"]
     assert cp["rocblas_version"] == "4.3" and cp["status"] == "unsupported"
-    assert cp["reason"] == (f"no manifest for rocBLAS 4.3; `rocmrevive recipe --tree {SITE}/torch/lib/rocblas/"
+    assert cp["reason"] == (f"no manifest for rocBLAS 4.3; `rocmrevive --root {root} recipe --tree {SITE}/torch/lib/rocblas/"
                             f"library` writes the build, `install --from` takes it")
     assert rc != 0 and tree_hash(site) == before
 
@@ -177,5 +177,5 @@ def test_ollama_09_bundle_rocblas_43_is_refused_with_the_next_step(tmp_path, deb
     rc, doc, _ = rr(root, "--json", "install", "--yes", "--tree", "/usr/lib/ollama/rocm", "--cache", str(tmp_path / "cache"))
     (cp,) = doc["copies"]
     assert cp["status"] == "unsupported" and cp["rocblas_version"] == "4"
-    assert "; `rocmrevive recipe --tree /usr/lib/ollama/rocm/rocblas/library` writes the build" in cp["reason"]
+    assert f"; `rocmrevive --root {root} recipe --tree /usr/lib/ollama/rocm/rocblas/library` writes the build" in cp["reason"]
     assert rc != 0 and tree_hash(runner) == before
