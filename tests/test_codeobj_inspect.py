@@ -202,6 +202,48 @@ def test_section_offsets_past_any_file_are_problems_not_overflows(tmp_path, rocb
     assert code == 6 and doc["files"][0]["problems"]
 
 
+def test_the_header_fast_path_says_what_the_full_read_says(tmp_path, codeobjects, monkeypatch):
+    """A bundle's sound code objects are read by ``_sound_entry`` (two struct calls); anything it
+    does not vouch for goes the full way. Every byte of the first code object's ELF header and
+    section table, set to 0x00, 0xFF or flipped, and the entry id naming another target, give
+    the same entries and problems with the fast path as without it."""
+    from rocmrevive.codeobj import bundle as B
+    from rocmrevive.codeobj import inspect as I
+
+    real = codeobjects[MIXED].path.read_bytes()
+    dev = next(e for e in B.parse_bundle(real) if not e.is_host)
+    hdr = parse_header(real[dev.offset:dev.offset + 64])
+    assert hdr is not None and hdr.e_shnum > 3
+    spots = list(range(dev.offset, dev.offset + 64))
+    spots += range(dev.offset + hdr.e_shoff, dev.offset + hdr.e_shoff + hdr.e_shnum * 64)
+    cases = [bytes(real)]
+    for at in spots:
+        for value in (0x00, 0xFF, real[at] ^ 0x80):
+            if value != real[at]:
+                cases.append(real[:at] + bytes([value]) + real[at + 1:])
+    other = real.replace(b"--gfx1030", b"--gfx1031", 1)
+    assert other != real
+    cases.append(other)
+    f = tmp_path / "b.hipfb"
+    full = I._sound_entry
+
+    def seen(data: bytes, fast: bool) -> tuple:
+        f.write_bytes(data)
+        monkeypatch.setattr(I, "_sound_entry", full if fast else lambda *a: None)
+        rep = inspect_file(f)
+        return rep.kind, [e.to_json() for e in rep.entries], rep.problems
+
+    differ, flagged = [], 0
+    for data in cases:
+        slow = seen(data, False)
+        flagged += bool(slow[2])
+        if seen(data, True) != slow:
+            differ.append(data)
+    assert not differ, f"{len(differ)} of {len(cases)} damaged bundles read otherwise by the fast path"
+    assert flagged > len(cases) // 10    # the damage is seen: the comparison is not of clean reads only
+    assert seen(other, True)[2] == ["bundle entry hipv4-amdgcn-amd-amdhsa--gfx1031 holds code for gfx1030"]
+
+
 # ------------------------------------------------------------------------------------------
 # output: pipes and widths
 

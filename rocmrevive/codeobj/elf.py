@@ -9,6 +9,8 @@ NT_AMDGPU_METADATA note and the ``*.kd`` kernel descriptors.
 """
 from __future__ import annotations
 
+import functools
+import operator
 import os
 import struct
 from collections.abc import Callable
@@ -93,26 +95,32 @@ class ElfHeader:
 
     def target(self) -> TargetId | None:
         """The target id the e_flags describe, or None for an unknown mach value."""
-        proc = self.processor
-        if proc is None:
-            return None
-        base = TargetId.parse(proc)  # which features the processor supports at all
-        cov = self.co_version
-        if cov is not None and cov >= 4:
-            xnack = _V4_XNACK[self.e_flags & EF_XNACK_V4]
-            sramecc = _V4_SRAMECC[self.e_flags & EF_SRAMECC_V4]
-        elif cov == 3:
-            # V3 has one bit per feature: set means enabled (LLVM also sets it when the
-            # feature was not specified, so V3 cannot express "any").
-            xnack = ON if self.e_flags & EF_XNACK_V3 else OFF
-            sramecc = ON if self.e_flags & EF_SRAMECC_V3 else OFF
-        else:
-            # V2 (and PAL/Mesa objects): the processor comes from the ISA note, features are
-            # not in e_flags (LLVM writes the V3 bits anyway, so they must not be read).
-            xnack = sramecc = ANY
-        return TargetId(proc,
-                        sramecc if base.sramecc is not None else None,
-                        xnack if base.xnack is not None else None)
+        return elf_target(self.osabi, self.abiversion, self.e_flags)
+
+
+@functools.lru_cache(maxsize=1024)   # a fat binary repeats a few headers' flags hundreds of times
+def elf_target(osabi: int, abiversion: int, e_flags: int) -> TargetId | None:
+    """``ElfHeader.target`` from the fields it reads (TargetId is frozen: one instance is shared)."""
+    proc = MACH_NAMES.get(e_flags & EF_AMDGPU_MACH)
+    if proc is None:
+        return None
+    base = TargetId.parse(proc)  # which features the processor supports at all
+    cov = abiversion + 2 if osabi == ELFOSABI_AMDGPU_HSA else None
+    if cov is not None and cov >= 4:
+        xnack = _V4_XNACK[e_flags & EF_XNACK_V4]
+        sramecc = _V4_SRAMECC[e_flags & EF_SRAMECC_V4]
+    elif cov == 3:
+        # V3 has one bit per feature: set means enabled (LLVM also sets it when the
+        # feature was not specified, so V3 cannot express "any").
+        xnack = ON if e_flags & EF_XNACK_V3 else OFF
+        sramecc = ON if e_flags & EF_SRAMECC_V3 else OFF
+    else:
+        # V2 (and PAL/Mesa objects): the processor comes from the ISA note, features are
+        # not in e_flags (LLVM writes the V3 bits anyway, so they must not be read).
+        xnack = sramecc = ANY
+    return TargetId(proc,
+                    sramecc if base.sramecc is not None else None,
+                    xnack if base.xnack is not None else None)
 
 
 def parse_header(data: bytes) -> ElfHeader | None:
@@ -141,6 +149,13 @@ def machine_words(e_machine: int) -> str:
 
 _SHDR = struct.Struct("<IIQQQQIIQQ")  # Elf64_Shdr
 SHT_NOBITS = 8
+SPANS_MAX = 256   # section tables of up to this many entries are read in one struct call
+
+
+@functools.lru_cache(maxsize=SPANS_MAX)
+def section_spans(count: int) -> struct.Struct:
+    """sh_type, sh_offset, sh_size of ``count`` Elf64_Shdr entries back to back."""
+    return struct.Struct("<" + "4xI16xQQ24x" * count)
 
 
 def truncation_problem(hdr: ElfHeader, size: int, section_headers=None) -> str | None:
@@ -155,7 +170,14 @@ def truncation_problem(hdr: ElfHeader, size: int, section_headers=None) -> str |
             return f"truncated: its {what} end at byte {off + length:,}, the file has {size:,}"
     if section_headers is None or not hdr.e_shoff or hdr.e_shentsize != _SHDR.size:
         return None
-    for i in range(min(hdr.e_shnum, len(section_headers) // _SHDR.size)):
+    count = min(hdr.e_shnum, len(section_headers) // _SHDR.size)
+    if 0 < count <= SPANS_MAX:
+        # every section's (type, offset, size) in one struct call: a fat binary has hundreds
+        # of code objects; when no section reaches past the end, none can be cut
+        spans = section_spans(count).unpack_from(section_headers)
+        if max(map(operator.add, spans[1::3], spans[2::3])) <= size:
+            return None
+    for i in range(count):
         _name, sh_type, _fl, _addr, off, length, *_ = _SHDR.unpack_from(section_headers, i * _SHDR.size)
         if sh_type != SHT_NOBITS and length and off + length > size:
             return f"truncated: section {i} ends at byte {off + length:,}, the file has {size:,}"

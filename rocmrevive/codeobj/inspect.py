@@ -14,7 +14,9 @@ its end. Compressed bundles are streamed: memory holds at most one code object
 from __future__ import annotations
 
 import errno
+import functools
 import mmap
+import operator
 import os
 import stat
 import struct
@@ -26,10 +28,16 @@ import msgpack
 from rocmrevive.codeobj import bundle as B
 from rocmrevive.codeobj.elf import (
     ELF_MAGIC,
+    ELFOSABI_AMDGPU_HSA,
+    EM_AMDGPU,
+    SHT_NOBITS,
+    SPANS_MAX,
+    elf_target,
     header_problem,
     machine_words,
     parse_header,
     read_amdgpu_elf,
+    section_spans,
     section_table,
     truncation_problem,
 )
@@ -238,8 +246,44 @@ def msgpack_problem(data) -> str | None:
     return None
 
 
+_EHDR = struct.Struct("<4sBBxBB7xHHIQQQIHHHHHH")   # Elf64_Ehdr, the fields the fast path reads
+
+
+def _sound_entry(data, offset: int, size: int, entry_id: str | None, container: str) -> CodeObject | None:
+    """The code object at ``data[offset:offset + size]`` when every header-depth check passes
+    (an AMDGPU HSA ELF of a known processor, its bundle id naming the same target, no table or
+    section past its end), read with two ``struct`` calls; None sends it to ``_elf_entry``'s
+    full path, which says what is wrong. A fat binary holds hundreds of sound code objects."""
+    if offset + size > len(data) or size < 64:
+        return None
+    (magic, ei_class, ei_data, osabi, abiversion, _type, machine, _ver, _entry, phoff, shoff, flags,
+     _ehsize, phentsize, phnum, shentsize, shnum, _shstrndx) = _EHDR.unpack_from(data, offset)
+    if magic != ELF_MAGIC or ei_class != 2 or ei_data != 1 or machine != EM_AMDGPU:
+        return None
+    target = elf_target(osabi, abiversion, flags)
+    if target is None:
+        return None
+    if phoff and phnum * phentsize and phoff + phnum * phentsize > size:
+        return None
+    if not shoff or shentsize != 64 or not 0 < shnum <= SPANS_MAX or shoff + shnum * 64 > size:
+        return None
+    spans = section_spans(shnum).unpack_from(data, offset + shoff)
+    if max(map(operator.add, spans[1::3], spans[2::3])) > size and any(
+            kind != SHT_NOBITS and length and at + length > size   # (.bss has no bytes in the file)
+            for kind, at, length in zip(spans[0::3], spans[1::3], spans[2::3])):
+        return None
+    co_version = abiversion + 2 if osabi == ELFOSABI_AMDGPU_HSA else None
+    if entry_id and _entry_id_problem(entry_id, target, co_version):
+        return None
+    return CodeObject(target, offset, size, entry_id, co_version, flags, None, container)
+
+
 def _elf_entry(rep: FileReport, data, offset: int, size: int, entry_id: str | None,
                container: str, deep: bool) -> CodeObject | None:
+    if not deep:
+        co = _sound_entry(data, offset, size, entry_id, container)
+        if co is not None:
+            return co
     head = bytes(data[offset:offset + 64])
     hdr = parse_header(head)
     why = header_problem(hdr, head)
@@ -283,23 +327,32 @@ def _entry_from_id(entry_id: str, offset: int, size: int, container: str) -> Cod
 def _check_entry_id(rep: FileReport, entry_id: str, target: TargetId, co_version) -> None:
     """The bundle entry id and the ELF inside must name the same target. Features are compared
     from code object v4 on (v2/v3 e_flags cannot say "any")."""
+    why = _entry_id_problem(entry_id, target, co_version)
+    if why:
+        rep.problems.append(why)
+
+
+@functools.lru_cache(maxsize=1024)   # a fat binary names the same few ids hundreds of times
+def _entry_id_problem(entry_id: str, target: TargetId, co_version) -> str | None:
     try:
         named = TargetId.parse(entry_id)
     except ValueError:
-        rep.problems.append(f"bundle entry id {entry_id!r} names no GPU target")
-        return
+        return f"bundle entry id {entry_id!r} names no GPU target"
     same = named.processor == target.processor
     if same and (co_version or 0) >= 4:
         same = (named.sramecc, named.xnack) == (target.sramecc, target.xnack)
     if not same:
-        rep.problems.append(f"bundle entry {entry_id} holds code for {target}")
+        return f"bundle entry {entry_id} holds code for {target}"
+    return None
 
 
 def _walk_bundle(rep: FileReport, data, base: int, deep: bool, container: str,
-                 limit: int | None = None) -> int:
-    """List the device entries of the plain bundle at ``data[base:]``; returns its extent."""
+                 limit: int | None = None, entries: list[B.BundleEntry] | None = None) -> int:
+    """List the device entries of the plain bundle at ``data[base:]`` (its entry table, when
+    ``iter_containers`` has parsed it already); returns its extent."""
     view = memoryview(data)[base:] if base else memoryview(data)
-    entries = B.parse_bundle(view, limit=limit)
+    if entries is None:
+        entries = B.parse_bundle(view, limit=limit)
     for e in entries:
         if e.is_host or e.size == 0:
             continue
@@ -376,6 +429,7 @@ class Container:
     limit: int                   # bytes from ``offset`` to the end of the region walked
     ccob: B.CcobHeader | None    # None for a plain bundle
     extent: int                  # its length
+    entries: list[B.BundleEntry] | None = field(default=None, compare=False, repr=False)  # a plain bundle's table
 
     @property
     def label(self) -> str:
@@ -393,13 +447,14 @@ def iter_containers(data, off: int, size: int, where: str = ".hip_fatbin") -> It
         head = bytes(data[off + pos:off + min(pos + 32, size)])  # never past the region
         if head[:24] == B.BUNDLE_MAGIC:
             view = memoryview(data)[off + pos:off + size]
-            extent = B.bundle_extent(B.parse_bundle(view))
-            yield Container(off + pos, size - pos, None, extent)
+            entries = B.parse_bundle(view)
+            extent = B.bundle_extent(entries)
+            yield Container(off + pos, size - pos, None, extent, entries)
         elif head[:4] == B.CCOB_MAGIC:
             hdr = B.parse_ccob_header(head)
             extent = _ccob_extent(memoryview(data)[off + pos:off + size], hdr)
             yield Container(off + pos, size - pos, hdr, extent)
-        elif not any(head):
+        elif head.count(0) == len(head):
             extent = 1  # padding between containers
         else:
             raise B.BundleError(f"unrecognised bytes in {where} at 0x{off + pos:x}")
@@ -408,8 +463,8 @@ def iter_containers(data, off: int, size: int, where: str = ".hip_fatbin") -> It
         if nxt not in (B.BUNDLE_MAGIC[:4], B.CCOB_MAGIC):
             aligned = min((pos + FATBIN_ALIGN - 1) // FATBIN_ALIGN * FATBIN_ALIGN, size)
             gap = bytes(data[off + pos:off + aligned])
-            if any(gap):
-                stray = pos + next(i for i, b in enumerate(gap) if b)
+            if gap.count(0) != len(gap):   # (bytes.count runs in C; any() steps through each byte)
+                stray = pos + len(gap) - len(gap.lstrip(b"\0"))
                 raise B.BundleError(f"unrecognised bytes in {where} at 0x{off + stray:x}")
             pos = aligned
 
@@ -431,7 +486,7 @@ def _walk_containers(rep: FileReport, data, off: int, size: int, deep: bool, whe
     for c in iter_containers(data, off, size, where):
         try:
             if c.ccob is None:
-                _walk_bundle(rep, data, c.offset, deep, c.label, limit=c.limit)
+                _walk_bundle(rep, data, c.offset, deep, c.label, limit=c.limit, entries=c.entries)
             else:
                 _walk_ccob(rep, data, c.offset, c.ccob, deep)
         except B.BundleError as exc:
