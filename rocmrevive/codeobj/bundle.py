@@ -210,8 +210,9 @@ class CcobStream:
     the frame's block headers; zlib: where the stream ends, so only after the last piece).
     """
 
-    def __init__(self, view, hdr: CcobHeader, *, check_hash: bool = True):
+    def __init__(self, view, hdr: CcobHeader, *, check_hash: bool = True, step: int = STEP):
         self.view, self.hdr, self.check_hash = memoryview(view), hdr, check_hash
+        self.step = step   # bytes produced (and, for zlib, fed) per piece
         self.produced = 0
         self.extent: int | None = hdr.total_size
         if self.extent is None and hdr.method == METHOD_ZSTD:
@@ -250,11 +251,11 @@ class CcobStream:
     def _zlib(self, payload):
         dec = zlib.decompressobj()
         fed = 0
-        for i in range(0, len(payload), STEP):
-            pending = bytes(payload[i:i + STEP])
+        for i in range(0, len(payload), self.step):
+            pending = bytes(payload[i:i + self.step])
             fed += len(pending)
             while pending and not dec.eof:
-                piece = dec.decompress(pending, STEP)
+                piece = dec.decompress(pending, self.step)
                 pending = dec.unconsumed_tail
                 if piece:
                     yield piece
@@ -271,7 +272,7 @@ class CcobStream:
         reader = zstandard.ZstdDecompressor().stream_reader(cast("IO[bytes]", _ViewReader(payload)),
                                                             read_across_frames=True)
         while True:
-            piece = reader.read(STEP)
+            piece = reader.read(self.step)
             if not piece:
                 return
             yield piece
@@ -282,7 +283,7 @@ def ccob_head(view, hdr: CcobHeader, size: int) -> bytes:
     headers); no size or hash check, as the rest is not read."""
     out = bytearray()
     want = min(size, hdr.uncompressed_size)
-    stream = CcobStream(view, hdr, check_hash=False)
+    stream = CcobStream(view, hdr, check_hash=False, step=max(want, 1))   # not a whole STEP for a head
     it = iter(stream)
     try:
         for piece in it:
