@@ -58,7 +58,10 @@ class BundleEntry:
 
     @property
     def is_host(self) -> bool:
-        return self.kind == "host"
+        return self.entry_id == "host" or self.entry_id.startswith("host-")   # kind == "host", without the split
+
+
+_COUNT, _ENTRY = struct.Struct("<Q"), struct.Struct("<QQQ")   # the entry count; offset, size, id length
 
 
 def parse_bundle(data: bytes | bytearray | memoryview, *, limit: int | None = None) -> list[BundleEntry]:
@@ -72,21 +75,22 @@ def parse_bundle(data: bytes | bytearray | memoryview, *, limit: int | None = No
         raise BundleError("no __CLANG_OFFLOAD_BUNDLE__ magic")
     if len(data) < 32:
         raise BundleTruncated("bundle header truncated")
-    (count,) = struct.unpack_from("<Q", data, 24)
+    (count,) = _COUNT.unpack_from(data, 24)
     if count == 0 or count > MAX_ENTRIES:
         raise BundleError(f"bundle claims {count} entries")
     pos = 32
     out = []
+    have = len(data)
     for i in range(count):
-        if pos + 24 > len(data):
+        if pos + 24 > have:
             raise BundleTruncated(f"bundle entry table truncated at entry {i}")
-        off, esize, tlen = struct.unpack_from("<QQQ", data, pos)
+        off, esize, tlen = _ENTRY.unpack_from(data, pos)
         pos += 24
         if tlen == 0 or tlen > MAX_TRIPLE:
             raise BundleError(f"bundle entry {i} has a bad id length {tlen}")
-        if pos + tlen > len(data):
+        if pos + tlen > have:
             raise BundleTruncated(f"bundle entry table truncated at entry {i}")
-        triple = bytes(data[pos:pos + tlen]).decode("ascii", "replace")
+        triple = str(data[pos:pos + tlen], "ascii", "replace")
         pos += tlen
         if off == 0 or off + esize > size:
             raise BundleError(f"bundle entry {triple} points past the end "

@@ -246,6 +246,7 @@ def msgpack_problem(data) -> str | None:
     return None
 
 
+_SOUND_IDS: set[tuple[str, int, int | None]] = set()   # (entry id, e_flags, code object version) that agree
 _EHDR = struct.Struct("<4sBBxBB7xHHIQQQIHHHHHH")   # Elf64_Ehdr, the fields the fast path reads
 
 
@@ -273,8 +274,12 @@ def _sound_entry(data, offset: int, size: int, entry_id: str | None, container: 
             for kind, at, length in zip(spans[0::3], spans[1::3], spans[2::3])):
         return None
     co_version = abiversion + 2 if osabi == ELFOSABI_AMDGPU_HSA else None
-    if entry_id and _entry_id_problem(entry_id, target, co_version):
-        return None
+    if entry_id and (entry_id, flags, co_version) not in _SOUND_IDS:
+        if _entry_id_problem(entry_id, target, co_version):
+            return None
+        if len(_SOUND_IDS) > 4096:   # bounded: a scan meets a few dozen
+            _SOUND_IDS.clear()
+        _SOUND_IDS.add((entry_id, flags, co_version))
     return CodeObject(target, offset, size, entry_id, co_version, flags, None, container)
 
 

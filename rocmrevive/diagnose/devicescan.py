@@ -107,35 +107,35 @@ def walk(root: Root, where: list[Place], counts: Walked | None = None) -> Iterat
                 except OSError:
                     continue
                 counts.files += 1
-                found = _look(root, e, place, seen_files)
+                # the header read, here rather than in a call per file (most of a site-packages
+                # ends at it): opened without following a link and non-blocking (a FIFO swapped
+                # in after the listing reads nothing)
+                try:
+                    fd = os.open(e.path, _OPEN)
+                except OSError:
+                    continue
+                try:
+                    head = os.pread(fd, 64, 0)
+                    found = _look(root, fd, head, e, place, seen_files) if head.startswith(_MAGICS) else None
+                except OSError:
+                    found = None
+                finally:
+                    os.close(fd)
                 if found is not None:
                     counts.candidates += 1
                     yield found
 
 
-def _look(root: Root, entry: os.DirEntry, place: Place, seen: set[tuple[int, int]]) -> Found | None:
-    """The header read of one file: opened without following a link and non-blocking (a FIFO
-    swapped in after the listing reads nothing); a file whose first bytes can start no
-    container (most of a site-packages) costs one read, the rest an ``fstat`` (regular, each
-    real file once) and ``sniff``."""
-    try:
-        fd = os.open(entry.path, _OPEN)
-    except OSError:
+def _look(root: Root, fd: int, head: bytes, entry: os.DirEntry, place: Place,
+          seen: set[tuple[int, int]]) -> Found | None:
+    """A file whose first bytes can start a container: an ``fstat`` (regular, each real file
+    once) and ``sniff``. OSError from the reads goes to the caller."""
+    st = os.fstat(fd)
+    key = (st.st_dev, st.st_ino)
+    if not stat.S_ISREG(st.st_mode) or key in seen:
         return None
-    try:
-        head = os.pread(fd, 64, 0)
-        if not head.startswith(_MAGICS):
-            return None
-        st = os.fstat(fd)
-        key = (st.st_dev, st.st_ino)
-        if not stat.S_ISREG(st.st_mode) or key in seen:
-            return None
-        seen.add(key)
-        kind = sniff(fd, st.st_size, head)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    seen.add(key)
+    kind = sniff(fd, st.st_size, head)
     if kind is None:
         return None
     mpath = root.machine_path(entry.path)
