@@ -46,6 +46,7 @@ from rocmrevive.codeobj.targetid import Coverage, TargetId
 TENSILE_DAT_MAGIC = b"\x82\xa9solutions"
 CCOB_HEAD = 64 * 1024  # decompressed head of a CCOB: enough for the entry table (FORMATS §4)
 FATBIN_ALIGN = 4096    # HIPCodeObjectAlign ([HIPU])
+_ZEROS = bytes(FATBIN_ALIGN)
 
 KINDS = ("amdgpu-elf", "offload-bundle", "ccob", "host-elf", "host-elf-no-device-code",
          "tensile-dat", "not-code-object", "empty", "unreadable")
@@ -352,9 +353,9 @@ def _entry_id_problem(entry_id: str, target: TargetId, co_version) -> str | None
 
 
 def _walk_bundle(rep: FileReport, data, base: int, deep: bool, container: str,
-                 limit: int | None = None, entries: list[B.BundleEntry] | None = None) -> int:
+                 limit: int | None = None, entries: list[B.BundleEntry] | None = None) -> None:
     """List the device entries of the plain bundle at ``data[base:]`` (its entry table, when
-    ``iter_containers`` has parsed it already); returns its extent."""
+    ``iter_containers`` has parsed it already)."""
     view = memoryview(data)[base:] if base else memoryview(data)
     if entries is None:
         entries = B.parse_bundle(view, limit=limit)
@@ -369,7 +370,6 @@ def _walk_bundle(rep: FileReport, data, base: int, deep: bool, container: str,
                 rep.problems.append(f"bundle entry id {e.entry_id!r} names no GPU target")
         if co is not None:
             rep.entries.append(co)
-    return B.bundle_extent(entries)
 
 
 def _ccob_label(base: int, hdr: B.CcobHeader) -> str:
@@ -468,7 +468,7 @@ def iter_containers(data, off: int, size: int, where: str = ".hip_fatbin") -> It
         if nxt not in (B.BUNDLE_MAGIC[:4], B.CCOB_MAGIC):
             aligned = min((pos + FATBIN_ALIGN - 1) // FATBIN_ALIGN * FATBIN_ALIGN, size)
             gap = bytes(data[off + pos:off + aligned])
-            if gap.count(0) != len(gap):   # (bytes.count runs in C; any() steps through each byte)
+            if gap != _ZEROS[:len(gap)]:   # (a memcmp; any() steps through each byte)
                 stray = pos + len(gap) - len(gap.lstrip(b"\0"))
                 raise B.BundleError(f"unrecognised bytes in {where} at 0x{off + stray:x}")
             pos = aligned
