@@ -356,14 +356,16 @@ def _walk_bundle(rep: FileReport, data, base: int, deep: bool, container: str,
                  limit: int | None = None, entries: list[B.BundleEntry] | None = None) -> None:
     """List the device entries of the plain bundle at ``data[base:]`` (its entry table, when
     ``iter_containers`` has parsed it already)."""
-    view = memoryview(data)[base:] if base else memoryview(data)
+    have = len(data) - base
     if entries is None:
-        entries = B.parse_bundle(view, limit=limit)
+        entries = B.parse_bundle(memoryview(data)[base:] if base else memoryview(data), limit=limit)
     for e in entries:
-        if e.is_host or e.size == 0:
+        if e.size == 0 or e.is_host:
             continue
-        if e.offset + 64 <= len(view):
-            co = _elf_entry(rep, data, base + e.offset, e.size, e.entry_id, container, deep)
+        if e.offset + 64 <= have:
+            co = None if deep else _sound_entry(data, base + e.offset, e.size, e.entry_id, container)
+            if co is None:
+                co = _elf_entry(rep, data, base + e.offset, e.size, e.entry_id, container, deep)
         else:  # only the head of a compressed bundle is here: the id names the target
             co = _entry_from_id(e.entry_id, e.offset, e.size, container)
             if co is None:
