@@ -15,7 +15,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import pytest
 from rocmrevive.errors import RevError
 from rocmrevive.trees.owner_run import Account, runner_for
 from tests.security_support import ATTACKER, Arena, attacker, run_cli
+from tests.test_security_trees import place  # noqa: F401  (the shared fixture: a folder every account may reach)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not Path("/usr/bin/python3").exists(),
                                 reason="needs root (to become the account) and /usr/bin/python3")
@@ -167,12 +167,6 @@ def test_a_root_only_venv_still_runs_as_root(arena):
 
 
 # ---- install's child that is the tree's owner --------------------------------------------------
-@pytest.fixture
-def place():
-    base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="rr-exec-"))
-    os.chmod(base, 0o755)
-    yield base
-    shutil.rmtree(base, ignore_errors=True)
 
 
 def test_install_into_a_users_venv_from_an_interpreter_only_root_can_read(place):

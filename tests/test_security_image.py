@@ -9,8 +9,6 @@ checked before a link is followed (fs.check_under); refused with one line, nothi
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,17 +17,11 @@ from rocmrevive.errors import RevError
 from rocmrevive.fs import check_under
 from rocmrevive.txn.fsutil import tree_hash
 from tests.security_support import attacker, one_line_error, run_cli
-from tests.test_security_trees import demo, install
+from tests.test_security_trees import demo, install, place  # noqa: F401  (place: the shared fixture)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a user's folder")
 
 
-@pytest.fixture
-def place():
-    base = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="rr-image-"))
-    os.chmod(base, 0o755)
-    yield base
-    shutil.rmtree(base, ignore_errors=True)
 
 
 def own_var(root: Path, sub: str, who: tuple[int, int], target: str) -> Path:

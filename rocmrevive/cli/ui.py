@@ -455,28 +455,25 @@ def targets_option(ctx, param, values):
     return values
 
 
-def mirror_option(ctx, param, value):
-    """click callback for ``--mirror``: an http(s):// or file:// URL with a host (or a path)."""
-    if value is None:
+def _url_option(problem_of: str, what: str):
+    """A click callback that refuses a value ``rocmrevive.config.<problem_of>`` finds a problem with
+    (config is imported late: start-up cost in cli/)."""
+    def callback(ctx, param, value):
+        if value is None:
+            return value
+        from rocmrevive import config
+
+        problem = getattr(config, problem_of)(value)
+        if problem:
+            raise click.BadParameter(f"{value!r} {problem}", ctx=ctx, param=param)
         return value
-    from rocmrevive.config import mirror_problem
-
-    problem = mirror_problem(value)
-    if problem:
-        raise click.BadParameter(f"{value!r} {problem}", ctx=ctx, param=param)
-    return value
+    callback.__doc__ = f"click callback for {what}"
+    return callback
 
 
-def snapshot_option(ctx, param, value):
-    """click callback for ``--snapshot``: 'none', or an http(s):// or file:// URL."""
-    if value is None:
-        return value
-    from rocmrevive.config import snapshot_problem
-
-    problem = snapshot_problem(value)
-    if problem:
-        raise click.BadParameter(f"{value!r} {problem}", ctx=ctx, param=param)
-    return value
+# --mirror: an http(s):// or file:// URL with a host (or a path); --snapshot: 'none', or such a URL
+mirror_option = _url_option("mirror_problem", "--mirror")
+snapshot_option = _url_option("snapshot_problem", "--snapshot")
 
 
 def text_file_option(looks_like: Callable[[str], bool], what: str):

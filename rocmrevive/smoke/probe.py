@@ -314,7 +314,8 @@ def stack_fingerprint(torch, dev) -> dict:
             "libs": libs, "tensile": {"path": tensile, "files": files, "digest": digest} if tensile else None}
 
 
-def worker_gemm(args) -> int:
+def _worker_device(args, step):
+    """torch, the worker's device and its index, set up for products; the fault point ``step``."""
     emit({"type": "progress", "what": "import torch"})
     torch = _import_torch()
     i = args.device
@@ -323,7 +324,12 @@ def worker_gemm(args) -> int:
         torch.cuda.set_device(dev)
     else:  # small CPU products: one thread is faster than two fighting a busy CI machine
         torch.set_num_threads(1)
-    fault_point("gemm")
+    fault_point(step)
+    return torch, dev, i
+
+
+def worker_gemm(args) -> int:
+    torch, dev, i = _worker_device(args, "gemm")
     probe_gemm.run_device(torch, dev, i, args, emit, faults())
     if i == 0:  # what the products ran on: the BLAS libraries are mapped by now
         emit(stack_fingerprint(torch, dev))
@@ -331,15 +337,7 @@ def worker_gemm(args) -> int:
 
 
 def worker_soak(args) -> int:
-    emit({"type": "progress", "what": "import torch"})
-    torch = _import_torch()
-    i = args.device
-    dev = _dev(torch, args, i)
-    if dev.type == "cuda":
-        torch.cuda.set_device(dev)
-    else:
-        torch.set_num_threads(1)
-    fault_point("soak")
+    torch, dev, i = _worker_device(args, "soak")
     probe_gemm.soak(torch, dev, i, args, emit, faults())
     return 0
 
