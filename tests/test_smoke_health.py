@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from machines.build import IDLE_MI50_HWMON, build, gpu_metrics_v1_0, write_health
 
 from rocmrevive.hardware import health
@@ -65,9 +66,24 @@ def test_new_uncorrectable_errors_are_told_apart_from_corrected_ones(tmp_path):
 
 def test_a_gpu_metrics_table_of_another_layout_is_named_not_guessed():
     odd = bytearray(gpu_metrics_v1_0(0xFFFF))
-    odd[2:4] = bytes([1, 3])
+    odd[2:4] = bytes([1, 3])            # says 1.3 but is 80 bytes long: not 1.3's 120-byte table
     assert health.parse_gpu_metrics(bytes(odd)) == ("v1.3", None)
+    odd[2:4] = bytes([1, 4])            # MI300's layout: throttle_status elsewhere
+    assert health.parse_gpu_metrics(bytes(odd)) == ("v1.4", None)
+    odd[0:4] = (80).to_bytes(2, "little") + bytes([2, 0])   # an APU's
+    assert health.parse_gpu_metrics(bytes(odd)) == ("v2.0", None)
     assert health.parse_gpu_metrics(b"\x01") == (None, None)
+    assert health.parse_gpu_metrics(gpu_metrics_v1_0(5)[:72]) == ("v1.0", None)   # cut short
+
+
+@pytest.mark.parametrize("content,size", [(1, 96), (2, 104), (3, 120)])
+def test_gpu_metrics_1_1_to_1_3_keep_throttle_status_at_byte_68(content, size):
+    # kgd_pp_interface.h: header (4), 6 temperatures (12), 3 activities (6), power (2), u64 energy
+    # (8, at 24), u64 clock counter (8), 7 average and 7 current clocks (28): 68
+    table = bytearray(size)
+    table[0:4] = size.to_bytes(2, "little") + bytes([1, content])
+    table[68:72] = (0x2001).to_bytes(4, "little")
+    assert health.parse_gpu_metrics(bytes(table)) == (f"v1.{content}", 0x2001)
 
 
 # --- from the outside ----------------------------------------------------------------------------

@@ -8,10 +8,13 @@
 - temperatures, clocks, power: ``hwmon/hwmon*/temp*_input`` (millidegrees C, ``temp*_label``
   edge/junction/mem), ``freq*_input`` (Hz, ``freq*_label`` sclk/mclk), ``power1_average`` (uW),
   and the DPM levels ``pp_dpm_sclk`` / ``pp_dpm_mclk`` (the current one starred);
-- throttling: ``gpu_metrics`` (the binary table, ``struct gpu_metrics_v1_0`` of the kernel's
-  kgd_pp_interface.h for Vega 20: 4-byte header {u16 size, u8 format, u8 content}, then
-  ``throttle_status`` (u32) at byte 68 of the 80-byte table). Other table versions are reported
-  by version only: their layouts differ.
+- throttling: ``gpu_metrics`` (the binary table of the kernel's kgd_pp_interface.h: a 4-byte
+  header {u16 size, u8 format, u8 content}; Vega 20 fills ``struct gpu_metrics_v1_0``, 80 bytes,
+  its ``throttle_status`` (u32) at byte 68 after the header, 4 bytes of padding, the u64 clock
+  counter, 6 temperatures, 3 activities, power, the u32 energy counter and 7 + 7 clocks. Formats
+  1.1-1.3 (later dGPUs) move the clock counter behind a u64 energy counter and land
+  ``throttle_status`` at byte 68 too, in tables of 96, 104 and 120 bytes. Other versions (1.4+,
+  the APUs' 2.x) are reported by version only: their layouts differ.
 
     before = read_health(root); ...; after = read_health(root)
     changes = compare(before, after)      # new uncorrectable errors fail a smoke
@@ -29,6 +32,8 @@ from rocmrevive.rootfs import Root
 
 GPU_METRICS_V1_0_SIZE = 80
 THROTTLE_OFFSET_V1_0 = 68
+# (format, content) -> the table's size, for the layouts whose throttle_status is at byte 68
+THROTTLE_AT_68 = {(1, 0): GPU_METRICS_V1_0_SIZE, (1, 1): 96, (1, 2): 104, (1, 3): 120}
 AER_FILES = {"correctable": "aer_dev_correctable", "nonfatal": "aer_dev_nonfatal", "fatal": "aer_dev_fatal"}
 
 
@@ -95,7 +100,7 @@ def parse_gpu_metrics(data: bytes) -> tuple[str | None, int | None]:
         return None, None
     size, fmt, content = struct.unpack_from("<HBB", data, 0)
     version = f"v{fmt}.{content}"
-    if (fmt, content) == (1, 0) and size == GPU_METRICS_V1_0_SIZE and len(data) >= size:
+    if THROTTLE_AT_68.get((fmt, content)) == size and len(data) >= size:
         return version, struct.unpack_from("<I", data, THROTTLE_OFFSET_V1_0)[0]
     return version, None
 
