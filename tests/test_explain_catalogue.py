@@ -259,3 +259,78 @@ def test_a_harmless_line_never_comes_before_a_failure():
                          "pasid:32769)")
     assert [d.rule for d in found] == ["amdgpu-vm-fault", "amdgpu-vm-fault-detail"]
     assert found[1].details["explained_by"] == {"rule": "amdgpu-vm-fault", "line": 2}
+
+
+# ------------------------------------------------------------------------------------------
+# the kernel's firmware lines: a file the driver can do without, and one it needs (psp_v11_0.c, gfx_v9_0.c,
+# amdgpu_psp.c, amdgpu_device.c; the dmesg lines as Linux prints them)
+
+_DMESG = "[    3.353884] amdgpu 0000:19:00.0: "
+
+
+def test_an_optional_vega20_firmware_miss_is_harmless_and_says_why():
+    for fw, why in (("vega20_ta.bin", "trusted applications"), ("vega20_mec2.bin", "second compute micro-engine")):
+        d = explain_line(f"{_DMESG}Direct firmware load for amdgpu/{fw} failed with error -2")
+        assert (d.rule, d.severity.value) == ("amdgpu-firmware-optional", "harmless"), fw
+        assert why in d.cause and d.fix.startswith("nothing") and d.details["firmware"] == fw
+    # the driver's own note that it went on without the TA file (Linux <= 6.2) is harmless too
+    found = explain_text(f"{_DMESG}Direct firmware load for amdgpu/vega20_ta.bin failed with error -2\n"
+                         f'{_DMESG}psp v11.0: Failed to load firmware "amdgpu/vega20_ta.bin"')
+    assert [(d.rule, d.severity.value) for d in found] == [("amdgpu-firmware-optional", "harmless"),
+                                                            ("amdgpu-psp-ta-optional", "harmless")]
+
+
+def test_a_required_vega20_firmware_miss_explains_the_failed_init_after_it():
+    # the sequence Linux 5.x prints for a missing PSP secure OS file
+    text = "\n".join(f"[    3.96{i}] {ln}" for i, ln in enumerate([
+        "amdgpu 0000:03:00.0: Direct firmware load for amdgpu/vega20_sos.bin failed with error -2",
+        "amdgpu 0000:03:00.0: amdgpu: failed to init sos firmware",
+        "[drm:psp_sw_init [amdgpu]] *ERROR* Failed to load psp firmware!",
+        "[drm:amdgpu_device_init.cold [amdgpu]] *ERROR* sw_init of IP block <psp> failed -2",
+        "amdgpu 0000:03:00.0: amdgpu: Fatal error during GPU init"]))
+    got = _answer(text)
+    assert got[0] == ("amdgpu-firmware-missing", [1], None)
+    assert {r: c for r, _, c in got[1:]} == {
+        "amdgpu-psp-sos-failed": "amdgpu-firmware-missing", "amdgpu-psp-firmware-failed": "amdgpu-firmware-missing",
+        "amdgpu-ip-block-init-failed": "amdgpu-firmware-missing", "amdgpu-init-failed": "amdgpu-firmware-missing"}
+    first = explain_text(text)[0]
+    assert first.severity.value == "error" and "linux-firmware" in first.fix and not first.fixable_by_rocmrevive
+
+
+def test_the_ta_file_is_required_where_the_paste_shows_the_card_failing():
+    # from Linux 6.3 psp_v11_0.c returns the TA request's error: the card fails, and the paste says so
+    text = (f"{_DMESG}Direct firmware load for amdgpu/vega20_ta.bin failed with error -2\n"
+            f"{_DMESG}amdgpu: early_init of IP block <psp> failed -19\n"
+            f"{_DMESG}amdgpu: Fatal error during GPU init")
+    got = _answer(text)
+    assert got[0] == ("amdgpu-firmware-missing", [1], None)
+    assert {r: c for r, _, c in got[1:]} == {"amdgpu-ip-block-init-failed": "amdgpu-firmware-missing",
+                                             "amdgpu-init-failed": "amdgpu-firmware-missing"}
+    assert "Linux 6.3" in explain_text(text)[0].cause
+    # the MEC2 file stays optional whatever follows: the failure is another one's
+    text = (f"{_DMESG}Direct firmware load for amdgpu/vega20_mec2.bin failed with error -2\n"
+            f"{_DMESG}amdgpu: Fatal error during GPU init")
+    assert [d.rule for d in explain_text(text)] == ["amdgpu-init-failed", "amdgpu-firmware-optional"]
+
+
+@pytest.mark.parametrize("line,rule", [
+    ("amdgpu 0000:03:00.0: amdgpu: fail to initialize asd microcode", "amdgpu-psp-asd-failed"),
+    ("[drm:amdgpu_device_ip_init [amdgpu]] *ERROR* hw_init of IP block <smu> failed -22", "amdgpu-ip-block-init-failed"),
+    ("amdgpu 0000:03:00.0: Direct firmware load for amdgpu/vega20_smc.bin failed with error -2", "amdgpu-firmware-missing"),
+    ("amdgpu 0000:03:00.0: Direct firmware load for amdgpu/vega20_tabular.bin failed with error -2",
+     "amdgpu-firmware-missing"),
+])
+def test_the_other_firmware_and_init_lines(line, rule):
+    d = explain_line(line)
+    assert d.rule == rule and d.severity.value == "error"
+    # a block's suspend or resume failure is not an init failure
+    assert explain_line("[drm:amdgpu_device_ip_suspend_phase2 [amdgpu]] *ERROR* suspend of IP block <psp> "
+                        "failed -22") is None
+
+
+def test_the_command_answers_an_optional_firmware_miss_as_harmless():
+    r = _run("--json", "explain", stdin=f"{_DMESG}Direct firmware load for amdgpu/vega20_ta.bin failed with error -2\n")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0
+    d = doc["diagnoses"][0]
+    assert (d["rule"], d["severity"]) == ("amdgpu-firmware-optional", "harmless") and d["fix"].startswith("nothing")
