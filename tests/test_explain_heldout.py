@@ -14,6 +14,8 @@ from tests.explain_heldout import (
     HELDOUT_D,
     HELDOUT_E,
     HELDOUT_F,
+    HELDOUT_G,
+    HELDOUT_G_COMMIT,
     MOVED_OUT,
     MOVED_OUT_3,
     MOVED_OUT_4,
@@ -132,3 +134,22 @@ def test_set_f_and_the_texts_the_fourth_pass_filled():
     firmware = found["ROCm/legacy-rocm-build#912 (2x Radeon VII, ROCm 2.9)"]
     assert [d.severity.value for d in firmware] == ["harmless", "harmless"] and firmware[0].fix.startswith("nothing")
     assert "--enforce-eager" in found["nlzy/vllm-gfx906#44 (MI50)"][0].fix
+
+
+def test_set_g_as_measured_at_the_frozen_catalogue():
+    # gathered after the fourth pass froze the catalogue (50a0db3), measured there: 10 texts, 0 right, 1 wrong, 9 silent.
+    # The wrong one: rocBLAS's 'No devices found' from a Windows HIP SDK; the entry names the right cause (HIP sees no
+    # GPU) with Linux actions. The silent ones: MIOpen's 'cannot be executed due to incorrect params', ROCr's
+    # INCOMPATIBLE_ARGUMENTS (twice), the retired ROC-smi's set* texts (twice), a bare segfault, and Windows tools'
+    # own texts (an OpenCL miner twice, PyTorch through ZLUDA).
+    got = _measure(HELDOUT_G)
+    assert HELDOUT_G_COMMIT == "50a0db3" and len(HELDOUT_G) == 10
+    assert got["right"] == []
+    assert got["wrong"] == [("YellowRoseCx/koboldcpp-rocm#103 (Radeon VII, Windows HIP SDK 5.7.1)",
+                             "rocblas-tensile-init-no-devices")]
+    assert len(got["silent"]) == 9
+
+
+def test_the_figures_with_set_g():
+    got = _measure(_all_counted() + HELDOUT_G)
+    assert (len(got["right"]), len(got["wrong"]), len(got["silent"])) == (15, 1, 13)  # of 29: 52 %
