@@ -334,3 +334,43 @@ def test_the_command_answers_an_optional_firmware_miss_as_harmless():
     assert r.returncode == 0
     d = doc["diagnoses"][0]
     assert (d["rule"], d["severity"]) == ("amdgpu-firmware-optional", "harmless") and d["fix"].startswith("nothing")
+
+
+# ------------------------------------------------------------------------------------------
+# the fifth pass: MIOpen's find failure, ROCr's loader refusal, PyTorch's empty device list, the old ROC-smi's levels
+
+@pytest.mark.parametrize("line", [
+    "MIOpen Error: /MIOpen/src/ocl/convolutionocl.cpp:518: Forward Convolution cannot be executed due to incorrect params",
+    "MIOpen Error: /root/driver/MLOpen/src/ocl/convolutionocl.cpp:1157: Fwd Convolution cannot be executed due to "
+    "incorrect params",
+    "MIOpen Error: /long_pathname/src/ocl/convolutionocl.cpp:903: No suitable algorithm was found to execute the "
+    "required convolution",
+])
+def test_miopen_finding_no_algorithm_old_and_new(line):
+    d = explain_line(line)
+    assert d.rule == "miopen-no-suitable-algorithm" and "MIOPEN_LOG_LEVEL=6" in d.fix
+
+
+def test_rocr_incompatible_arguments_is_answered_for_the_loader_call_only():
+    d = explain_line("hsa_executable_load_code_object failed: HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS: The arguments "
+                     "passed to a functions are not compatible.")
+    assert d.rule == "hsa-code-object-incompatible" and "gfx906:sramecc+:xnack-" in d.fix
+    # the bare status string carries no call, hence no one cause: not this answer
+    bare = explain_line("HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS: The arguments passed to a functions are not compatible.")
+    assert bare is None or bare.rule != "hsa-code-object-incompatible"
+
+
+def test_pytorch_no_gpus_in_rocm_and_cuda_builds():
+    for api in ("HIP", "CUDA"):
+        d = explain_line(f"RuntimeError: No {api} GPUs are available")
+        assert d.rule == "torch-no-gpus" and d.details["api"] == api and "Linux:" in d.fix and "Windows:" in d.fix
+    assert explain_line("CUDA GPU is not available. Please run on a CUDA-enabled device.") is None
+
+
+def test_the_old_rocsmi_set_level_explains_the_refused_write_before_it():
+    text = ("Unable to write to to sysfs file /sys/class/drm/card0/device/pp_od_clk_voltage\n"
+            "WARNING: IO or OS error\n"
+            "GPU[0] \t\t: Unable to set mclk clock to Level m 1 1200 1000\n")
+    got = _answer(text)
+    assert got == [("rocsmi-old-set-level", [3], None), ("rocsmi-old-write-failed", [1], "rocsmi-old-set-level")]
+    assert explain_text(text)[0].details == {"clk": "mclk", "value": "m 1 1200 1000"}
