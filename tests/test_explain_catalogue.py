@@ -259,3 +259,118 @@ def test_a_harmless_line_never_comes_before_a_failure():
                          "pasid:32769)")
     assert [d.rule for d in found] == ["amdgpu-vm-fault", "amdgpu-vm-fault-detail"]
     assert found[1].details["explained_by"] == {"rule": "amdgpu-vm-fault", "line": 2}
+
+
+# ------------------------------------------------------------------------------------------
+# the kernel's firmware lines: a file the driver can do without, and one it needs (psp_v11_0.c, gfx_v9_0.c,
+# amdgpu_psp.c, amdgpu_device.c; the dmesg lines as Linux prints them)
+
+_DMESG = "[    3.353884] amdgpu 0000:19:00.0: "
+
+
+def test_an_optional_vega20_firmware_miss_is_harmless_and_says_why():
+    for fw, why in (("vega20_ta.bin", "trusted applications"), ("vega20_mec2.bin", "second compute micro-engine")):
+        d = explain_line(f"{_DMESG}Direct firmware load for amdgpu/{fw} failed with error -2")
+        assert (d.rule, d.severity.value) == ("amdgpu-firmware-optional", "harmless"), fw
+        assert why in d.cause and d.fix.startswith("nothing") and d.details["firmware"] == fw
+    # the driver's own note that it went on without the TA file (Linux <= 6.2) is harmless too
+    found = explain_text(f"{_DMESG}Direct firmware load for amdgpu/vega20_ta.bin failed with error -2\n"
+                         f'{_DMESG}psp v11.0: Failed to load firmware "amdgpu/vega20_ta.bin"')
+    assert [(d.rule, d.severity.value) for d in found] == [("amdgpu-firmware-optional", "harmless"),
+                                                            ("amdgpu-psp-ta-optional", "harmless")]
+
+
+def test_a_required_vega20_firmware_miss_explains_the_failed_init_after_it():
+    # the sequence Linux 5.x prints for a missing PSP secure OS file
+    text = "\n".join(f"[    3.96{i}] {ln}" for i, ln in enumerate([
+        "amdgpu 0000:03:00.0: Direct firmware load for amdgpu/vega20_sos.bin failed with error -2",
+        "amdgpu 0000:03:00.0: amdgpu: failed to init sos firmware",
+        "[drm:psp_sw_init [amdgpu]] *ERROR* Failed to load psp firmware!",
+        "[drm:amdgpu_device_init.cold [amdgpu]] *ERROR* sw_init of IP block <psp> failed -2",
+        "amdgpu 0000:03:00.0: amdgpu: Fatal error during GPU init"]))
+    got = _answer(text)
+    assert got[0] == ("amdgpu-firmware-missing", [1], None)
+    assert {r: c for r, _, c in got[1:]} == {
+        "amdgpu-psp-sos-failed": "amdgpu-firmware-missing", "amdgpu-psp-firmware-failed": "amdgpu-firmware-missing",
+        "amdgpu-ip-block-init-failed": "amdgpu-firmware-missing", "amdgpu-init-failed": "amdgpu-firmware-missing"}
+    first = explain_text(text)[0]
+    assert first.severity.value == "error" and "linux-firmware" in first.fix and not first.fixable_by_rocmrevive
+
+
+def test_the_ta_file_is_required_where_the_paste_shows_the_card_failing():
+    # from Linux 6.3 psp_v11_0.c returns the TA request's error: the card fails, and the paste says so
+    text = (f"{_DMESG}Direct firmware load for amdgpu/vega20_ta.bin failed with error -2\n"
+            f"{_DMESG}amdgpu: early_init of IP block <psp> failed -19\n"
+            f"{_DMESG}amdgpu: Fatal error during GPU init")
+    got = _answer(text)
+    assert got[0] == ("amdgpu-firmware-missing", [1], None)
+    assert {r: c for r, _, c in got[1:]} == {"amdgpu-ip-block-init-failed": "amdgpu-firmware-missing",
+                                             "amdgpu-init-failed": "amdgpu-firmware-missing"}
+    assert "Linux 6.3" in explain_text(text)[0].cause
+    # the MEC2 file stays optional whatever follows: the failure is another one's
+    text = (f"{_DMESG}Direct firmware load for amdgpu/vega20_mec2.bin failed with error -2\n"
+            f"{_DMESG}amdgpu: Fatal error during GPU init")
+    assert [d.rule for d in explain_text(text)] == ["amdgpu-init-failed", "amdgpu-firmware-optional"]
+
+
+@pytest.mark.parametrize("line,rule", [
+    ("amdgpu 0000:03:00.0: amdgpu: fail to initialize asd microcode", "amdgpu-psp-asd-failed"),
+    ("[drm:amdgpu_device_ip_init [amdgpu]] *ERROR* hw_init of IP block <smu> failed -22", "amdgpu-ip-block-init-failed"),
+    ("amdgpu 0000:03:00.0: Direct firmware load for amdgpu/vega20_smc.bin failed with error -2", "amdgpu-firmware-missing"),
+    ("amdgpu 0000:03:00.0: Direct firmware load for amdgpu/vega20_tabular.bin failed with error -2",
+     "amdgpu-firmware-missing"),
+])
+def test_the_other_firmware_and_init_lines(line, rule):
+    d = explain_line(line)
+    assert d.rule == rule and d.severity.value == "error"
+    # a block's suspend or resume failure is not an init failure
+    assert explain_line("[drm:amdgpu_device_ip_suspend_phase2 [amdgpu]] *ERROR* suspend of IP block <psp> "
+                        "failed -22") is None
+
+
+def test_the_command_answers_an_optional_firmware_miss_as_harmless():
+    r = _run("--json", "explain", stdin=f"{_DMESG}Direct firmware load for amdgpu/vega20_ta.bin failed with error -2\n")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0
+    d = doc["diagnoses"][0]
+    assert (d["rule"], d["severity"]) == ("amdgpu-firmware-optional", "harmless") and d["fix"].startswith("nothing")
+
+
+# ------------------------------------------------------------------------------------------
+# the fifth pass: MIOpen's find failure, ROCr's loader refusal, PyTorch's empty device list, the old ROC-smi's levels
+
+@pytest.mark.parametrize("line", [
+    "MIOpen Error: /MIOpen/src/ocl/convolutionocl.cpp:518: Forward Convolution cannot be executed due to incorrect params",
+    "MIOpen Error: /root/driver/MLOpen/src/ocl/convolutionocl.cpp:1157: Fwd Convolution cannot be executed due to "
+    "incorrect params",
+    "MIOpen Error: /long_pathname/src/ocl/convolutionocl.cpp:903: No suitable algorithm was found to execute the "
+    "required convolution",
+])
+def test_miopen_finding_no_algorithm_old_and_new(line):
+    d = explain_line(line)
+    assert d.rule == "miopen-no-suitable-algorithm" and "MIOPEN_LOG_LEVEL=6" in d.fix
+
+
+def test_rocr_incompatible_arguments_is_answered_for_the_loader_call_only():
+    d = explain_line("hsa_executable_load_code_object failed: HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS: The arguments "
+                     "passed to a functions are not compatible.")
+    assert d.rule == "hsa-code-object-incompatible" and "gfx906:sramecc+:xnack-" in d.fix
+    # the bare status string carries no call, hence no one cause: not this answer
+    bare = explain_line("HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS: The arguments passed to a functions are not compatible.")
+    assert bare is None or bare.rule != "hsa-code-object-incompatible"
+
+
+def test_pytorch_no_gpus_in_rocm_and_cuda_builds():
+    for api in ("HIP", "CUDA"):
+        d = explain_line(f"RuntimeError: No {api} GPUs are available")
+        assert d.rule == "torch-no-gpus" and d.details["api"] == api and "Linux:" in d.fix and "Windows:" in d.fix
+    assert explain_line("CUDA GPU is not available. Please run on a CUDA-enabled device.") is None
+
+
+def test_the_old_rocsmi_set_level_explains_the_refused_write_before_it():
+    text = ("Unable to write to to sysfs file /sys/class/drm/card0/device/pp_od_clk_voltage\n"
+            "WARNING: IO or OS error\n"
+            "GPU[0] \t\t: Unable to set mclk clock to Level m 1 1200 1000\n")
+    got = _answer(text)
+    assert got == [("rocsmi-old-set-level", [3], None), ("rocsmi-old-write-failed", [1], "rocsmi-old-set-level")]
+    assert explain_text(text)[0].details == {"clk": "mclk", "value": "m 1 1200 1000"}

@@ -101,6 +101,7 @@ class Context:
     fixable_processors: tuple[str, ...] = ("gfx906",)
     app: str | None = None     # the application the paste comes from (ollama, llama.cpp, vllm, pytorch)
     rocm: str | None = None    # the ROCm version the paste names (6.4, 7.0.2)
+    gpu_init_failed: bool = False  # the paste holds the kernel's own word that a GPU did not initialise
 
 
 # ------------------------------------------------------------------------------------------

@@ -475,6 +475,39 @@ def _r_amdgpu_probe(m, ctx):
         {"error": int(err)} if err else {})
 
 
+_FIRMWARE_PACKAGE = ("install the distribution's firmware package (Debian: firmware-amd-graphics; Ubuntu/Fedora: "
+                     "linux-firmware) and update the initramfs (update-initramfs -u, or dracut -f), then reboot")
+
+
+def _r_firmware_optional(m, ctx):
+    """A Vega 20 firmware file the driver can do without (drivers/gpu/drm/amd/amdgpu: gfx_v9_0.c ignores a
+    failed vega20_mec2.bin; psp_v11_0.c went on without vega20_ta.bin up to Linux 6.2, and returns the
+    error from 6.3, when the paste then shows the card failing)."""
+    fw, err = m.group("fw"), m.group("err")
+    details = {"firmware": fw, "error": int(err)}
+    if fw.endswith("_ta.bin") and ctx.gpu_init_failed:
+        return Diagnosis(
+            "amdgpu-firmware-missing", Severity.ERROR, "kernel (firmware loader)", ctx.arch,
+            f"the amdgpu driver could not load {fw} (the PSP's trusted applications: XGMI and RAS), and this "
+            "paste shows the GPU failing to initialise: since Linux 6.3 psp_v11_0.c returns the error of that "
+            "request, so on these kernels the file is required and the card does not initialise",
+            _FIRMWARE_PACKAGE, False, "a distribution firmware package", details)
+    if fw.endswith("_ta.bin"):
+        cause = (f"{fw} holds the PSP's trusted applications (XGMI for MI50/MI60 hives joined by Infinity Fabric "
+                 "links, RAS error reporting); kernels up to 6.2 treat it as optional and go on without it "
+                 "(psp_v11_0.c then notes 'psp v11.0: Failed to load firmware'), and ROCm runs on the card")
+        fix = ("nothing, for ROCm: the card works without it. Install the distribution's firmware package only for "
+               "an XGMI hive or RAS reporting, or when dmesg also shows 'Fatal error during GPU init' (from "
+               "Linux 6.3 the driver needs the file)")
+    else:
+        cause = (f"{fw} is the second compute micro-engine's firmware; the gfx v9 driver ignores a failure to "
+                 "load it (gfx_v9_0.c) and the card initialises and runs ROCm without it")
+        fix = ("nothing: the driver goes on without it; installing the distribution's firmware package "
+               "(linux-firmware ships it) only silences the line")
+    return Diagnosis("amdgpu-firmware-optional", Severity.HARMLESS, "kernel (firmware loader)", ctx.arch, cause,
+                     fix, False, "a distribution firmware package, not a ROCm file", details)
+
+
 # a row's third item: a function of the match, or the text of a rule that never changes (Said)
 RULES: tuple[Rule, ...] = tuple(Rule(i, re.compile(p), f.builder(i) if isinstance(f, Said) else f) for i, p, f in (
     ("rocblas-tensile-missing",
@@ -555,6 +588,9 @@ RULES: tuple[Rule, ...] = tuple(Rule(i, re.compile(p), f.builder(i) if isinstanc
      _r_ollama_unsupported),
     ("amdgpu-gpu-reset", r"amdgpu(?: [0-9a-f:.]+)?: (?:amdgpu: )?GPU reset begin", _r_gpu_reset),
     ("amdgpu-ring-timeout", r"amdgpu_job_timedout.*ring (?P<ring>\S+) timeout", _r_job_timeout),
+    ("amdgpu-firmware-optional",
+     r"Direct firmware load for amdgpu/(?P<fw>vega20_(?:ta|mec2)\.bin) failed with error (?P<err>-?[0-9]+)",
+     _r_firmware_optional),
     ("amdgpu-init-failed",
      # the kernel's format is the bare text; dev_err puts "amdgpu <pci>: amdgpu: " in front
      r"(?:amdgpu [0-9a-f:.]+: (?:amdgpu: )?)?Fatal error during GPU init|amdgpu [0-9a-f:.]+: probe with driver "
@@ -589,9 +625,16 @@ _ROCM = re.compile(r"(?:\bROCm|\brocm)[ /_-]?v?(?P<v>[1-9][0-9]?\.[0-9]+(?:\.[0-
                    r"|/opt/rocm-(?P<p>[0-9]+\.[0-9]+(?:\.[0-9]+)?)")
 
 
+# the kernel's own words that a GPU did not initialise (amdgpu_device.c, amdgpu_kms.c, amdgpu_psp.c, dd.c)
+_INIT_FAILED = re.compile(r"Fatal error during GPU init|Failed to load psp firmware|\b(?:early_init|sw_init|hw_init) "
+                          r"of IP block <[^>]*> failed|probe with driver amdgpu failed|amdgpu: probe of \S+ failed")
+
+
 def context_of(text: str, fixable_processors: Iterable[str] = ("gfx906",)) -> Context:
-    """What the whole paste says beyond each line: the first GPU target, the application, the ROCm version."""
-    ctx = Context(arch=None, fixable_processors=tuple(fixable_processors))
+    """What the whole paste says beyond each line: the first GPU target, the application, the ROCm version,
+    whether the kernel says a GPU did not initialise."""
+    ctx = Context(arch=None, fixable_processors=tuple(fixable_processors),
+                  gpu_init_failed=bool(_INIT_FAILED.search(text)))
     for ln in text.splitlines():
         ctx.arch = ctx.arch or norm_arch(ln)
         if ctx.rocm is None:
