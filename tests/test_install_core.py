@@ -3,6 +3,7 @@ transaction, verify with one policy (a failed check rolls back), on a real folde
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -115,7 +116,13 @@ def test_the_check_after_trusts_the_written_inode_and_catches_a_file_put_in_its_
     """The check after takes the file the apply wrote, hashed and renamed (same inode, size, mtime,
     ctime) as the staged bytes without reading it again; same size, other bytes and the old mtime
     in a new inode is caught by hashing, and rolled back."""
+    # imported before the patch: a module first imported under it would bind no_hash by its
+    # `from ... import sha256_file` for good, and later tests would inherit it
+    import rocmrevive.diagnose.orphans  # noqa: F401
     import rocmrevive.hashing
+    import rocmrevive.install.extract  # noqa: F401
+    import rocmrevive.install.graft  # noqa: F401
+    import rocmrevive.sources.local  # noqa: F401
 
     def no_hash(*a, **kw):
         raise AssertionError("the file the apply wrote was hashed again")
@@ -123,6 +130,9 @@ def test_the_check_after_trusts_the_written_inode_and_catches_a_file_put_in_its_
     with monkeypatch.context() as mp:
         mp.setattr(rocmrevive.hashing, "sha256_file", no_hash)
         assert walk(root, TensileCheckAfter(b"graft", root, forge=False)).status is Status.INSTALLED
+    leaked = sorted(name for name, mod in list(sys.modules.items())
+                    if name.startswith("rocmrevive") and getattr(mod, "sha256_file", None) is no_hash)
+    assert not leaked, f"modules first imported under the patch keep no_hash: {leaked}"
     with pytest.raises(RevError) as ei:
         walk(root, TensileCheckAfter(b"other", root, forge=True))
     assert ei.value.code == "VERIFY_FAILED" and "1 files differ from what was staged" in ei.value.message
