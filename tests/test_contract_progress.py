@@ -83,7 +83,8 @@ def test_the_core_reports_its_stages_in_order_with_real_counts(machine):
         dones = [d for s, d, _t, _u in seen if s == stage]
         assert dones == sorted(dones), (stage, dones)
     assert [(d, t) for s, d, t, _u in seen if s == "extracting"][-1] == (9, 9)
-    devices = len(copy.verify_staged["devices"])
+    assert copy.verify_staged is not None
+    devices = len(copy.verify_staged.devices)
     assert [(d, t) for s, d, t, _u in seen if s == "verifying"][-1] == (3 * devices, 3 * devices)
 
 

@@ -255,5 +255,5 @@ def test_a_whole_install_scans_the_hardware_once_and_verifies_each_copy_twice(de
     rep = install(Root(root), InstallOptions(manifests_dir=opts["--manifests"], from_path=opts["--from"],
                                              cache=opts["--cache"]))
     (copy,) = rep.copies
-    assert copy.status == "installed" and copy.verify_after["ok"] is True
+    assert copy.status == "installed" and copy.verify_after is not None and copy.verify_after.ok is True
     assert calls == {"scan": 1, "verify_copy": 2}

@@ -97,6 +97,7 @@ class TensileCheckAfter(OneFile):
     def verify(self, result) -> Verdict:
         from types import SimpleNamespace
 
+        from rocmrevive.diagnose.verify import Check, CheckStatus, CopyResult
         from rocmrevive.install.tensile import TensileFiles
 
         real = self.root.path(self.label)
@@ -107,7 +108,8 @@ class TensileCheckAfter(OneFile):
             os.utime(forged, ns=(old.st_atime_ns, old.st_mtime_ns))
             os.replace(forged, real)
         files = SimpleNamespace(run=SimpleNamespace(root=self.root), files={self.label: real},
-                                staged=SimpleNamespace(to_json=lambda: {"ok": True}), after=None,
+                                staged=CopyResult(TREE, None, None, None, "", Check("integrity", CheckStatus.PASS, "")),
+                                after=None,
                                 real_lib=real.parent, listings=[frozenset(os.listdir(real.parent))])
         return TensileFiles.verify(files, result)
 
@@ -198,7 +200,7 @@ def test_a_steps_own_failure_is_its_refused_outcome_and_a_machines_stops_the_ins
 
     out = CopyOutcome("/opt/rocm-6.4.3/lib/rocblas/library", "rocm-tree", "4.4.1", "6.4.3", manifest="m")
     got = refused(out, RevError("VERIFY_FAILED", "staged files do not serve it"))
-    assert (got.status, got.reason, got.error["code"], got.manifest) == (
+    assert (got.status, got.reason, got.error and got.error.code, got.manifest) == (
         Status.REFUSED, "staged files do not serve it", "VERIFY_FAILED", "m")
     for code in FATAL:
         with pytest.raises(RevError) as ei:

@@ -76,7 +76,7 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, snapsh
         ui.bars.close()
         ui.err.print(f"{rec.what}: add {s.get(Op.CREATE, 0)}, replace {s.get(Op.REPLACE, 0)} "
                      f"{_plural(s.get(Op.CREATE, 0) + s.get(Op.REPLACE, 0), 'file')} "
-                     f"({_mb(s.get('bytes', 0))}) from {_artifact_name(rec.artifact)}", markup=False)
+                     f"({_mb(s.get('bytes', 0))}) from {rec.artifact.shown if rec.artifact else '?'}", markup=False)
         return ui.confirm("apply?", default=True)
 
     def progress(stage, done, total=None, unit="bytes"):
@@ -128,19 +128,6 @@ def _mb(n: int) -> str:
     return size_text(n)
 
 
-def _artifact_name(artifact: dict | None) -> str:
-    """What the user would look for: the --from file or folder they gave, else the package's
-    file name (not its pool path)."""
-    from rocmrevive.sources.artifact import Origin
-
-    if not artifact:
-        return "?"
-    given = (artifact.get("provenance") or {}).get("from")
-    if artifact.get("origin") in (Origin.LOCAL, Origin.LOCAL_TREE) and given:
-        return given
-    return (artifact.get("filename") or "?").rsplit("/", 1)[-1]
-
-
 def _exit(rep):
     """A copy or library that failed (checksum, network, verification) decides the code; then a
     copy left without gfx906 (no source, a layout rocmrevive does not patch) makes it 3, even when
@@ -151,8 +138,8 @@ def _exit(rep):
 
     refused = [c for c in (*rep.copies, *rep.libraries) if c.error]
     if refused:
-        worst = max(refused, key=lambda c: c.error["exit"])
-        return worst.error["code"], f"{worst.label}: {worst.reason}"
+        worst = max(refused, key=lambda c: c.error.exit if c.error else 0)
+        return worst.error.code if worst.error else "INTERNAL", f"{worst.label}: {worst.reason}"
     if rep.check and rep.changed:
         n = sum(1 for c in rep.copies if c.status is Status.PLANNED)
         k = sum(1 for lp in rep.libraries if lp.status is Status.PLANNED)
@@ -189,17 +176,15 @@ def _typed_reasons(data: dict, typed) -> dict:
 def _render(con, rep, show_diff: bool, typed=lambda s: s) -> None:
     from rich.table import Table
 
-    from rocmrevive.txn.plan import Op
-
     con.print(f"devices: {', '.join(rep.devices)} ({rep.devices_from})" + ("   [check: nothing changed]" if rep.check else ""),
               markup=False)
     t = Table(show_edge=False)
     for col in ("rocBLAS copy", "version", "status", "files", "source", "detail"):
         t.add_column(col)
     for c in rep.copies:
-        s = c.summary or {}
-        files = f"+{s.get(Op.CREATE, 0)} ~{s.get(Op.REPLACE, 0)} ({_mb(s.get('bytes', 0))})" if s else "-"
-        src = ((c.artifact or {}).get("filename") or "-").rsplit("/", 1)[-1]
+        s = c.summary
+        files = f"+{s.create} ~{s.replace} ({_mb(s.bytes)})" if s else "-"
+        src = (getattr(c.artifact, "filename", None) or "-").rsplit("/", 1)[-1]
         t.add_row(c.library, c.rocblas_version or "?", c.status, files, src, typed(c.reason) if c.reason else c.reason)
     con.print(t)
     for c in rep.copies:
@@ -232,19 +217,21 @@ def _render_verify(con, c) -> None:
     """
     lines = []
     for label, v in (("before", c.verify_before), ("staged", c.verify_staged), ("after", c.verify_after)):
-        for d in (v or {}).get("devices", []):
-            lines.append(f"    {label:<6}  {d['target']}: {_checks_text(label, d['checks'])}")
+        for d in v.devices if v else ():
+            lines.append(f"    {label:<6}  {d.target}: {_checks_text(label, d.checks)}")
     if lines:
         con.print(f"  verify {c.library}:", markup=False, soft_wrap=True)
         for line in lines:
             con.print(line, markup=False, soft_wrap=True)
 
 
-def _checks_text(label: str, checks: list[dict]) -> str:
+def _checks_text(label: str, checks) -> str:
+    from rocmrevive.diagnose.verify import CheckStatus
+
     if label != "before":
-        return ", ".join(f"{k['name']} {k['status']}" for k in checks)
-    missing = [k for k in checks if k["status"] == "fail"]
-    text = ", ".join(f"{k['name']} {'missing' if k in missing else k['status']}" for k in checks)
+        return ", ".join(f"{k.name} {k.status}" for k in checks)
+    missing = [k for k in checks if k.status is CheckStatus.FAIL]
+    text = ", ".join(f"{k.name} {'missing' if k in missing else k.status}" for k in checks)
     return f"needs gfx906 files ({text})" if missing else f"already served ({text})"
 
 
@@ -255,8 +242,8 @@ def _render_diff(con, diff, under: str | None = None) -> None:
     prefix = under.rstrip("/") + "/" if under else None
     if prefix:
         con.print(f"  diff {under}:", markup=False, soft_wrap=True)
-    for path, after in diff["after"].items():
-        before = diff["before"].get(path)
+    for f in diff.files:
+        path, before, after = f.path, f.before, f.after
         op = "+" if before is None else ("~" if before != after else "=")
         name = path[len(prefix):] if prefix and path.startswith(prefix) else path
         con.print(f"    {op} {name}  {after[:12] if after else '-'}", markup=False, soft_wrap=True)
@@ -284,7 +271,7 @@ def _render_libraries(con, rep, show_diff: bool) -> None:
             lacks = f"lacks {', '.join(lp.missing)} (has {', '.join(lp.has) or 'no device code'}); " if lp.missing else ""
             con.print(f"  {head}  {word.get(lp.status, lp.status)}: {lacks}{lp.reason}", markup=False)
             if lp.abi is not None:
-                src = (lp.source or {}).get("package", "?") + " " + (lp.source or {}).get("version", "")
+                src = f"{lp.source.package} {lp.source.version}" if lp.source else "? "
                 if lp.abi_ok:
                     con.print(f"      ABI check of {src}: loads here ({_verdict_tail(lp.abi)})", markup=False)
                 else:
@@ -293,18 +280,19 @@ def _render_libraries(con, rep, show_diff: bool) -> None:
                         con.print(f"        - {line}", markup=False)
             for w in lp.warnings:
                 con.print(f"      note: {w}", markup=False)
-            if lp.divert and lp.divert.get("wanted"):
-                state = ("recorded" if lp.divert.get("registered") else
+            if lp.divert and lp.divert.wanted:
+                state = ("recorded" if lp.divert.registered else
                          "to be recorded" if rep.check else "NOT recorded")
-                con.print(f"      dpkg: {lp.divert['package']} owns it; its copies go to {lp.divert['divert_to']} "
+                con.print(f"      dpkg: {lp.divert.package} owns it; its copies go to {lp.divert.divert_to} "
                           f"(diversion {state})", markup=False)
             if lp.error:
-                con.print(f"      error: {lp.error['message']}", markup=False)
+                con.print(f"      error: {lp.error.message}", markup=False)
             if show_diff and lp.diff:
                 _render_diff(con, lp.diff)
 
 
-def _verdict_tail(abi: dict) -> str:
+def _verdict_tail(verdict) -> str:
+    abi = verdict.details   # hostlib.abi.AbiVerdict's
     cov = (abi.get("coverage") or {}).get("targets") or []
     by = "; ".join(f"{c['target']} via {', '.join(c['by'])}" for c in cov)
     return (f"{len(abi.get('needed', []))} libraries, {abi.get('symbols_resolved', 0)} symbols resolved"

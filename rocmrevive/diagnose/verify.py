@@ -213,7 +213,7 @@ CHECKS = 3  # per device: targets, tensile, host
 
 
 def _offender(f) -> dict:
-    return {"kind": f.kind, "file": f.file, "problem": f.detail, "kernels": list(f.kernels)}
+    return {"kind": f.kind, "file": f.file, "kernels": list(f.kernels), "problem": f.detail}
 
 
 def _targets_check(xr: XrefReport, limit: int | None, basis: str) -> Check:

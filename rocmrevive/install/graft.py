@@ -25,9 +25,10 @@ from rocmrevive.diagnose.audit import GraftAbi
 from rocmrevive.diagnose.libraries import library_for_file
 from rocmrevive.errors import RevError
 from rocmrevive.hashing import sha256_file
-from rocmrevive.hostlib.abi import check_library
+from rocmrevive.hostlib.abi import AbiVerdict, check_library
 from rocmrevive.install.core import Decline, Hooks, StagedFiles, Status, Verdict
 from rocmrevive.install.extract import cached_component_file, component_file, fetch_first
+from rocmrevive.install.records import AbiCheck, ArtifactRecord, Diversion, SourceRecord
 from rocmrevive.install.report import LibraryOutcome, ended, refused
 from rocmrevive.install.run import InstallRun
 from rocmrevive.rootfs import Root
@@ -36,6 +37,7 @@ from rocmrevive.trees.installs import read_version
 from rocmrevive.trees.layout import tree_library
 from rocmrevive.trees.select import LibraryFolder
 from rocmrevive.txn import divert
+from rocmrevive.txn.divert import Ownership
 
 
 def library_components(manifests, rocm_version: str | None):
@@ -87,7 +89,7 @@ def graft_library(run: InstallRun, folder: LibraryFolder, manifest, comp) -> Lib
         source, fetched = fetch_first(run.root, sources, run.cache_dir, mirror=run.mirror, from_path=run.from_path,
                                       log=run.log, progress=run.progress, manifests=run.manifests,
                                        snapshot=run.snapshot)
-        out = replace(out, source=source.to_json(), artifact=fetched.to_json())
+        out = replace(out, source=SourceRecord.of(source), artifact=ArtifactRecord.of(fetched))
         # the graft must serve the gfx906 devices, and every other detected GPU the tree's copy serves
         keep = [o for o in run.others if not serves(current, [o])[0]]
         graft = LibraryGraft(run, out, manifest, comp, source, fetched, [*run.devices, *keep])
@@ -113,13 +115,13 @@ class LibraryGraft(Hooks):
         self.source, self.fetched, self.targets = source, fetched, targets
         self.path: str = lib.path
         self.label = lib.path
-        self.abi: dict | None = None
+        self.abi: AbiVerdict | None = None
         self.abi_ok: bool | None = None
         self.lines: list[str] = []
         self.warnings: list[str] = []
-        self.owner: dict | None = None
-        self.divert: dict | None = None
-        self.after: dict | None = None
+        self.owner: Ownership | None = None
+        self.divert: Diversion | None = None
+        self.after: AbiCheck | None = None
 
     def found_in(self, out: LibraryOutcome) -> LibraryOutcome:
         """``out`` with what this walk decided: the ABI verdict, dpkg's ownership and diversion,
@@ -133,7 +135,7 @@ class LibraryGraft(Hooks):
                                 run.progress)
         verdict = check_library(run.root, staged, search_dirs=[lib.tree], targets=self.targets,
                                 rocm_version=lib.rocm_version, origin=lib.tree)
-        self.abi, self.abi_ok, self.lines = verdict.to_json(), verdict.ok, list(verdict.lines)
+        self.abi, self.abi_ok, self.lines = verdict, verdict.ok, list(verdict.lines)
         self.warnings += verdict.warnings
         if verdict.soname != lib.soname:
             self.abi_ok = False
@@ -152,7 +154,8 @@ class LibraryGraft(Hooks):
                            meta={"kind": "library", "manifest": self.manifest.id, "library": lib.soname,
                                  "file": self.path, "source": self.source.to_json(),
                                  "artifact": self.fetched.to_json(), "devices": [str(d) for d in run.devices],
-                                 "rocm_version": lib.rocm_version, "abi": verdict.summary, "divert": self.divert})
+                                 "rocm_version": lib.rocm_version, "abi": verdict.summary,
+                                 "divert": None if self.divert is None else self.divert.to_json()})
 
     def _with_diversion(self, staged: Path) -> dict[str, Path]:
         """The files to write: the graft, and (when dpkg owns the file) the package's own bytes
@@ -160,7 +163,7 @@ class LibraryGraft(Hooks):
         lib, root = self.lib, self.run.root
         real = root.resolve(self.path)
         own = divert.owner_of(root, self.path, aliases=(f"{lib.tree.rstrip('/')}/{lib.soname}",))
-        self.owner = own.to_json()
+        self.owner = own
         wanted, why_not = divert.can_divert(root, own)
         files = {self.path: staged}
         orig_sha = None
@@ -169,20 +172,20 @@ class LibraryGraft(Hooks):
             orig_sha = sha256_file(real)[0]
         elif own.package:
             self.warnings.append(why_not)
-        self.divert = {"wanted": wanted, "path": self.path, "divert_to": own.divert_path if wanted else None,
-                       "package": own.package, "orig_sha256": orig_sha, "registered": False, "why_not": why_not}
+        self.divert = Diversion(wanted, self.path, own.divert_path if wanted else None, own.package, orig_sha,
+                                registered=False, why_not=why_not)
         return files
 
     def after_commit(self, result) -> None:
         # the transaction diverted the file itself (txn.divert.follow); say whether dpkg has it
-        if self.divert and self.divert["wanted"]:
-            self.divert = {**self.divert, "registered": divert.is_diverted(self.run.root, self.divert["path"])}
+        if self.divert and self.divert.wanted:
+            self.divert = replace(self.divert, registered=divert.is_diverted(self.run.root, self.divert.path))
 
     def verify(self, result) -> Verdict:
         after = check_library(self.run.root, self.run.root.resolve(self.path), search_dirs=[self.lib.tree],
                               targets=self.targets, rocm_version=self.lib.rocm_version)
-        self.after = {"ok": after.ok, "lines": after.lines, "summary": after.summary}
-        return Verdict(after.ok, self.after, why="; ".join(after.lines[:3]))
+        self.after = AbiCheck(after.ok, tuple(after.lines), after.summary)
+        return Verdict(after.ok, self.after.to_json(), why="; ".join(after.lines[:3]))
 
 
 def graft_remedy(root: Root, file_machine_path: str, target: TargetId, manifests, cache_dir: Path) -> dict | None:

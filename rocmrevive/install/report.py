@@ -7,12 +7,29 @@ report the pipeline builds once from them, which the CLI renders and prints as J
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Optional, TypeVar, Union
 
 from rocmrevive.errors import RevError
+from rocmrevive.hostlib.abi import AbiVerdict
 from rocmrevive.install.core import DECLINED, Applied, Status
+from rocmrevive.install.records import (
+    AbiCheck,
+    ArtifactRecord,
+    Diff,
+    Diversion,
+    ErrorRecord,
+    PlanSummary,
+    SourceRecord,
+    UnpinnedArtifact,
+    UnpinnedSource,
+    VerifyRecord,
+    as_json,
+    hints,
+    read,
+)
 from rocmrevive.trees.trust import TreeTrust
+from rocmrevive.txn.divert import Ownership
 from rocmrevive.txn.result import Action
 
 # Errors about the machine rather than one copy: they stop the whole install.
@@ -31,18 +48,18 @@ class CopyOutcome:
     status: Status = Status.PENDING
     reason: str = ""
     manifest: Optional[str] = None
-    source: Optional[dict] = None
-    artifact: Optional[dict] = None
-    summary: Optional[dict] = None
+    source: Union[SourceRecord, UnpinnedSource, None] = None
+    artifact: Union[ArtifactRecord, UnpinnedArtifact, None] = None
+    summary: Optional[PlanSummary] = None
     changes: tuple[Action, ...] = ()
-    diff: Optional[dict] = None
-    verify_before: Optional[dict] = None
-    verify_staged: Optional[dict] = None
-    verify_after: Optional[dict] = None
+    diff: Optional[Diff] = None
+    verify_before: Optional[VerifyRecord] = None
+    verify_staged: Optional[VerifyRecord] = None
+    verify_after: Optional[VerifyRecord] = None
     txid: Optional[str] = None
     journal: Optional[str] = None
     changed: bool = False
-    error: Optional[dict] = None          # {"code", "exit", "message"} when this copy was refused
+    error: Optional[ErrorRecord] = None   # when this copy was refused
     verification: str = "pinned"          # "pinned" (a manifest's hashes) | "verified by content, unpinned"
     trust: Optional[TreeTrust] = None     # who may write it, decided where it was selected
     as_user: Optional[str] = None         # installed by a child run as the tree's owner (install.as_owner)
@@ -59,31 +76,29 @@ class CopyOutcome:
     def from_child(self, doc: dict) -> CopyOutcome:
         """This copy as a child run reported it (its ``to_json()``), read field by field with its
         type (the child runs as the tree's owner: anything else is dropped); the copy's own path
-        and layout stay the parent's."""
-        def text(key: str) -> Optional[str]:
-            v = doc.get(key)
-            return v if isinstance(v, str) else None
+        and layout stay the parent's, and so does the trust decision."""
+        types = hints(CopyOutcome)
 
-        def mapping(key: str) -> Optional[dict]:
-            v = doc.get(key)
-            return v if isinstance(v, dict) else None
+        def typed(name: str):
+            ok, v = read(types[name], doc.get(name))
+            return v if ok else None
 
         changes = doc.get("changes")
-        return replace(self, rocblas_version=text("rocblas_version"), rocm_version=text("rocm_version"),
-                       status=Status(doc.get("status", self.status)), reason=text("reason") or "",
-                       manifest=text("manifest"), source=mapping("source"), artifact=mapping("artifact"),
-                       summary=mapping("summary"),
+        status = typed("status")
+        return replace(self, rocblas_version=typed("rocblas_version"), rocm_version=typed("rocm_version"),
+                       status=self.status if status is None else status, reason=typed("reason") or "",
+                       manifest=typed("manifest"), source=typed("source"), artifact=typed("artifact"),
+                       summary=typed("summary"),
                        changes=tuple(a for c in changes if (a := Action.from_json(c)) is not None)
                        if isinstance(changes, list) else (),
-                       diff=mapping("diff"), verify_before=mapping("verify_before"),
-                       verify_staged=mapping("verify_staged"), verify_after=mapping("verify_after"),
-                       txid=text("txid"), journal=text("journal"), changed=doc.get("changed") is True,
-                       error=mapping("error"), verification=text("verification") or self.verification,
-                       as_user=text("as_user"))   # the trust decision stays the parent's
+                       diff=typed("diff"), verify_before=typed("verify_before"),
+                       verify_staged=typed("verify_staged"), verify_after=typed("verify_after"),
+                       txid=typed("txid"), journal=typed("journal"), changed=doc.get("changed") is True,
+                       error=typed("error"), verification=typed("verification") or self.verification,
+                       as_user=typed("as_user"))
 
     def to_json(self) -> dict:
-        return {**self.__dict__, "changes": [a.to_json() for a in self.changes],
-                "trust": None if self.trust is None else self.trust.to_json()}
+        return _fields_json(self)
 
 
 @dataclass(frozen=True)
@@ -106,22 +121,22 @@ class LibraryOutcome:
     reason: str = ""
     missing: list[str] = field(default_factory=list)   # detected targets its device code does not serve
     has: list[str] = field(default_factory=list)       # processors its device code is for
-    source: Optional[dict] = None
-    artifact: Optional[dict] = None
+    source: Optional[SourceRecord] = None
+    artifact: Optional[ArtifactRecord] = None
     abi_ok: Optional[bool] = None
     lines: list[str] = field(default_factory=list)     # why the ABI check refuses (empty: it loads)
-    abi: Optional[dict] = None         # the whole verdict (hostlib AbiVerdict.to_json())
+    abi: Optional[AbiVerdict] = None   # the whole verdict of the staged file (hostlib.check_library)
     warnings: list[str] = field(default_factory=list)
-    owner: Optional[dict] = None       # dpkg ownership of ``path`` (txn.divert.Ownership)
-    divert: Optional[dict] = None      # {"wanted", "path", "divert_to", "package", "orig_sha256", "registered", "why_not"}
-    summary: Optional[dict] = None
+    owner: Optional[Ownership] = None  # dpkg ownership of ``path`` (txn.divert.owner_of)
+    divert: Optional[Diversion] = None
+    summary: Optional[PlanSummary] = None
     changes: tuple[Action, ...] = ()
-    diff: Optional[dict] = None
-    verify_after: Optional[dict] = None
+    diff: Optional[Diff] = None
+    verify_after: Optional[AbiCheck] = None
     txid: Optional[str] = None
     journal: Optional[str] = None
     changed: bool = False
-    error: Optional[dict] = None
+    error: Optional[ErrorRecord] = None
 
     @property
     def label(self) -> str:
@@ -133,7 +148,12 @@ class LibraryOutcome:
         return f"{self.path} ({self.name} graft)"
 
     def to_json(self) -> dict:
-        return {**self.__dict__, "changes": [a.to_json() for a in self.changes]}
+        return _fields_json(self)
+
+
+def _fields_json(out: object) -> dict:
+    """An outcome's JSON, made here only: its fields in order, each typed value by its ``to_json``."""
+    return {f.name: as_json(getattr(out, f.name)) for f in fields(out)}  # type: ignore[arg-type]
 
 
 Record = Union[CopyOutcome, LibraryOutcome]
@@ -148,7 +168,7 @@ def applied(out: R, walk: Applied, *, check: bool) -> R:
     """
     if walk.plan is None:
         return replace(out, status=walk.status, reason=walk.reason)
-    out = replace(out, status=walk.status, summary=walk.plan.summary(), diff=walk.plan.diff())
+    out = replace(out, status=walk.status, summary=PlanSummary.of(walk.plan), diff=Diff.of(walk.plan))
     if walk.result is None:
         return out
     if check:
@@ -172,7 +192,7 @@ def refused(out: R, exc: RevError) -> R:
     """
     if exc.code in FATAL:
         raise exc
-    return replace(out, status=Status.REFUSED, reason=exc.message, error=exc.to_json())
+    return replace(out, status=Status.REFUSED, reason=exc.message, error=ErrorRecord.of(exc))
 
 
 @dataclass(frozen=True)
@@ -227,5 +247,5 @@ class InstallReport:
                 "libraries_enabled": self.libraries_enabled,
                 "libraries": [lp.to_json() for lp in self.libraries],
                 "left_alone": [a.to_json() for a in self.left_alone],
-                "diff": {"before": {k: v for c in plans for k, v in (c.diff or {}).get("before", {}).items()},
-                         "after": {k: v for c in plans for k, v in (c.diff or {}).get("after", {}).items()}}}
+                "diff": {"before": {f.path: f.before for c in plans if c.diff for f in c.diff.files},
+                         "after": {f.path: f.after for c in plans if c.diff for f in c.diff.files}}}

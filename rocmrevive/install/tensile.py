@@ -21,6 +21,14 @@ from rocmrevive.errors import RevError
 from rocmrevive.install import unpinned
 from rocmrevive.install.core import Hooks, StagedFiles, Status, Verdict, feed
 from rocmrevive.install.extract import extracted, fetch_first, forget_extracted
+from rocmrevive.install.records import (
+    ArtifactRecord,
+    PlanSummary,
+    SourceRecord,
+    UnpinnedArtifact,
+    UnpinnedSource,
+    VerifyRecord,
+)
 from rocmrevive.install.report import CopyOutcome, ended, refused
 from rocmrevive.install.run import InstallRun
 from rocmrevive.install.unpinned import VERIFIED_BY_CONTENT
@@ -30,7 +38,6 @@ from rocmrevive.trees.gfx906_choices import summary
 from rocmrevive.trees.select import Copy
 from rocmrevive.trees.trust import TreeTrust
 from rocmrevive.txn.history import list_transactions
-from rocmrevive.txn.plan import Op
 from rocmrevive.units import size_text
 
 GATING = ("targets", "tensile")  # the host library's own device code is reported, not gated on
@@ -85,12 +92,12 @@ class TensileFiles(Hooks):
         self.sha256: dict[str, tuple[str, int]] = {}   # file name → as extracted (collect may say)
         self.listings: list[frozenset[str]] = []       # the folder's names each cross-reference read
         self.staged: CopyResult | None = None           # the verdict on the staged files
-        self.after: dict | None = None                  # the verdict after the install (JSON)
+        self.after: VerifyRecord | None = None          # the verdict after the install
 
     def found_in(self, out: CopyOutcome) -> CopyOutcome:
         """``out`` with what this walk decided (``verify_staged``, ``verify_after``; a kind of
         source adds its own)."""
-        return replace(out, verify_staged=None if self.staged is None else self.staged.to_json(),
+        return replace(out, verify_staged=None if self.staged is None else VerifyRecord.of(self.staged),
                        verify_after=self.after)
 
     # what a kind of source says ----------------------------------------------------------
@@ -131,23 +138,24 @@ class TensileFiles(Hooks):
     def verify(self, result) -> Verdict:
         changed = {a.path: a.after for a in result.actions if a.after}
         root = self.run.root
-        staged = self.staged.to_json() if self.staged is not None else {}
+        assert self.staged is not None   # stage() verified the staged files before the transaction
+        staged = VerifyRecord.of(self.staged)
         # a file still the inode the apply wrote and hashed is those bytes (TxResult.still_written)
         wrong = [p for p, sha in changed.items() if p in self.files and not result.still_written(p, root.resolve(p))
                  and hashing.sha256_file(root.resolve(p))[0] != sha]
         if wrong:
-            self.after = {**staged, "ok": False}
-            return Verdict(False, self.after, why=f"{len(wrong)} files differ from what was staged ({wrong[0]})")
+            self.after = replace(staged, ok=False)
+            return Verdict(False, self.after.to_json(), why=f"{len(wrong)} files differ from what was staged ({wrong[0]})")
         try:
             same_names = all(names == frozenset(os.listdir(self.real_lib)) for names in self.listings)
         except OSError:
             same_names = False
-        if same_names and self.listings and self.staged is not None:
+        if same_names and self.listings:
             self.after = staged  # the folder the staged cross-reference read: its verdict stands
-            return Verdict(True, self.after)
+            return Verdict(True, self.after.to_json())
         after = _verify(self.copy, self.real_lib, self.host_lib, self.run.devices, show=self._shown)
-        self.after = after.to_json()
-        return Verdict(_gating_ok(after), self.after, why=_first_failures(after))
+        self.after = VerifyRecord.of(after)
+        return Verdict(_gating_ok(after), self.after.to_json(), why=_first_failures(after))
 
 
 class PinnedTensile(TensileFiles):
@@ -158,7 +166,8 @@ class PinnedTensile(TensileFiles):
         self.manifest, self.source, self.fetched = manifest, source, fetched
 
     def found_in(self, out: CopyOutcome) -> CopyOutcome:
-        return replace(super().found_in(out), source=self.source.to_json(), artifact=self.fetched.to_json())
+        return replace(super().found_in(out), source=SourceRecord.of(self.source),
+                       artifact=ArtifactRecord.of(self.fetched))
 
     def stage(self, area: Path) -> StagedFiles:
         try:
@@ -199,13 +208,13 @@ class UnpinnedTensile(TensileFiles):
     def __init__(self, run: InstallRun, copy: Copy, manifest):
         super().__init__(run, copy)
         self.manifest = manifest
-        self.artifact: dict | None = None     # the staged build (unpinned.UnpinnedBuild.to_json())
+        self.artifact: UnpinnedArtifact | None = None     # the staged build (unpinned.UnpinnedBuild)
 
     def found_in(self, out: CopyOutcome) -> CopyOutcome:
         if self.artifact is None:
             return super().found_in(out)
         return replace(super().found_in(out), artifact=self.artifact,
-                       source={"kind": "unpinned", "from": str(self.run.from_path), "verification": VERIFIED_BY_CONTENT})
+                       source=UnpinnedSource(str(self.run.from_path), VERIFIED_BY_CONTENT))
 
     def collect(self, area: Path) -> dict[str, Path]:
         run, from_path = self.run, self.run.from_path
@@ -213,7 +222,7 @@ class UnpinnedTensile(TensileFiles):
         comps = self.manifest.components_of("tensile") if self.manifest else []
         patterns = [p for c in comps for p in c.files] or list(unpinned.default_patterns(TARGET))
         staged = unpinned.stage(Path(from_path), TARGET, unpinned.selector(patterns), area)
-        self.artifact = staged.to_json()
+        self.artifact = UnpinnedArtifact.of(staged)
         self.sha256 = staged.sha256
         unpinned.check_version(staged, self.copy.rocblas_version, self.copy.path)
         check_staged_targets(staged.by_name, run.devices)
@@ -229,7 +238,7 @@ class UnpinnedTensile(TensileFiles):
         src = self.run.from_path
         return (f"unpinned {src} ({VERIFIED_BY_CONTENT})",
                 {"manifest": None, "source": f"{VERIFIED_BY_CONTENT}: {src}", "verification": VERIFIED_BY_CONTENT,
-                 "pinned": False, "artifact": self.artifact or {}})
+                 "pinned": False, "artifact": {} if self.artifact is None else self.artifact.to_json()})
 
 
 def _verify(copy, library: Path, host_lib, devices, *, show, progress=None, staged=None):
@@ -287,7 +296,7 @@ def install_copy(run: InstallRun, copy: Copy, *, trust: TreeTrust | None = None)
                                    f"per-arch folders): rocmrevive does not patch it; "
                                    f"{summary(copy.rocm_version, copy.path)}"))
         before = _verify(copy, real_lib, host_lib, run.devices, show=run.root.machine_path)
-        out = replace(out, verify_before=before.to_json())
+        out = replace(out, verify_before=VerifyRecord.of(before))
         if _gating_ok(before):
             _refuse_drift(run.root, real_lib, copy.path, run.state_dir)
             return replace(out, status=Status.SATISFIED, reason="already serves " + ", ".join(map(str, run.devices)))
@@ -298,13 +307,12 @@ def install_copy(run: InstallRun, copy: Copy, *, trust: TreeTrust | None = None)
         out, walk = run.walk(out, component)
     except RevError as exc:
         return refused(out if component is None else component.found_in(out), exc)
-    s = out.summary or {}
+    s = out.summary or PlanSummary(copy.path, 0, 0, 0, 0, 0, 0)
     how = f"; {VERIFIED_BY_CONTENT}" if isinstance(component, UnpinnedTensile) else ""
+    files = "file" if s.written == 1 else "files"
     return ended(out, walk.status,
-                 planned=f"would add {s.get(Op.CREATE)} and replace {s.get(Op.REPLACE)} {_files(s)} "
-                         f"({size_text(s.get('bytes', 0))}){how}",
-                 installed=f"added {s.get(Op.CREATE)}, replaced {s.get(Op.REPLACE)} {_files(s)} "
-                           f"(transaction {out.txid}){how}",
+                 planned=f"would add {s.create} and replace {s.replace} {files} ({size_text(s.bytes)}){how}",
+                 installed=f"added {s.create}, replaced {s.replace} {files} (transaction {out.txid}){how}",
                  unchanged=f"files already in place{how}")
 
 
@@ -328,10 +336,6 @@ def _refuse_drift(root, real_lib: Path, machine_lib: str, state_dir: str) -> Non
                             f"{', '.join(txids)}: {names}; to get the pinned files back run `rocmrevive rollback "
                             f"--force {txids[-1]}` (the edited bytes are kept in the backups), then install again",
                    details={"drift": [p for p, _t in drifted], "transactions": txids})
-
-
-def _files(summary: dict) -> str:
-    return "file" if summary.get(Op.CREATE, 0) + summary.get(Op.REPLACE, 0) == 1 else "files"
 
 
 def _component(run: InstallRun, copy: Copy, out: CopyOutcome) -> tuple[CopyOutcome, Callable[[], TensileFiles] | None]:
