@@ -18,6 +18,8 @@ from tests.explain_heldout import (
     HELDOUT_G_COMMIT,
     HELDOUT_H,
     HELDOUT_H_COMMIT,
+    HELDOUT_I,
+    HELDOUT_I_COMMIT,
     MOVED_OUT,
     MOVED_OUT_3,
     MOVED_OUT_4,
@@ -242,3 +244,26 @@ def test_a_multi_cause_answer_counts_only_with_the_threads_cause():
     assert _measure([(src, text, {"hsa-invalid-isa"})])["wrong"]  # the bare rule is not enough
     assert _measure([(src, text, {"hsa-invalid-isa#no-such-cause"})])["wrong"]
     assert _measure([(src, text, {"hsa-invalid-isa#work-group-registers"})])["right"]
+
+
+def test_set_i_as_measured_at_the_frozen_catalogue():
+    # gathered after the sixth pass froze the catalogue (1cdd7dd), with the protocol's multi-cause and Windows rules in
+    # force, measured there: 10 texts, 2 right, 2 wrong, 6 silent. Right: vLLM's 256 GiB request on a 32 GB MI50 (out of
+    # memory), TheRock 7.0 on Windows seeing no GPU (the Windows action). Wrong: Ollama for Windows' 'exit status
+    # 0xc0000005' answered with Linux steps (no Windows word in the paste: 0xc0000005 is not read as one), and rocminfo's
+    # '/dev/kfd ... Cannot allocate memory' answered as a permission problem. Silent: DaVinci Resolve's own refusal, a
+    # source build's make failure and link error, the RAS EEPROM's I2C errors, a Python ImportError, a shell's segfault.
+    assert HELDOUT_I_COMMIT == "1cdd7dd" and len(HELDOUT_I) == 10
+    got = _measure(HELDOUT_I)
+    assert [src for src, _ in got["right"]] == ["nlzy/vllm-gfx906#41 (MI50 32GB)",
+                                                "ROCm/TheRock#1300 (Radeon Pro VII, Windows, TheRock 7.0)"]
+    assert got["wrong"] == [("ollama/ollama#4780 (Radeon VII, Windows)", "ollama-runner-terminated"),
+                            ("ROCm/legacy-rocm-build#1185 (Vega 20, ROCm 3.5)", "rocminfo-kfd-open")]
+    assert len(got["silent"]) == 6
+
+
+def test_the_figures_with_set_i():
+    # A-H as counted after the sixth pass (24) and set I as measured (10): 34 texts, 17 right (50 %), 2 wrong, 15 silent
+    counted = (_all_counted() + _counted(HELDOUT_G, MOVED_OUT_5) + _counted(HELDOUT_H, MOVED_OUT_6) + HELDOUT_I)
+    got = _measure(counted)
+    assert (len(counted), len(got["right"]), len(got["wrong"]), len(got["silent"])) == (34, 17, 2, 15)
