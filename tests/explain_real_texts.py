@@ -32,9 +32,9 @@ RULES_FROM = [
      "[tid:0x7fe7bb747700] Device::callbackQueue aborting with error : HSA_STATUS_ERROR_MEMORY_FAULT: Agent "
      "attempted to access an inaccessible address. code: 0x2b", {"hsa-memory-aperture-violation"}),
     ("ROCm/hip#2245", ":0:rocdevice.cpp            :2180: 19701820608 us: Device::callbackQueue aborting with "
-     "status: 0x100f", {"family-code-object"}),
+     "status: 0x100f", {"family-code-object", "hip-callback-queue-status"}),
     ("ROCm/legacy-rocm-build#1393", ":0:rocdevice.cpp            :2303: 768423197593 us: Device::callbackQueue "
-     "aborting with status: 0x100f", {"family-code-object"}),
+     "aborting with status: 0x100f", {"family-code-object", "hip-callback-queue-status"}),
     ("pytorch/pytorch#111601", "RuntimeError: HIP error: shared object initialization failed",
      {"family-code-object", "torch-shared-object-init"}),
     ("ROCm/legacy-rocm-build#2061", "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",

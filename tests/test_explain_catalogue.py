@@ -374,3 +374,96 @@ def test_the_old_rocsmi_set_level_explains_the_refused_write_before_it():
     got = _answer(text)
     assert got == [("rocsmi-old-set-level", [3], None), ("rocsmi-old-write-failed", [1], "rocsmi-old-set-level")]
     assert explain_text(text)[0].details == {"clk": "mclk", "value": "m 1 1200 1000"}
+
+
+# ------------------------------------------------------------------------------------------
+# a message with several causes in the sources is answered with each cause and the check that tells it
+
+def test_invalid_isa_names_each_cause_of_the_sources_with_its_check():
+    d = explain_line("HSA_STATUS_ERROR_INVALID_ISA: The instruction set architecture is invalid.")
+    assert d.rule == "hsa-invalid-isa" and "not mean code for another GPU" in d.cause
+    causes = d.details["causes"]
+    assert [c["id"] for c in causes] == ["work-group-registers", "code-for-another-gpu", "unknown-isa-handle"]
+    assert all(c["check"] for c in causes) and "not this paste's" not in causes[2]["cause"]
+    # a paste that shows a queue's asynchronous error puts the API call's cause last and says it is not this one
+    queued = explain_text("Queue at 0x7f23e803a000 inactivated due to async error:\n"
+                          "        HSA_STATUS_ERROR_INVALID_ISA: The instruction set architecture is invalid.")
+    first = queued[0]
+    assert first.rule == "hsa-invalid-isa" and [d.rule for d in queued[1:]] == ["hsa-queue-inactivated"]
+    assert first.details["causes"][-1]["id"] == "unknown-isa-handle"
+    assert "not this paste's" in first.details["causes"][-1]["cause"]
+    # INVALID_CODE_OBJECT and ISA_NAME are other statuses, not this answer
+    assert explain_line("HSA_STATUS_ERROR_INVALID_CODE_OBJECT: The code object is invalid.").rule == \
+        "hsa-invalid-code-object"
+    name = explain_line("HSA_STATUS_ERROR_INVALID_ISA_NAME: The instruction set architecture name is invalid.")
+    assert name is None or name.rule != "hsa-invalid-isa"
+
+
+def test_hips_0x100f_queue_status_is_the_registers_not_another_gpus_code():
+    d = explain_line(":0:rocdevice.cpp            :2303: 768423197593 us: Device::callbackQueue aborting with status: 0x100f")
+    assert d.rule == "hip-callback-queue-status"
+    assert [c["id"] for c in d.details["causes"]] == ["work-group-registers", "code-for-another-gpu"]
+    assert "__launch_bounds__" in d.fix
+
+
+def test_a_cause_without_its_check_is_caught(monkeypatch):
+    isa = catalogue.by_id()["hsa-invalid-isa"]
+    broken = tuple(dataclasses.replace(e, causes=(e.causes[0], {"id": "x", "cause": "y", "check": ""}))
+                   if e is isa else e for e in ENTRIES)
+    monkeypatch.setattr(catalogue, "entries", lambda: broken)
+    assert any("hsa-invalid-isa: a cause needs" in p for p in problems())
+
+
+def test_the_present_state_error_and_the_hostcall_line_that_explains_it():
+    text = ("Pcie atomics not enabled, hostcall not supported\n"
+            "HIP error: the operation cannot be performed in the present state\n")
+    found = explain_text(text)
+    assert [d.rule for d in found] == ["hip-hostcall-no-pcie-atomics", "hip-illegal-state"]
+    assert found[1].details["explained_by"] == {"rule": "hip-hostcall-no-pcie-atomics", "line": 1}
+    alone = explain_line("hipErrorIllegalState")
+    assert [c["id"] for c in alone.details["causes"]] == ["hostcall-without-pcie-atomics", "group-memory-too-large",
+                                                          "stream-capture-order"]
+
+
+def test_dkms_is_answered_only_where_it_names_the_amdgpu_module():
+    ours = explain_line("Consult /var/lib/dkms/amdgpu/6.10.5-2084815.24.04/build/make.log for more information.")
+    assert ours.rule == "dkms-amdgpu-build-failed" and "--no-dkms" in ours.fix
+    for line in ("Consult /var/lib/dkms/nvidia/550.54.14/build/make.log for more information.",
+                 "Error! Bad return status for module build on kernel: 6.8.0-45-generic (x86_64)"):
+        assert explain_line(line) is None
+
+
+# ------------------------------------------------------------------------------------------
+# a paste from Windows: rocmrevive runs on Linux only, and the action says what applies there
+
+def test_a_windows_paste_drops_rocmrevive_and_linux_steps_from_the_action():
+    line = ("Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0x7f00. Reason: Page not present or "
+            "supervisor privilege.")
+    linux = explain_text(line)[0]
+    assert "rocmrevive" in linux.fix and "Windows" not in linux.fix
+    win = explain_text("C:\\Users\\me\\koboldcpp> koboldcpp.exe --usecublas\n" + line)[0]
+    assert win.rule == linux.rule and not win.fixable_by_rocmrevive
+    assert win.fix.startswith("on Windows (the paste names C:\\)") and "rocmrevive verify" not in win.fix
+    assert "AMD_SERIALIZE_KERNEL=3" in win.fix and "hipinfo" in win.fix
+    assert "Linux only" in win.why_not and win.details["context"]["windows"] == "C:\\"
+    # a fix rocmrevive would make on Linux is not claimed on Windows
+    dll = explain_text("amdhip64.dll loaded\nrocBLAS error: Cannot read C:/hip/bin/rocblas/library/TensileLibrary.dat: "
+                       "No such file or directory for GPU arch : gfx906")[0]
+    assert dll.rule == "rocblas-tensile-missing" and not dll.fixable_by_rocmrevive and "sudo" not in dll.fix
+    # an action already written for Windows stays as it is
+    both = explain_text("HIP SDK 5.7.1\nRuntimeError: No HIP GPUs are available")[0]
+    assert both.rule == "torch-no-gpus" and "Windows:" in both.fix and "Linux:" in both.fix
+
+
+def test_the_command_says_the_causes_and_the_windows_action():
+    text = ("### HCC STATUS_CHECK Error: HSA_STATUS_ERROR_INVALID_ISA (0x100f) at file:mcwamp_hsa.cpp line:1192\n"
+            "Queue error state in GPU agent: AMD gfx906\n")
+    r = _run("--json", "explain", stdin=text)
+    assert r.returncode == 0
+    d = json.loads(r.stdout)["diagnoses"][0]
+    assert d["rule"] == "hsa-invalid-isa" and d["details"]["causes"][0]["id"] == "work-group-registers"
+    r = _run("explain", stdin=text)
+    assert r.returncode == 0 and r.stdout.count("check: ") == 3
+    r = _run("--json", "explain", stdin="C:\\ROCm\\bin\\hipinfo.exe\nno ROCm-capable device is detected")
+    d = json.loads(r.stdout)["diagnoses"][0]
+    assert d["rule"] == "hip-no-device" and d["fixable_by_rocmrevive"] is False and "Windows" in d["fix"]

@@ -87,6 +87,9 @@ def _render(con, found) -> None:
         con.print(head)
         con.print(f"  {d.text}", markup=False, style="dim")
         con.print(f"  cause: {d.cause}", markup=False)
+        for c in d.details.get("causes", ()):  # several causes in the sources: each with the check that tells it
+            con.print(f"   - {c['cause']}", markup=False)
+            con.print(f"     check: {c['check']}", markup=False)
         root = d.details.get("explained_by")
         if root:
             con.print(f"  follows from line {root['line']} ({root['rule']}): fixing that fixes this", markup=False)

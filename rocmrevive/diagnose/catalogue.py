@@ -64,6 +64,7 @@ class Entry:
     pattern_text: str | None = None
     covers: int = 1                # how many of the source's formats this entry's pattern recognises
     check_path: bool = False       # the action starts with the command that checks the file the line names
+    causes: tuple[dict, ...] = ()  # where the sources give the message several causes: each with the check that tells it
     pattern: re.Pattern = field(default=re.compile(""), compare=False)
 
     @property
@@ -111,7 +112,8 @@ def _entry(raw: dict) -> Entry:
         layer=int(raw["layer"]), meaning=raw["meaning"], action=raw["action"], fixable=bool(raw["fixable"]),
         why_not=raw.get("why_not"), rule=raw.get("rule"), explains=tuple(raw.get("explains", ())),
         when=tuple(raw.get("when", ())), pattern_text=pat, covers=int(raw.get("covers", 1)),
-        check_path=bool(raw.get("check_path", False)))
+        check_path=bool(raw.get("check_path", False)),
+        causes=tuple(dict(c) for c in raw.get("causes", ())))
     object.__setattr__(e, "pattern", re.compile(pat if pat else pattern_of(e.format)))
     return e
 
@@ -184,6 +186,13 @@ def problems() -> list[str]:
             out.append(f"{e.id}: layer {e.layer} outside 0-5")
         if not e.fixable and not e.why_not and e.rule is None:
             out.append(f"{e.id}: neither fixable nor a why_not")
+        for c in e.causes:
+            if not {"id", "cause", "check"} <= set(c) <= {"id", "cause", "check", "from"} or \
+                    not all(isinstance(v, str) and v for v in c.values()) or c.get("from", "queue") not in ("queue", "call"):
+                out.append(f"{e.id}: a cause needs an id, a cause and the check that tells it apart (and 'from' "
+                           "queue or call, where only one of them gives it)")
+        if len(e.causes) == 1:
+            out.append(f"{e.id}: one cause is no list of causes (write it in meaning)")
         if e.severity == Severity.HARMLESS and not e.action.startswith("nothing"):
             out.append(f"{e.id}: harmless, but its action does not start with 'nothing'")
     return out
@@ -236,8 +245,22 @@ def diagnosis(e: Entry, m: re.Match, ctx: Context) -> Diagnosis:
     check = check_command(details.get("path")) if e.check_path else None
     if check:
         action = f"{check} (what it carries, for which GPU); {action}"
+    if e.causes:
+        details["causes"] = causes_for(e.causes, ctx)
     return Diagnosis(e.id, e.severity, e.component, arch_of(m, ctx), e.meaning, action, e.fixable,
                      e.why_not, details)
+
+
+def causes_for(causes: tuple[dict, ...], ctx: Context) -> list[dict]:
+    """An entry's causes as a diagnosis lists them: where the paste shows a queue's asynchronous error,
+    the causes only an API call's status has (``from = "call"``) come last, marked as not this paste's."""
+    out = [dict(c) for c in causes]
+    if ctx.queue_error:
+        for c in out:
+            if c.get("from") == "call":
+                c["cause"] += " (not this paste's: it shows a GPU queue's asynchronous error, which no API call returns)"
+        out.sort(key=lambda c: c.get("from") == "call")
+    return out
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -251,6 +274,8 @@ def sharpen(d: Diagnosis, ctx: Context) -> Diagnosis:
     if e is None:
         return d
     for row in e.when:
+        if "windows" in row and bool(ctx.windows) != row["windows"]:
+            continue
         if "app" in row and row["app"] != ctx.app:
             continue
         if "rocm_from" in row and not (ctx.rocm and _version(ctx.rocm) >= _version(row["rocm_from"])):

@@ -102,6 +102,8 @@ class Context:
     app: str | None = None     # the application the paste comes from (ollama, llama.cpp, vllm, pytorch)
     rocm: str | None = None    # the ROCm version the paste names (6.4, 7.0.2)
     gpu_init_failed: bool = False  # the paste holds the kernel's own word that a GPU did not initialise
+    windows: str | None = None     # the words that show the paste comes from Windows (C:\\, a .dll, "HIP SDK")
+    queue_error: bool = False      # the paste shows a GPU queue's asynchronous error (not an API call's status)
 
 
 # ------------------------------------------------------------------------------------------

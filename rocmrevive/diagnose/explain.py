@@ -630,11 +630,22 @@ _INIT_FAILED = re.compile(r"Fatal error during GPU init|Failed to load psp firmw
                           r"of IP block <[^>]*> failed|probe with driver amdgpu failed|amdgpu: probe of \S+ failed")
 
 
+# the words of a paste from Windows: a drive path, a DLL, the HIP SDK, Ollama's Windows discovery
+_WINDOWS = re.compile(r"(?<![A-Za-z])[A-Z]:\\(?=[A-Za-z_$])|\b[\w.-]+\.(?:dll|DLL)\b|\bHIP SDK\b"
+                      r"|\bProgram Files\b|\bamd_windows\.go\b")
+# a GPU queue's asynchronous error (ROCr's queue callback, HIP's and HCC's callbackQueue, the debug agent's report)
+_QUEUE_ERROR = re.compile(r"inactivated due to async error|\bcallbackQueue\b|Queue error state in GPU agent"
+                          r"|\(Out of VGPRs;?\)")
+
+
 def context_of(text: str, fixable_processors: Iterable[str] = ("gfx906",)) -> Context:
     """What the whole paste says beyond each line: the first GPU target, the application, the ROCm version,
-    whether the kernel says a GPU did not initialise."""
+    whether the kernel says a GPU did not initialise, whether the paste is from Windows, whether it shows a GPU
+    queue's asynchronous error."""
+    win = _WINDOWS.search(text)
     ctx = Context(arch=None, fixable_processors=tuple(fixable_processors),
-                  gpu_init_failed=bool(_INIT_FAILED.search(text)))
+                  gpu_init_failed=bool(_INIT_FAILED.search(text)), windows=win.group(0) if win else None,
+                  queue_error=bool(_QUEUE_ERROR.search(text)))
     for ln in text.splitlines():
         ctx.arch = ctx.arch or norm_arch(ln)
         if ctx.rocm is None:
@@ -646,6 +657,27 @@ def context_of(text: str, fixable_processors: Iterable[str] = ("gfx906",)) -> Co
         if ctx.arch and ctx.rocm and ctx.app:
             break
     return ctx
+
+
+# what in an action is Linux's own: rocmrevive (Linux-only), root, Linux paths, the kernel log, groups, packages
+_LINUX_ONLY = re.compile(r"\brocmrevive\b|\bsudo\b|/opt/rocm|/dev/|/etc/|\bdmesg\b|usermod|\bapt(?:-get)?\b"
+                         r"|initramfs|dracut|modprobe|\bLinux:")
+
+
+def on_windows(d: Diagnosis, word: str) -> None:
+    """A diagnosis of a paste from Windows (it names ``word``: a drive path, a DLL, the HIP SDK): rocmrevive
+    runs on Linux only, so its commands and Linux's own steps leave the action; what is left is said to apply
+    there, with the HIP SDK's own check. An action written for Windows already (it says 'Windows') stays."""
+    d.fixable_by_rocmrevive = False
+    d.why_not = f"rocmrevive runs on Linux only, and this paste comes from Windows (it names {word})"
+    fix = d.fix or ""
+    if "Windows" in fix or fix.startswith("nothing"):
+        return
+    keep = [c for c in re.split(r";\s*", fix) if c and not _LINUX_ONLY.search(c)]
+    d.fix = (f"on Windows (the paste names {word}) rocmrevive and the Linux steps do not apply"
+             + (f"; what does: {'; '.join(keep)}" if keep else "")
+             + "; hipinfo (the HIP SDK's bin folder) lists the GPUs HIP sees and their targets, and the HIP SDK "
+               "release's notes list the cards and drivers it supports")
 
 
 def explain_text(text: str, *, fixable_processors: Iterable[str] = ("gfx906",)) -> list[Diagnosis]:
@@ -684,8 +716,11 @@ def explain_text(text: str, *, fixable_processors: Iterable[str] = ("gfx906",)) 
             if cause is not None:
                 d.details["explained_by"] = {"rule": cause.rule, "line": cause.lines[0]}
     for d in found:
-        if ctx.app or ctx.rocm:
-            d.details.setdefault("context", {k: v for k, v in (("app", ctx.app), ("rocm", ctx.rocm)) if v})
+        if ctx.app or ctx.rocm or ctx.windows:
+            d.details.setdefault("context", {k: v for k, v in (("app", ctx.app), ("rocm", ctx.rocm),
+                                                                ("windows", ctx.windows)) if v})
+        if ctx.windows:
+            on_windows(d, ctx.windows)
     # a harmless line or a context line is never the root cause of a paste that holds a failure
     quiet = (Severity.HARMLESS, Severity.CONTEXT)
     return sorted(found, key=lambda d: ("explained_by" in d.details, d.severity in quiet, layer_of(d.rule),
