@@ -13,7 +13,7 @@ import pytest
 
 from rocmrevive.diagnose import catalogue
 from rocmrevive.diagnose.catalogue import coverage_table, entries, pattern_of, problems, sources
-from rocmrevive.diagnose.explain import RULES, explain_line, explain_text
+from rocmrevive.diagnose.explain import RULES, context_of, explain_line, explain_text
 from tests.conftest import REPO
 from tests.test_contract_readonly import env
 
@@ -455,6 +455,35 @@ def test_a_windows_paste_drops_rocmrevive_and_linux_steps_from_the_action():
     assert both.rule == "torch-no-gpus" and "Windows:" in both.fix and "Linux:" in both.fix
 
 
+@pytest.mark.parametrize("text,word", [
+    ("Error: llama runner process has terminated: exit status 0xc0000005", "exit status 0xc0000005"),  # Go, Windows
+    ("Error: llama runner process has terminated: exit status 0xc0000409", "exit status 0xc0000409"),
+    ("Process finished with exit code -1073741819 (0xC0000005)", "exit code -1073741819 (0xC0000005)"),
+    ("worker exited, exit code: 0xC0000135", "exit code: 0xC0000135"),
+    ("llama-server process has terminated: exit status 0xffffffff: NTSTATUS 0xffffffff", "exit status 0xffffffff"),
+    # Linux: an exit status of 0-255, a signal, and a hex number that is no exit status (an address) are not Windows'
+    ("Error: llama runner process has terminated: exit status 2", None),
+    ("Error: llama runner process has terminated: signal: segmentation fault (core dumped)", None),
+    ("Process finished with exit code 139", None),
+    ("Memory access fault by GPU node-1 (Agent handle: 0xc0000005) on address 0xc0000005. Reason: Unknown.", None),
+])
+def test_an_exit_status_only_windows_gives_marks_the_paste_as_windows(text, word):
+    assert context_of(text).windows == word
+    d = explain_text(text)  # where the line is a message the catalogue answers, the answer follows the context
+    if d:
+        assert d[0].details.get("context", {}).get("windows") == word
+        assert ("Windows" in d[0].fix and not d[0].fixable_by_rocmrevive) if word else "Windows" not in d[0].fix
+
+
+def test_ollamas_runner_on_windows_gets_the_windows_action_and_on_linux_the_linux_one():
+    win = explain_text("Error: llama runner process has terminated: exit status 0xc0000005")[0]
+    linux = explain_text("Error: llama runner process has terminated: exit status 2")[0]
+    assert win.rule == linux.rule == "ollama-runner-terminated"
+    assert win.fix.startswith("on Windows:") and "%LOCALAPPDATA%\\Ollama\\server.log" in win.fix
+    assert "journalctl" not in win.fix and "rocmrevive" not in win.fix
+    assert linux.fix == catalogue.by_id()["ollama-runner-terminated"].action and "journalctl" in linux.fix
+
+
 def test_the_command_says_the_causes_and_the_windows_action():
     text = ("### HCC STATUS_CHECK Error: HSA_STATUS_ERROR_INVALID_ISA (0x100f) at file:mcwamp_hsa.cpp line:1192\n"
             "Queue error state in GPU agent: AMD gfx906\n")
@@ -467,3 +496,41 @@ def test_the_command_says_the_causes_and_the_windows_action():
     r = _run("--json", "explain", stdin="C:\\ROCm\\bin\\hipinfo.exe\nno ROCm-capable device is detected")
     d = json.loads(r.stdout)["diagnoses"][0]
     assert d["rule"] == "hip-no-device" and d["fixable_by_rocmrevive"] is False and "Windows" in d["fix"]
+
+
+# ------------------------------------------------------------------------------------------
+# rocminfo's 'Unable to open /dev/kfd read-write: <strerror>': the errno tells the causes apart
+
+@pytest.mark.parametrize("reason,rule", [
+    ("Permission denied", "rocminfo-kfd-open"), ("Operation not permitted", "rocminfo-kfd-open"),
+    ("Cannot allocate memory", "rocminfo-kfd-open-nomem"),
+    ("No such file or directory", "rocminfo-kfd-open-missing"), ("No such device", "rocminfo-kfd-open-missing"),
+    ("Invalid argument", "rocminfo-kfd-open-other"), ("Resource temporarily unavailable", "rocminfo-kfd-open-other"),
+])
+def test_dev_kfd_refused_is_answered_by_its_errno(reason, rule):
+    d = explain_line(f"Unable to open /dev/kfd read-write: {reason}")
+    assert d.rule == rule and d.details["reason"] == reason
+    # the permission answer (the groups) only for EACCES and EPERM
+    assert ("usermod" in d.fix) == (rule == "rocminfo-kfd-open")
+
+
+def test_enomem_on_dev_kfd_names_its_causes_and_explains_the_out_of_resources_after_it():
+    text = ("ROCk module is loaded\n"
+            "Unable to open /dev/kfd read-write: Cannot allocate memory\n"
+            "alice is member of render group\n"
+            "hsa api call failure at: /src/rocminfo/rocminfo.cc:1142\n"
+            "Call returned HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.")
+    found = explain_text(text)
+    assert found[0].rule == "rocminfo-kfd-open-nomem" and "no permission problem" in found[0].cause
+    causes = {c["id"]: c for c in found[0].details["causes"]}
+    assert list(causes) == ["no-kfd-device", "kernel-allocation"]
+    assert "added device" in causes["no-kfd-device"]["check"] and "kfd_pasid" in causes["no-kfd-device"]["cause"]
+    out = next(d for d in found if d.rule == "hsa-out-of-resources")
+    assert out.details["explained_by"]["rule"] == "rocminfo-kfd-open-nomem"
+    assert "Cannot allocate memory is no permission problem" in out.cause
+
+
+def test_invalid_isas_register_size_exception_dates_from_rocm_4_5():
+    isa = catalogue.by_id()["hsa-invalid-isa"]
+    assert "every release" not in isa.meaning + isa.versions
+    assert "exception since ROCm 4.5" in isa.meaning and "exception since ROCm 4.5" in isa.versions

@@ -25,6 +25,7 @@ from tests.explain_heldout import (
     MOVED_OUT_4,
     MOVED_OUT_5,
     MOVED_OUT_6,
+    MOVED_OUT_7,
     MOVED_OUT_B,
     MOVED_OUT_D,
 )
@@ -246,24 +247,47 @@ def test_a_multi_cause_answer_counts_only_with_the_threads_cause():
     assert _measure([(src, text, {"hsa-invalid-isa#work-group-registers"})])["right"]
 
 
-def test_set_i_as_measured_at_the_frozen_catalogue():
+def test_set_i_as_measured_at_the_frozen_catalogue_and_its_texts_that_left_the_count():
     # gathered after the sixth pass froze the catalogue (1cdd7dd), with the protocol's multi-cause and Windows rules in
     # force, measured there: 10 texts, 2 right, 2 wrong, 6 silent. Right: vLLM's 256 GiB request on a 32 GB MI50 (out of
     # memory), TheRock 7.0 on Windows seeing no GPU (the Windows action). Wrong: Ollama for Windows' 'exit status
-    # 0xc0000005' answered with Linux steps (no Windows word in the paste: 0xc0000005 is not read as one), and rocminfo's
+    # 0xc0000005' answered with Linux steps (no Windows word in the paste: 0xc0000005 was not read as one), and rocminfo's
     # '/dev/kfd ... Cannot allocate memory' answered as a permission problem. Silent: DaVinci Resolve's own refusal, a
     # source build's make failure and link error, the RAS EEPROM's I2C errors, a Python ImportError, a shell's segfault.
+    # The seventh pass filled the two wrong answers' gaps from the sources; those two texts left the count.
     assert HELDOUT_I_COMMIT == "1cdd7dd" and len(HELDOUT_I) == 10
-    got = _measure(HELDOUT_I)
+    got = _measure(_counted(HELDOUT_I, MOVED_OUT_7))
     assert [src for src, _ in got["right"]] == ["nlzy/vllm-gfx906#41 (MI50 32GB)",
                                                 "ROCm/TheRock#1300 (Radeon Pro VII, Windows, TheRock 7.0)"]
-    assert got["wrong"] == [("ollama/ollama#4780 (Radeon VII, Windows)", "ollama-runner-terminated"),
-                            ("ROCm/legacy-rocm-build#1185 (Vega 20, ROCm 3.5)", "rocminfo-kfd-open")]
-    assert len(got["silent"]) == 6
+    assert got["wrong"] == [] and len(got["silent"]) == 6
+    moved = {src: explain_text(text) for src, text, _ in HELDOUT_I if src in MOVED_OUT_7}
+    assert len(moved) == len(MOVED_OUT_7) == 2
+    first = {src: found[0] for src, found in moved.items()}
+    assert {src: d.rule for src, d in first.items()} == {
+        "ollama/ollama#4780 (Radeon VII, Windows)": "ollama-runner-terminated",
+        "ROCm/legacy-rocm-build#1185 (Vega 20, ROCm 3.5)": "rocminfo-kfd-open-nomem",
+    }
+    # Ollama for Windows: read as Windows' by its exit status alone, the Windows action, no rocmrevive fix claimed
+    ollama = first["ollama/ollama#4780 (Radeon VII, Windows)"]
+    assert ollama.details["context"] == {"windows": "exit status 0xc0000005"}
+    assert ollama.fix.startswith("on Windows") and "server.log" in ollama.fix and "STATUS_ACCESS_VIOLATION" in ollama.fix
+    assert "rocmrevive" not in ollama.fix and "journalctl" not in ollama.fix and not ollama.fixable_by_rocmrevive
+    # /dev/kfd refused with ENOMEM: no permission answer; its causes with their checks; OUT_OF_RESOURCES follows from it
+    kfd = moved["ROCm/legacy-rocm-build#1185 (Vega 20, ROCm 3.5)"]
+    assert "usermod" not in kfd[0].fix and "no permission problem" in kfd[0].cause
+    assert [c["id"] for c in kfd[0].details["causes"]] == ["no-kfd-device", "kernel-allocation"]
+    assert "added device" in kfd[0].details["causes"][0]["check"]
+    assert [(d.rule, d.details.get("explained_by", {}).get("rule")) for d in kfd] == [
+        ("rocminfo-kfd-open-nomem", None), ("hsa-out-of-resources", "rocminfo-kfd-open-nomem")]
+    # as the protocol measures them now: the Ollama text's want (written from the thread) is met; #1185's want stays
+    # empty (the thread settled no cause), so no figure counts it either way
+    assert _measure([t for t in HELDOUT_I if t[0] == "ollama/ollama#4780 (Radeon VII, Windows)"])["right"]
 
 
 def test_the_figures_with_set_i():
-    # A-H as counted after the sixth pass (24) and set I as measured (10): 34 texts, 17 right (50 %), 2 wrong, 15 silent
-    counted = (_all_counted() + _counted(HELDOUT_G, MOVED_OUT_5) + _counted(HELDOUT_H, MOVED_OUT_6) + HELDOUT_I)
+    # A-H as counted after the sixth pass (24) and set I without its two filled texts (8): 32 texts, 17 right (53 %),
+    # 0 wrong, 15 silent (applications', tools' and builds' own texts, crashes with no runtime message)
+    counted = (_all_counted() + _counted(HELDOUT_G, MOVED_OUT_5) + _counted(HELDOUT_H, MOVED_OUT_6)
+               + _counted(HELDOUT_I, MOVED_OUT_7))
     got = _measure(counted)
-    assert (len(counted), len(got["right"]), len(got["wrong"]), len(got["silent"])) == (34, 17, 2, 15)
+    assert (len(counted), len(got["right"]), len(got["wrong"]), len(got["silent"])) == (32, 17, 0, 15)

@@ -263,8 +263,11 @@ _r_out_of_resources = Said(
     Severity.ERROR, "ROCr (HSA runtime)",
     cause="the HSA runtime could not open the GPU: usually the user cannot open /dev/kfd and "
           "/dev/dri/renderD* (not in the render and video groups, or a container started without "
-          "--device=/dev/kfd --device=/dev/dri), sometimes too many processes hold GPU queues",
-    fix="sudo usermod -aG render,video $USER and log in again (containers: --device=/dev/kfd "
+          "--device=/dev/kfd --device=/dev/dri), sometimes too many processes hold GPU queues; the thunk "
+          "reports every failed open of /dev/kfd so, and only rocminfo's 'Unable to open /dev/kfd read-write: "
+          "<reason>' says which (Cannot allocate memory is no permission problem)",
+    fix="rocminfo (its 'Unable to open /dev/kfd' line names the reason); for Permission denied: "
+        "sudo usermod -aG render,video $USER and log in again (containers: --device=/dev/kfd "
         "--device=/dev/dri --group-add render); rocmrevive doctor checks the device nodes",
     why_not="it is a permission or environment problem, not missing files")
 
@@ -630,9 +633,17 @@ _INIT_FAILED = re.compile(r"Fatal error during GPU init|Failed to load psp firmw
                           r"of IP block <[^>]*> failed|probe with driver amdgpu failed|amdgpu: probe of \S+ failed")
 
 
-# the words of a paste from Windows: a drive path, a DLL, the HIP SDK, Ollama's Windows discovery
+# the words of a paste from Windows: a drive path, a DLL, the HIP SDK, Ollama's Windows discovery, and an exit status
+# only Windows gives. A Linux exit status is 0-255 (wait(2)'s 8 bits) and Go's os.ProcessState prints one in hex only
+# on Windows (exec_posix.go: a code of 1<<16 or more, "windows uses large hex numbers"); an NTSTATUS error value
+# (0xC0000000 and up: Microsoft's ntstatus.h, [MS-ERREF] 2.3.1; 0xC0000005 is STATUS_ACCESS_VIOLATION) as a process's
+# exit code or status is Windows' too. A bare 0xC0000005 elsewhere in a line may be an address, so it takes the words
+# 'exit status' or 'exit code' (or the word NTSTATUS) before it.
 _WINDOWS = re.compile(r"(?<![A-Za-z])[A-Z]:\\(?=[A-Za-z_$])|\b[\w.-]+\.(?:dll|DLL)\b|\bHIP SDK\b"
-                      r"|\bProgram Files\b|\bamd_windows\.go\b")
+                      r"|\bProgram Files\b|\bamd_windows\.go\b"
+                      r"|\bexit status 0x[0-9a-fA-F]{5,8}\b"
+                      r"|\bexit (?:status|code)\b[:=]?[ \t]*(?:-?[0-9]+[ \t]*\(0x[cC][0-9a-fA-F]{7}\)|0x[cC][0-9a-fA-F]{7}\b)"
+                      r"|\bNTSTATUS[ \t]+0x[0-9a-fA-F]{8}\b")
 # a GPU queue's asynchronous error (ROCr's queue callback, HIP's and HCC's callbackQueue, the debug agent's report)
 _QUEUE_ERROR = re.compile(r"inactivated due to async error|\bcallbackQueue\b|Queue error state in GPU agent"
                           r"|\(Out of VGPRs;?\)")
