@@ -52,7 +52,9 @@ def smoke(ui, want_torch, want_llama, python, llama_bin, cpu_test_mode, timeout,
     with llama-bench on each GPU alone (-ngl 99) and then on all (tokens/s), and its greedy
     tokens on each GPU compared with the CPU's from the same binary.
 
-    Exit 0: all that ran passed; 10: a check failed or hung; 3: nothing could run.
+    Exit 0: all that ran passed; 10: a check failed or hung (or a new uncorrectable RAS/PCIe
+    error); 12 (SMOKE_SLOW): results right, but a shape class several times slower than this
+    device's last pass on the same stack or its card's floor; 3: nothing could run.
     """
     from rocmrevive.smoke import run_smoke
 
