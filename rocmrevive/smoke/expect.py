@@ -141,6 +141,11 @@ def _gmean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
+def overall(classes: dict[str, dict]) -> float | None:
+    """The geometric mean of the classes' ratios (None: no class compared)."""
+    return round(_gmean([c["ratio"] for c in classes.values()]), 3) if classes else None
+
+
 def _classes(ratios: dict[str, tuple[str, float, float, float]]) -> dict[str, dict]:
     """Per class from {product: (class, ratio, now_s, expected_s)}: the geometric mean and the
     worst product with its figure and expectation."""
@@ -242,8 +247,7 @@ def judge_device(dev: dict, now: dict[str, dict], data: dict | None, sid: str | 
         if isinstance(same, dict) and isinstance(same.get("products"), dict):
             classes = against_record(now, same["products"])
             out["record"] = {"recorded_at": same.get("recorded_at"), "stack": sid, "classes": classes,
-                             "overall": round(_gmean([c["ratio"] for c in classes.values()]), 3)
-                             if classes else None}
+                             "overall": overall(classes)}
             for cls, c in classes.items():
                 if c["ratio"] >= SLOW_FACTOR:
                     out["slow"].append(_problem(dev, cls, c, "record", same.get("recorded_at")))
@@ -252,8 +256,7 @@ def judge_device(dev: dict, now: dict[str, dict], data: dict | None, sid: str | 
             classes = against_record(now, other[1]["products"])
             out["previous_stack"] = {"recorded_at": other[1].get("recorded_at"), "stack": other[0],
                                      "stack_summary": other[1].get("stack"), "classes": classes,
-                                     "overall": round(_gmean([c["ratio"] for c in classes.values()]), 3)
-                                     if classes else None}
+                                     "overall": overall(classes)}
     if card:
         classes = against_floor(now, card)
         out["floor"] = {"model": dev.get("model"), "source": card.get("source"), "classes": classes}

@@ -16,7 +16,9 @@ ROCMREVIVE_TEST_TORCH_FAULT (comma-separated):
   slow-decode every product with M <= 16 computed SLOW_DECODE times over (result unchanged)
 ROCMREVIVE_TEST_FAULT_MIN_SIZE (4096), ROCMREVIVE_TEST_FAULT_BLOCK (128), ROCMREVIVE_TEST_FAULT_SCALE
 (1.1), ROCMREVIVE_TEST_FAULT_SLOW (10), ROCMREVIVE_TEST_FAULT_SLOW_DECODE (3);
-ROCMREVIVE_TEST_FAULT_AFTER (0): seconds after the interpreter starts before any fault applies; ROCMREVIVE_TEST_FAULT_SEED fixes the places (default: random). Float64 products are left alone: a broken single/half-precision kernel is the fault
+ROCMREVIVE_TEST_FAULT_AFTER (0): seconds after the interpreter starts before any fault applies;
+ROCMREVIVE_TEST_FAULT_IF_EXISTS (unset): a path; the faults apply only while it exists (a file an
+install adds: the graft "made it slower"); ROCMREVIVE_TEST_FAULT_SEED fixes the places (default: random). Float64 products are left alone: a broken single/half-precision kernel is the fault
 modelled, and that is what a float64 reference exposes. Each corruption is logged on stderr.
 """
 import importlib.abc
@@ -33,6 +35,7 @@ SCALE = float(os.environ.get("ROCMREVIVE_TEST_FAULT_SCALE", "1.1"))
 SLOW = int(os.environ.get("ROCMREVIVE_TEST_FAULT_SLOW", "10"))
 SLOW_DECODE = int(os.environ.get("ROCMREVIVE_TEST_FAULT_SLOW_DECODE", "3"))
 AFTER = float(os.environ.get("ROCMREVIVE_TEST_FAULT_AFTER", "0"))
+IF_EXISTS = os.environ.get("ROCMREVIVE_TEST_FAULT_IF_EXISTS")
 _T0 = time.monotonic()
 _rng = random.Random(os.environ.get("ROCMREVIVE_TEST_FAULT_SEED") or os.urandom(8))
 
@@ -89,7 +92,7 @@ _RAS_DONE = False
 def _wrap(torch, fn, inner):
     def wrapped(*args, **kwargs):
         out = fn(*args, **kwargs)
-        if time.monotonic() - _T0 < AFTER:
+        if time.monotonic() - _T0 < AFTER or (IF_EXISTS and not os.path.lexists(IF_EXISTS)):
             return out
         _bump_ras()
         if isinstance(out, torch.Tensor) and out.dtype != torch.float64:
