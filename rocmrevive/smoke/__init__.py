@@ -15,7 +15,8 @@ Verdict (the CLI's exit code): any check failed, or a new uncorrectable RAS/AER 
 run -> SMOKE_FAILED (10); a part asked for by name (``--torch``/``--llama``) that could not run
 while another did -> SMOKE_FAILED; nothing could run at all (no GPU devices, no PyTorch, no
 llama.cpp) -> NOTHING_SUPPORTED (3); results right but a shape class several times slower than
-the record or the floor -> SMOKE_SLOW (12); else OK (0).
+the record or the floor, or llama.cpp's time per token several times its last passes with the
+same build and model -> SMOKE_SLOW (12); else OK (0).
 """
 from __future__ import annotations
 
@@ -133,6 +134,42 @@ def judge_speed(root: Root, torch_part: dict | None, *, mode: str, host: str, co
     return out
 
 
+def judge_llama(root: Root, llama_part: dict | None, *, mode: str, compare: bool) -> list[dict]:
+    """Per llama.cpp run that passed: its tokens/s against the last passes of the same build,
+    model and device (``expect.judge_llama_run``)."""
+    if not llama_part or llama_part.get("status") != PartStatus.PASSED:
+        return []
+    sid = expect_mod.llama_stack(llama_part.get("identity"))
+    out = []
+    for run in llama_part.get("runs") or []:
+        if not run.get("ok"):
+            continue
+        key = expect_mod.llama_key(run, llama_part.get("devices") or [], mode)
+        out.append(expect_mod.judge_llama_run(run, key, expect_mod.read_device(root, key), sid, compare=compare))
+    return out
+
+
+def _llama_slow(root: Root, run: dict, part: dict, mode: str) -> bool:
+    """Whether one llama.cpp speed run is slow against its record (then it is measured again)."""
+    key = expect_mod.llama_key(run, part.get("devices") or [], mode)
+    sid = expect_mod.llama_stack(part.get("identity"))
+    return bool(expect_mod.judge_llama_run(run, key, expect_mod.read_device(root, key), sid)["slow"])
+
+
+def _keep_llama(root: Root, speed: list[dict], llama_part: dict, when: str) -> list[str]:
+    """Record each llama.cpp run's tokens/s of a pass; the paths written (OSError: the caller's)."""
+    ident = llama_part.get("identity") or {}
+    sid = expect_mod.llama_stack(ident)
+    if not sid:
+        return []
+    stack = {"binary": ident.get("binary"), "binary_sha256": ident.get("binary_sha256"),
+             "model_sha256": ident.get("model_sha256"), "libraries": len(ident.get("libraries") or {})}
+    return [expect_mod.write_device(root, j["key"], {"name": j["label"]}, sid,
+                                    {"recorded_at": when, "stack": stack,
+                                     "products": {p: v["seconds"] for p, v in j["products"].items()}})
+            for j in speed if j.get("label", "").startswith("llama.cpp") and j["products"]]
+
+
 def _keep_speed(root: Root, speed: list[dict], torch_part: dict, when: str) -> list[str]:
     """Record each device's products of a pass; the paths written (OSError: the caller's)."""
     paths: list[str] = []
@@ -174,10 +211,13 @@ def run_smoke(root: Root, *, torch: bool, llama: bool, explicit: set[str] | None
                 res["python_chosen_because"] = why
                 parts["torch"] = res
         if llama:
-            parts["llama"] = llama_mod.run_llama_smoke(llama_bin, timeout=timeout,
-                                                       cpu_test_mode=cpu_test_mode, on_run=on_llama_run)
+            parts["llama"] = llama_mod.run_llama_smoke(
+                llama_bin, timeout=timeout, cpu_test_mode=cpu_test_mode, on_run=on_llama_run,
+                slow=(lambda run, part: _llama_slow(root, run, part, mode)) if compare else None)
     health = judge_health(before, health_mod.read_health(root), sampler.samples.summary())
-    speed = judge_speed(root, parts.get("torch"), mode=mode, host=host, compare=compare)
+    torch_speed = judge_speed(root, parts.get("torch"), mode=mode, host=host, compare=compare)
+    llama_speed = judge_llama(root, parts.get("llama"), mode=mode, compare=compare)
+    speed = torch_speed + llama_speed
     slow = [p for j in speed for p in j["slow"]]
     code, message = verdict(parts, explicit)
     if health["failures"] and code in ("OK", "NOTHING_SUPPORTED"):
@@ -202,14 +242,18 @@ def run_smoke(root: Root, *, torch: bool, llama: bool, explicit: set[str] | None
         rec = {"started_at": doc["started_at"], "finished_at": doc["finished_at"], "status": status,
                "code": code, "message": message, "mode": doc["mode"], "host": socket.gethostname(),
                "parts": {n: _compact(n, p) for n, p in parts.items()},
-               "speed": [{k: j.get(k) for k in ("device", "name", "model", "key", "stack", "summary")}
+               "speed": [{k: j.get(k) for k in ("device", "label", "name", "model", "key", "stack", "summary")}
                          | {"slow": [p["message"] for p in j["slow"]],
                             "against": (j.get("record") or {}).get("recorded_at")} for j in speed],
                "health": {"failures": health["failures"], "warnings": health["warnings"]}}
         try:
             doc["record"] = record_mod.write_last(root, rec)
+            kept: list[str] = []
             if code == "OK" and parts.get("torch"):
-                doc["speed_records"] = _keep_speed(root, speed, parts["torch"], str(doc["finished_at"]))
+                kept += _keep_speed(root, torch_speed, parts["torch"], str(doc["finished_at"]))
+            if code == "OK" and parts.get("llama"):
+                kept += _keep_llama(root, llama_speed, parts["llama"], str(doc["finished_at"]))
+            doc["speed_records"] = kept
         except OSError as exc:
             doc["record_error"] = f"cannot write {record_mod.RECORD_PATH}: {exc.strerror or exc}"
     return doc
