@@ -21,11 +21,16 @@ same build and model -> SMOKE_SLOW (12); else OK (0).
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import socket
 import threading
 import time
+from pathlib import Path
 from typing import Callable
 
+from rocmrevive.codeobj.targetid import TargetId
+from rocmrevive.errors import RevError
+from rocmrevive.hardware import gpus as gpus_mod
 from rocmrevive.hardware import health as health_mod
 from rocmrevive.rootfs import Root
 from rocmrevive.smoke import expect as expect_mod
@@ -33,6 +38,7 @@ from rocmrevive.smoke import llama as llama_mod
 from rocmrevive.smoke import record as record_mod
 from rocmrevive.smoke import torch_runner
 from rocmrevive.smoke.record import PartStatus, RunStatus
+from rocmrevive.tensile.xref import cross_reference
 
 __all__ = ["PARTS", "PartStatus", "run_smoke", "verdict"]
 
@@ -100,10 +106,42 @@ def judge_health(before: list, after: list, samples: dict) -> dict:
             "cards": [h.to_json() for h in after]}
 
 
-def _why_slow(health: dict) -> str:
-    """The likely cause of a slow verdict from the cards' readings, or where to look next."""
+def tensile_cause(root: Root, torch_part: dict | None) -> str | None:
+    """"the Tensile folder DIR reaches TARGET only through Tensile's generic fallback kernels"
+    when the rocBLAS Tensile folder the probe's process used does (the same cross-reference as
+    `verify`; read root-side, nothing run). The targets: the probe's devices' own (a GPU), else the
+    machine's detected GPUs (CPU test mode). None: no folder, no target, or it serves them."""
+    path = (((torch_part or {}).get("stack") or {}).get("tensile") or {}).get("path")
+    if not isinstance(path, str) or not os.path.isabs(path) or not os.path.isdir(path):
+        return None
+    targets: list = []
+    for text in [str(d.get("arch") or "") for d in (torch_part or {}).get("devices") or []]:
+        try:
+            t = TargetId.parse(text)
+        except ValueError:
+            continue
+        if t not in targets:
+            targets.append(t)
+    if not targets:
+        targets = list(dict.fromkeys(g.target for g in gpus_mod.scan(root).gpus if g.target is not None))
+    generic = []
+    for t in targets:
+        try:
+            if cross_reference(Path(path), t).generic_only:
+                generic.append(str(t))
+        except (OSError, ValueError, RevError):
+            continue
+    if not generic:
+        return None
+    return (f"the Tensile folder {path} reaches {', '.join(generic)} only through Tensile's generic "
+            f"fallback kernels (`rocmrevive verify` says generic-only)")
+
+
+def _why_slow(health: dict, tensile: str | None = None) -> str:
+    """The likely cause of a slow verdict from the cards' readings and the Tensile folder, or
+    where to look next."""
     sampled = (health.get("samples") or {}).get("cards") or {}
-    said = []
+    said = [tensile] if tensile else []
     for card in health.get("cards") or []:
         causes = health_mod.likely_causes(card, sampled.get(card["bdf"]))
         if causes:
@@ -223,7 +261,7 @@ def run_smoke(root: Root, *, torch: bool, llama: bool, explicit: set[str] | None
     if health["failures"] and code in ("OK", "NOTHING_SUPPORTED"):
         code, message = "SMOKE_FAILED", "health: " + health["failures"][0]
     elif slow and code == "OK":
-        code, message = "SMOKE_SLOW", slow[0]["message"] + " " + _why_slow(health)
+        code, message = "SMOKE_SLOW", slow[0]["message"] + " " + _why_slow(health, tensile_cause(root, parts.get("torch")))
     seconds = round(time.monotonic() - t0, 2)
     checks = (parts.get("torch") or {}).get("check_seconds")
     doc = {"started_at": started, "finished_at": _now(), "mode": "cpu-test" if cpu_test_mode else "gpu",
