@@ -123,3 +123,19 @@ def test_an_interpreter_root_may_not_run_is_refused_before_anything_changes(demo
     assert doc["error"]["code"] == "PERMISSION" and "writable" in doc["error"]["message"], doc["error"]
     assert not marks.exists() and tree_hash(root / "opt") == before
     assert "extracting" not in r.stderr   # refused before the source was read
+
+
+def test_wrong_results_after_the_install_fail_it_and_name_the_rollback(demo):
+    root, args = demo
+    broken = _env("zero-block", ROCMREVIVE_TEST_FAULT_BLOCK="8", ROCMREVIVE_TEST_FAULT_IF_EXISTS=str(root / ADDED))
+    r = rr(root, "--json", "install", *SMOKE, *args, env=broken)
+    assert r.returncode == 10, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
+    doc = json.loads(r.stdout)
+    assert doc["error"]["code"] == "SMOKE_FAILED"
+    msg = doc["error"]["message"]
+    assert msg.startswith("installed, but the smoke after the install failed: PyTorch: ") and "wrong result" in msg, msg
+    assert msg.endswith(f"`sudo rocmrevive --root {root} rollback` undoes the install"), msg   # as typed here
+    assert (root / ADDED).exists()   # the install stays: the user decides (rollback named)
+    sm = doc["smoke"]
+    assert sm["before"]["code"] == "OK" and sm["after"]["code"] == "SMOKE_FAILED" and sm["comparison"] is None
+    assert sm["line"].startswith("after the install: the smoke FAILED: ") and sm["line"].endswith("(before it: passed)")
