@@ -123,6 +123,12 @@ def test_an_interpreter_root_may_not_run_is_refused_before_anything_changes(demo
     assert doc["error"]["code"] == "PERMISSION" and "writable" in doc["error"]["message"], doc["error"]
     assert not marks.exists() and tree_hash(root / "opt") == before
     assert "extracting" not in r.stderr   # refused before the source was read
+    # --smoke with no interpreter that has PyTorch (under --root only the image is looked in): exit 2
+    r = rr(root, "--json", "install", "--smoke", *args, env=_env())
+    assert r.returncode == 2, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
+    err = json.loads(r.stdout)["error"]["message"]
+    assert err.startswith("--smoke: no Python with PyTorch found") and "--smoke-python PATH" in err, err
+    assert tree_hash(root / "opt") == before and "extracting" not in r.stderr
 
 
 def test_wrong_results_after_the_install_fail_it_and_name_the_rollback(demo):
