@@ -172,6 +172,53 @@ def judge_speed(root: Root, torch_part: dict | None, *, mode: str, host: str, co
     return out
 
 
+def _torch_slow(root: Root, torch_part: dict, mode: str, host: str) -> bool:
+    """Whether a PyTorch part that passed has a device slow against its record or floor."""
+    return any(j["slow"] for j in judge_speed(root, torch_part, mode=mode, host=host, compare=True))
+
+
+def _timed_key(r: dict) -> tuple | None:
+    """What a timed record measures (one product on one device, or the device copy)."""
+    if r.get("type") in ("gemm", "perf"):
+        return (r.get("type"), r.get("device"), r.get("dtype"), r.get("case"))
+    if r.get("type") == "bandwidth":
+        return (r.get("type"), r.get("device"))
+    return None
+
+
+def _measured_again(first: dict, again: dict) -> dict:
+    """``first`` with each timed product at the better of its two times. A second pass that
+    found a wrong result (or could not run) is a failure of the part: every product of it was
+    checked as the first pass's were."""
+    out = dict(first)
+    if again.get("status") != PartStatus.PASSED:
+        out["status"] = PartStatus.FAILED
+        out["reason"] = "measured again after a slow pass: " + str(again.get("reason"))
+        out["failures"] = list(first.get("failures") or []) + list(again.get("failures") or [])
+        out["measured_again"] = {"status": again.get("status"), "reason": again.get("reason")}
+        return out
+    best: dict[tuple, dict] = {}
+    for r in again.get("records") or []:
+        k = _timed_key(r)
+        if k is not None and r.get("ok"):
+            best[k] = r
+
+    def secs(r: dict) -> float:
+        return float(r.get("best_seconds") or r.get("seconds") or float("inf"))
+
+    records, better = [], 0
+    for r in first.get("records") or []:
+        k = _timed_key(r)
+        other = best.get(k) if k is not None and r.get("ok") else None
+        if other is not None and secs(other) < secs(r):
+            r, better = other, better + 1
+        records.append(r)
+    out["records"] = records
+    out["measured_again"] = {"status": again.get("status"), "products_faster": better,
+                             "seconds": again.get("seconds")}
+    return out
+
+
 def judge_llama(root: Root, llama_part: dict | None, *, mode: str, compare: bool) -> list[dict]:
     """Per llama.cpp run that passed: its tokens/s against the last passes of the same build,
     model and device (``expect.judge_llama_run``)."""
@@ -246,6 +293,13 @@ def run_smoke(root: Root, *, torch: bool, llama: bool, explicit: set[str] | None
                 res = torch_runner.run_torch_probe(py, timeout=timeout, cpu_test_mode=cpu_test_mode,
                                                    cpu_devices=cpu_devices, on_record=on_torch_record,
                                                    account=who.account, soak=soak)
+                if compare and _torch_slow(root, res, mode, host):
+                    # one slow pass is measured once more (GEMMs and the copy, checked again), and
+                    # each product keeps its better time: other work on the machine only adds time
+                    again = torch_runner.run_torch_probe(py, timeout=timeout, cpu_test_mode=cpu_test_mode,
+                                                         cpu_devices=cpu_devices, account=who.account,
+                                                         only="gemm")
+                    res = _measured_again(res, again)
                 res["python_chosen_because"] = why
                 parts["torch"] = res
         if llama:
