@@ -24,7 +24,7 @@ EXIT_CODES: dict[str, tuple[int, str]] = {
     "SMOKE_FAILED": (10, "a smoke test failed"),
     "PROBLEMS_FOUND": (11, "`doctor` found at least one error on the machine"),
     "SMOKE_SLOW": (12, "`smoke`: results right, but a shape class several times slower than this "
-                       "card's last pass or its floor"),
+                       "card's last pass or its floor, or llama.cpp's tokens/s several times below its last pass"),
     "CHANGES_PENDING": (20, "`install --check`: changes would be made"),
     "CANCELLED": (130, "interrupted (Ctrl-C) and nothing was left to recover"),
     "PIPE_CLOSED": (141, "stdout closed early (a reader such as `head` stopped): output ends there, quietly"),

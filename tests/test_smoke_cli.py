@@ -160,3 +160,14 @@ def test_record_unwritable_is_a_warning_not_a_failure(tmp_path):
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["record"] is None and any("cannot write" in w for w in doc["warnings"])
+
+
+def test_the_help_lists_every_exit_code_the_smoke_can_end_with(tmp_path):
+    """The codes come from the verdict's own names (smoke's run_smoke can end with these four)."""
+    r = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "smoke", "--help"], capture_output=True,
+                       text=True, cwd=REPO, timeout=120, env={**os.environ, "COLUMNS": "200"})
+    assert r.returncode == 0, r.stderr
+    exits = " ".join(r.stdout.split("Exit ", 1)[1].split())
+    for code in ("OK", "SMOKE_FAILED", "NOTHING_SUPPORTED", "SMOKE_SLOW"):
+        assert f"{exit_code(code)}" in exits.replace(";", " ").replace(":", " ").split(), (code, exits)
+    assert "12 (SMOKE_SLOW)" in exits

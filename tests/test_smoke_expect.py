@@ -199,6 +199,43 @@ def test_slow_products_fail_against_the_recorded_pass_and_a_clean_run_passes(tmp
     assert "speed, device 0: " in status.stdout, status.stdout + status.stderr
 
 
+def test_a_pass_slow_once_is_measured_again_and_passes_while_a_lasting_slowness_fails(tmp_path):
+    """Other work on the machine can slow one pass; a slow pass is measured once more (checked
+    again) and each product keeps its better time. A slowness that lasts fails as before."""
+    root = build("dual-mi50", tmp_path / "m")
+    rc, doc, err = smoke(root, env=_env())
+    assert rc == 0, err
+    assert "measured_again" not in doc["torch"]               # a pass on time is measured once
+    once = tmp_path / "slow-once"
+    once.write_text("")
+    rc, doc, err = smoke(root, env=_env("slow", ROCMREVIVE_TEST_FAULT_SLOW="10",
+                                        ROCMREVIVE_TEST_FAULT_ONCE=str(once)))
+    assert rc == 0, (err, doc.get("error"))
+    again = doc["torch"]["measured_again"]
+    assert again["status"] == "passed" and again["products_faster"] > 0
+    assert doc["speed"][0]["slow"] == [] and not once.exists()
+    rc, doc, err = smoke(root, env=_env("slow", ROCMREVIVE_TEST_FAULT_SLOW="10"))
+    assert rc == 12, err
+    assert doc["torch"]["measured_again"]["status"] == "passed" and doc["speed"][0]["slow"]
+
+
+def test_a_second_pass_that_finds_a_wrong_result_fails_the_part():
+    from rocmrevive.smoke import PartStatus, _measured_again
+    rec = {"type": "gemm", "device": 0, "dtype": "fp32", "case": "nn", "ok": True, "seconds": 2.0}
+    first = {"status": PartStatus.PASSED, "records": [rec, {"type": "bandwidth", "device": 0, "ok": True,
+                                                            "seconds": 1.0}], "failures": []}
+    faster = dict(rec, seconds=1.0)
+    got = _measured_again(first, {"status": PartStatus.PASSED, "records": [faster, {
+        "type": "bandwidth", "device": 0, "ok": True, "seconds": 3.0}]})
+    assert got["records"][0] is faster and got["records"][1]["seconds"] == 1.0
+    assert got["measured_again"]["products_faster"] == 1 and first["records"][0] is rec
+    bad = {"status": PartStatus.FAILED, "reason": "device 0: fp32 nn: wrong result",
+           "failures": [{"step": "gemm", "message": "wrong result"}]}
+    got = _measured_again(first, bad)
+    assert got["status"] == PartStatus.FAILED and "wrong result" in got["reason"]
+    assert got["failures"] == bad["failures"]
+
+
 def test_the_expectation_is_the_median_of_the_last_passes(tmp_path):
     root, dev = Root(tmp_path), {"index": 0, "name": "n"}
     for i, t in enumerate([1.0, 0.2, 1.1, 0.9, 5.0, 1.0]):

@@ -125,16 +125,59 @@ def test_throttle_flags_are_reported_and_the_sensors_ranged(tmp_path):
 
 def test_likely_causes_of_a_slow_card(tmp_path):
     root, dev = machine(tmp_path)
+    slot = dev.parent.parent   # 0000:17:00.0: the MI50's on-card switch, whose link is the slot's
     (dev / "pp_dpm_mclk").write_text("0: 350Mhz *\n1: 800Mhz\n2: 1000Mhz\n")
-    (dev / "current_link_width").write_text("1\n")
+    (dev / "current_link_width").write_text("1\n")   # the GPU function's own link is on the card: not the slot's
+    samples = health.Samples()
+    samples.add(health.read_health(Root(root)))
+    card = health.read_health(Root(root))[0].to_json()
+    assert card["link"]["at"] == "0000:17:00.0" and card["link"]["width"] == 16
+    assert health.likely_causes(card, samples.summary()["cards"][GPU0]) == [
+        "memory clock stayed at its lowest level (350 MHz of 350-1000) through the run"]
+    (slot / "current_link_width").write_text("1\n")
+    (slot / "current_link_speed").write_text("2.5 GT/s PCIe\n")
     samples = health.Samples()
     samples.add(health.read_health(Root(root)))
     card = health.read_health(Root(root))[0].to_json()
     assert health.likely_causes(card, samples.summary()["cards"][GPU0]) == [
-        "memory clock stayed at its lowest level (350 MHz of 350-1000) through the run", "PCIe link x1 of x16"]
-    (dev / "current_link_width").write_text("16\n")
+        "memory clock stayed at its lowest level (350 MHz of 350-1000) through the run",
+        "PCIe link x1 of x16 (at 0000:17:00.0)", "PCIe link at 2.5 GT/s of 16 GT/s through the run (at 0000:17:00.0)"]
+    (slot / "current_link_speed").write_text("16.0 GT/s PCIe\n")   # the link rose during the run
+    samples.add(health.read_health(Root(root)))
+    card = health.read_health(Root(root))[0].to_json()
+    assert "through the run" not in " ".join(health.likely_causes(card, samples.summary()["cards"][GPU0])[1:])
+    (slot / "current_link_width").write_text("16\n")
     (dev / "pp_dpm_mclk").write_text("0: 350Mhz\n1: 800Mhz\n2: 1000Mhz *\n")
     write_health(dev, hwmon={"freq2_input": 1_000_000_000})
     samples.add(health.read_health(Root(root)))   # the clock left its lowest level during the run
     card = health.read_health(Root(root))[0].to_json()
     assert health.likely_causes(card, samples.summary()["cards"][GPU0]) == []
+
+
+def test_a_slow_verdict_names_the_slot_link_and_generic_only_tensile_files(tmp_path):
+    """The dual MI50 with its first card trained x1 at 2.5 GT/s in its slot (the on-card switch's
+    link; the GPU function still says x16), and the probe's rocBLAS reading a Tensile folder that
+    reaches gfx906 only through the generic fallback: the exit-12 message names both."""
+    import shutil
+
+    sys.path.insert(0, str(REPO / "demo"))
+    import minirocblas as mr
+
+    root, dev = machine(tmp_path)
+    slot = dev.parent.parent
+    (slot / "current_link_width").write_text("1\n")
+    (slot / "current_link_speed").write_text("2.5 GT/s PCIe\n")
+    lib = tmp_path / "tensile"
+    mr.build_library(lib)
+    shutil.copy(lib / "TensileLibrary_lazy_gfx908.dat", lib / "TensileLibrary_lazy_gfx906.dat")
+    extra = {"ROCMREVIVE_TEST_FAULT_MIN_SIZE": "256", "ROCBLAS_TENSILE_LIBPATH": str(lib)}
+    rc, doc, err = smoke(root, **extra)
+    assert rc == 0, err
+    assert doc["torch"]["stack"]["tensile"]["path"] == str(lib)
+    rc, doc, err = smoke(root, fault="slow", ROCMREVIVE_TEST_FAULT_SLOW="10", **extra)
+    assert rc == 12, err
+    msg = doc["error"]["message"]
+    assert msg.endswith(
+        f"(likely cause: the Tensile folder {lib} reaches gfx906:sramecc+:xnack- only through Tensile's generic "
+        "fallback kernels (`rocmrevive verify` says generic-only) | 0000:19:00.0: PCIe link x1 of x16 (at "
+        "0000:17:00.0); PCIe link at 2.5 GT/s of 16 GT/s through the run (at 0000:17:00.0))"), msg

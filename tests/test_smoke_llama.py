@@ -276,3 +276,94 @@ def test_without_the_gguf_package_llama_is_unavailable(tmp_path, monkeypatch):
     res = llama.run_llama_smoke(tmp_path / "bin", timeout=5)
     assert res["status"] == "unavailable" and "pip install gguf" in res["reason"]
     assert res["runs"] == []
+
+
+# --- tokens/s against the last passes of the same build and model --------------------------------
+SLOW_LLAMA = Path(__file__).resolve().parent / "smoke_faults" / "slow_llama.py"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _slow_build(folder: Path, llama_bin: Path, note: str = "") -> Path:
+    """llama-bench as tests/smoke_faults/slow_llama.py (the real one behind it), the real
+    llama-completion beside it: one build, slow only when the fault's variable says so."""
+    body = SLOW_LLAMA.read_text().split("\n", 1)[1] + note
+    _exe(folder, "llama-bench", body, shebang="#!" + sys.executable)
+    if not (folder / "llama-completion").exists():
+        (folder / "llama-completion").symlink_to(llama_bin / "llama-completion")
+    return folder
+
+
+def _smoke_llama(root: Path, bin_dir: Path, real: Path, slow: str | None = None):
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROCMREVIVE_")}
+    env.update(PYTHONPATH=str(REPO), ROCMREVIVE_TEST_LLAMA_BENCH_REAL=str(real / "llama-bench"))
+    if slow:
+        env["ROCMREVIVE_TEST_LLAMA_SLOW"] = slow
+    r = subprocess.run([sys.executable, "-m", "rocmrevive.cli.main", "--root", str(root), "smoke", "--llama",
+                        "--llama-bin", str(bin_dir), "--cpu-test-mode", "--json"],
+                       capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    return r.returncode, json.loads(r.stdout), r.stderr
+
+
+def test_a_slower_llama_build_fails_against_its_recorded_pass(tmp_path, llama_bin):
+    root, bin_dir = tmp_path / "root", _slow_build(tmp_path / "bin", llama_bin)
+    root.mkdir()
+    rc, doc, err = _smoke_llama(root, bin_dir, llama_bin)
+    assert rc == 0, err
+    (first,) = [j for j in doc["speed"] if j.get("label")]
+    assert first["label"] == "llama.cpp on CPU" and first["summary"] is None
+    (rec_path,) = doc["speed_records"]
+    rec = json.loads((root / rec_path.lstrip("/")).read_text())
+    (stack,) = rec["stacks"].values()
+    assert stack["stack"]["model_sha256"] == doc["llama"]["identity"]["model_sha256"]
+    assert set(stack["products"]) == {"llama/prompt", "llama/gen"}
+    run = doc["llama"]["runs"][0]
+    assert stack["products"]["llama/gen"] == pytest.approx(1 / run["gen_best_tps"])
+    assert run["gen_best_tps"] >= run["gen_tps"]   # the best of llama-bench's repetitions
+
+    # the same build and model, its CPU oversubscribed 4 times: far slower, results still right
+    rc, doc, err = _smoke_llama(root, bin_dir, llama_bin, slow="4")
+    assert rc == 12, (doc.get("error"), err[-2000:])
+    assert doc["error"]["code"] == "SMOKE_SLOW" and doc["llama"]["status"] == "passed"
+    assert doc["llama"]["output"]["runs"][0]["ok"]
+    msg = doc["error"]["message"]
+    assert msg.startswith("llama.cpp on CPU: ") and "x the time per token of the last pass on " in msg, msg
+    assert "with the same build and model (" in msg and "fails at 2x)" in msg
+    assert doc["llama"]["runs"][0]["repeated"] is True   # measured again before the verdict
+    assert json.loads((root / rec_path.lstrip("/")).read_text()) == rec   # a slow run is no record
+
+    # another build (the program's bytes differ): compared for information only
+    _slow_build(bin_dir, llama_bin, note="# another build\n")
+    rc, doc, err = _smoke_llama(root, bin_dir, llama_bin, slow="4")
+    assert rc == 0, (doc.get("error"), err[-2000:])
+    (j,) = [j for j in doc["speed"] if j.get("label")]
+    assert j["summary"].startswith("no pass recorded on this software stack yet; against the last pass")
+    assert j["previous_stack"]["overall"] >= 2
+
+    # the first build again, told the truth: within the spread of its record
+    _slow_build(bin_dir, llama_bin)
+    rc, doc, err = _smoke_llama(root, bin_dir, llama_bin)
+    assert rc == 0, (doc.get("error"), err[-2000:])
+    (j,) = [j for j in doc["speed"] if j.get("label")]
+    assert j["summary"].startswith(("within ", "as fast as or faster")) and j["slow"] == []
+
+
+def test_the_build_identity_follows_the_program_its_libraries_and_the_model(tmp_path, model):
+    from rocmrevive.smoke import expect
+
+    b = _exe(tmp_path / "bin", "llama-bench", "exit 0\n")
+    base = expect.llama_stack(llama.build_identity(b, model))
+    assert base and base == expect.llama_stack(llama.build_identity(b, model))
+    lib = tmp_path / "lib" / "libggml-hip.so"
+    lib.parent.mkdir()
+    lib.write_bytes(b"\0" * 10)
+    with_lib = expect.llama_stack(llama.build_identity(b, model))
+    lib.write_bytes(b"\0" * 11)
+    assert len({base, with_lib, expect.llama_stack(llama.build_identity(b, model))}) == 3
+    other = write_tiny_llama(tmp_path / "other.gguf", TinyLlama(seed=1))
+    assert expect.llama_stack(llama.build_identity(b, other)) != expect.llama_stack(llama.build_identity(b, model))
+    import os
+    os.mkfifo(tmp_path / "fifo")   # read, never waited on: no identity
+    assert llama.build_identity(tmp_path / "fifo", model)["binary_sha256"] is None

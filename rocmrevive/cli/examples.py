@@ -15,7 +15,8 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "doctor": [("rocmrevive doctor", "every problem found, with the command that fixes it")],
     "install": [("sudo rocmrevive install --check --diff", "what would change; changes nothing (exit 20 if it "
                  "would)"), ("sudo rocmrevive install", "apply, after a prompt (-y for none)"),
-                ("sudo rocmrevive install --from librocblas4_6.4.4-4_amd64.deb", "an air-gapped host")],
+                ("sudo rocmrevive install --from librocblas4_6.4.4-4_amd64.deb", "an air-gapped host"),
+                ("sudo rocmrevive install --smoke", "the PyTorch smoke before and after: did it get slower?")],
     "verify": [("rocmrevive verify", "every rocBLAS copy against every GPU"),
                ("rocmrevive verify --tree /opt/rocm-6.4.3 --target gfx906", "one tree, one target")],
     "status": [("rocmrevive status", "what rocmrevive changed where, and whether it is intact (exit 8 if not)"),

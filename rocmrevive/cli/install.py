@@ -2,6 +2,7 @@
 host libraries that lack gfx906 where a source provably loads (docs/grafts.md)."""
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -39,9 +40,17 @@ from rocmrevive.cli.ui import Outcome, mirror_option, snapshot_option, targets_o
 @click.option("--libraries/--no-libraries", "libraries", default=True, show_default=True,
               help="Also replace host libraries (rocSPARSE, rocSOLVER, rocFFT, rocRAND) that lack gfx906 code, "
                    "where a manifest's source passes the static ABI check on this machine.")
+@click.option("--smoke", "smoke", is_flag=True,
+              help="Run the PyTorch smoke right before the first change is applied and again after the "
+                   "install, and say how the times compare (`after the install: 1.31x the time of the pass "
+                   "before it`); both runs are recorded as `rocmrevive smoke` records them. Not with --check.")
+@click.option("--smoke-python", "smoke_python", metavar="PATH",
+              help="The interpreter --smoke runs (implies --smoke). Default: as `rocmrevive smoke` picks it.")
+@click.option("--smoke-cpu-test-mode", "smoke_cpu_test", is_flag=True, hidden=True,
+              help="--smoke on the CPU (tests the comparison, not a GPU).")
 @click.pass_obj
 def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, snapshot, cache, manifests_dir,
-            cross_version, state_dir, pythons, libraries):
+            cross_version, state_dir, pythons, libraries, smoke, smoke_python, smoke_cpu_test):
     """Install version-matched gfx906 rocBLAS files as one journaled transaction per copy, and
     graft host libraries that lack gfx906 (one transaction per library).
 
@@ -52,6 +61,11 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, snapsh
     and the source's library passes the static ABI check against this machine's own libraries
     (needed libraries, symbol versions, symbols, device code); --check shows, per library,
     graft or not and why.
+
+    With --smoke (or --smoke-python), the PyTorch smoke runs right before the first change and
+    after the install; the install says how the second run's times compare with the first's.
+    Wrong results after the install make the exit 10 (SMOKE_FAILED; `rocmrevive rollback` undoes
+    the install); a slowdown is reported, not an error. --check never runs it.
     """
     from rocmrevive.install.pipeline import install as run_install
     from rocmrevive.install.run import InstallOptions
@@ -79,6 +93,9 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, snapsh
                      f"({_mb(s.get('bytes', 0))}) from {rec.artifact.shown if rec.artifact else '?'}", markup=False)
         return ui.confirm("apply?", default=True)
 
+    around = _around(ui, smoke or bool(smoke_python) or smoke_cpu_test, smoke_python, smoke_cpu_test, check)
+    gate = _gate(ui, around, yes, confirm)
+
     def progress(stage, done, total=None, unit="bytes"):
         # the core's stages (install.core.feed): downloading bytes, extracting members, verifying checks
         ui.bars.update(stage, done, total, unit=unit)
@@ -87,10 +104,14 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, snapsh
         # a transaction a killed run left open is a pending change too: without a yes, only say so
         ui.recover_first(state_dir, dry_run=check or not (yes or sys.stdin.isatty()))
         # the plan first; the question only where a change is pending (none: exit 0, terminal or not)
+        if around is not None:
+            around.decide()   # which interpreter, and may it run: said before anything is fetched
         rep = run_install(ui.root, opts, log=lambda m: ui.log(m), progress=progress,
-                          confirm=None if (yes or check) else confirm)
+                          confirm=gate if around is not None else None if (yes or check) else confirm)
         ui.bars.close()
         code, message = _exit(rep)
+        data = _typed_reasons(rep.to_json(), ui.as_typed)
+        code, message, smoke_line = _smoke_after(ui, around, rep, data, code, message)
         if unasked and code in ("OK", "NOTHING_SUPPORTED"):
             code, message = "USAGE", (f"{'; '.join(unasked)}: a change is pending and there is no terminal to ask "
                                       f"on; pass --yes to apply it (or --check to only plan); nothing was changed")
@@ -99,11 +120,56 @@ def install(ui, trees, targets, check, show_diff, yes, from_path, mirror, snapsh
             warnings.append(left_without_line(rep.left_without))   # --check with other changes: 20, and this
         def render(con) -> None:
             _render(con, rep, show_diff, ui.as_typed)
+            if smoke_line:
+                con.print(smoke_line, markup=False, soft_wrap=True)
             _closing(con, rep, ui.root)
-        return Outcome(data=_typed_reasons(rep.to_json(), ui.as_typed), changed=rep.changed and not check, code=code,
+        return Outcome(data=data, changed=rep.changed and not check, code=code,
                        message=message, render=render, warnings=warnings)
 
     ui.run("install", work)
+
+
+def _around(ui, wanted: bool, python, cpu_test_mode: bool, check: bool):
+    """The smoke before and after the install (``smoke/around.py``), or None (not asked, or --check)."""
+    if not wanted or check:
+        return None
+    from rocmrevive.smoke.around import Around
+
+    return Around(ui.root, python=python, cpu_test_mode=cpu_test_mode, log=lambda m: ui.log(m))
+
+
+def _gate(ui, around, yes: bool, confirm):
+    """``confirm`` for the pipeline with --smoke: the user's yes (or --yes), then, right before the
+    first change, the smoke on the old stack."""
+    from rocmrevive.txn.plan import Op
+
+    parent = os.getpid()
+
+    def gate(rec, plan) -> bool:
+        ok = True if yes else confirm(rec, plan)
+        s = plan.summary()
+        pending = any(s.get(op, 0) for op in (Op.CREATE, Op.REPLACE, Op.DELETE))
+        # in a child run as a tree's owner (install/as_owner.py) there is no smoke: it is the parent's
+        if ok and pending and around is not None and os.getpid() == parent:
+            ui.bars.close()
+            around.before()
+        return ok
+    return gate
+
+
+def _smoke_after(ui, around, rep, data: dict, code, message):
+    """After an install that changed something, the second smoke; the JSON's ``smoke``, the exit
+    (wrong results after the install: SMOKE_FAILED) and the line to print."""
+    if around is None:
+        return code, message, None
+    if rep.changed:
+        around.after()
+    data["smoke"] = around.to_json()
+    after = around.runs.get("after")
+    if after is not None and after["code"] == "SMOKE_FAILED" and code == "OK":
+        code, message = "SMOKE_FAILED", (f"installed, but the smoke after the install failed: {after['message']}; "
+                                         + ui.as_typed("`rocmrevive rollback` undoes the install"))
+    return code, message, data["smoke"]["line"]
 
 
 def _rerun(targets, from_path, mirror, manifests_dir, cross_version, libraries, yes, check,

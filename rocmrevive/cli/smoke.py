@@ -52,7 +52,10 @@ def smoke(ui, want_torch, want_llama, python, llama_bin, cpu_test_mode, timeout,
     with llama-bench on each GPU alone (-ngl 99) and then on all (tokens/s), and its greedy
     tokens on each GPU compared with the CPU's from the same binary.
 
-    Exit 0: all that ran passed; 10: a check failed or hung; 3: nothing could run.
+    Exit 0: all that ran passed; 10: a check failed or hung (or a new uncorrectable RAS/PCIe
+    error); 12 (SMOKE_SLOW): results right, but a shape class several times slower than this
+    device's last pass on the same stack or its card's floor, or llama.cpp's tokens/s several
+    times below its last pass with the same build and model; 3: nothing could run.
     """
     from rocmrevive.smoke import run_smoke
 
@@ -263,10 +266,15 @@ def _render_speed(con, speed: list[dict]) -> None:
     """Per device: against its last pass (per shape class) and its floor."""
     for j in speed:
         line = j.get("summary")
-        con.print(f"speed, device {j['device']}: {line or 'no earlier pass of this device to compare with (this one is recorded if it passes)'}",
+        who = j.get("label") or f"device {j['device']}"
+        con.print(f"speed, {who}: {line or 'no earlier pass of this device to compare with (this one is recorded if it passes)'}",
                   markup=False)
         rec = j.get("record") or {}
-        if rec.get("classes"):
+        if rec.get("classes") and j.get("label"):   # llama.cpp: one class, its two figures
+            worst = rec["classes"][next(iter(rec["classes"]))]
+            con.print(f"  time per token against the last pass: {worst['ratio']:.2f}x (prompt and generation)",
+                      markup=False)
+        elif rec.get("classes"):
             cells = ", ".join(f"{c} {v['ratio']:.2f}x" for c, v in rec["classes"].items())
             con.print(f"  time against the last pass, per shape class: {cells}", markup=False)
         fl = j.get("floor") or {}

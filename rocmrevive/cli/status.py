@@ -48,7 +48,7 @@ def _render(con, rep, verbose: bool) -> None:
                   f"last passed: {smoke.get('last_passed_at') or 'never'}", markup=False)
         for sp in smoke.get("speed") or []:
             said = "; ".join(sp.get("slow") or []) or sp.get("summary") or "no earlier pass to compare with"
-            con.print(f"  speed, device {sp.get('device')}: {said}", markup=False)
+            con.print(f"  speed, {sp.get('label') or 'device ' + str(sp.get('device'))}: {said}", markup=False)
     for o in rep.orphans:
         con.print(f"{o.folder}: {len(o.files)} files are manifest {o.manifest}'s ({o.source or 'artifact ' + o.artifact})"
                   f" but no transaction records them; `rocmrevive rollback --orphans` removes them", markup=False)

@@ -25,9 +25,10 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from rocmrevive.hardware.pci import device_dir, list_functions, parse_link_speed
+from rocmrevive.hardware.pci import device_dir, list_functions, parse_link_speed, read_function
 from rocmrevive.hardware.power import parse_dpm
 from rocmrevive.hardware.sysfs import list_dir, parse_int, read_link_name, read_text
+from rocmrevive.hardware.topology import locate
 from rocmrevive.rootfs import Root
 
 GPU_METRICS_V1_0_SIZE = 80
@@ -48,7 +49,7 @@ class CardHealth:
     power_w: float | None = None
     gpu_metrics: str | None = None                                 # "v1.0", ...
     throttle_status: int | None = None
-    link: dict[str, float | int | None] = field(default_factory=dict)  # width, max_width, gts, max_gts
+    link: dict[str, float | int | str | None] = field(default_factory=dict)  # width, max_width, gts, max_gts, at (bdf)
     problems: list[str] = field(default_factory=list)
 
     def aer_total(self, kind: str) -> int:
@@ -142,11 +143,29 @@ def read_card(root: Root, bdf: str) -> CardHealth:
                 h.clocks_mhz[clk] = levels.current_mhz
     h.link = {"width": parse_int(text("current_link_width")), "max_width": parse_int(text("max_link_width")),
               "gts": parse_link_speed(text("current_link_speed")),
-              "max_gts": parse_link_speed(text("max_link_speed"))}
+              "max_gts": parse_link_speed(text("max_link_speed")), "at": bdf}
+    slot = _slot_link(root, bdf)
+    if slot is not None:   # the card's own slot (doctor's link-narrow reads the same bridge)
+        h.link = slot
     raw = _read_bytes(real / "gpu_metrics")
     if raw:
         h.gpu_metrics, h.throttle_status = parse_gpu_metrics(raw)
     return h
+
+
+def _slot_link(root: Root, bdf: str) -> dict | None:
+    """The link the card trained in its slot: a card with an on-card switch (Vega 20 boards)
+    reports x16 at the GPU function whatever the slot gave it; the top on-card bridge's link is
+    the slot's (``topology.PcieLocation.slot_link``, as `doctor` reads it). None: no such bridge."""
+    try:
+        loc = locate(root, read_function(root, bdf))
+    except (OSError, ValueError):
+        return None
+    bridge = next((b for b in loc.bridges if b.role == "card-internal"), None)
+    if bridge is None or not bridge.link.known:
+        return None
+    lk = bridge.link
+    return {"width": lk.width, "max_width": lk.max_width, "gts": lk.speed, "max_gts": lk.max_speed, "at": bridge.bdf}
 
 
 def _read_hwmon(h: CardHealth, folder: str, entries: list[str], text) -> None:
@@ -213,10 +232,13 @@ class Samples:
         self.count += 1
         for h in readings:
             c = self.cards.setdefault(h.bdf, {"temps_c": {}, "clocks_mhz": {}, "throttle_bits": [],
-                                              "throttle_samples": 0, "power_w": None, "samples": 0})
+                                              "throttle_samples": 0, "power_w": None, "samples": 0,
+                                              "link": {}})
             c["samples"] += 1
-            for group in ("temps_c", "clocks_mhz"):
-                for k, v in getattr(h, group).items():
+            link = {k: v for k, v in (("width", h.link.get("width")), ("gts", h.link.get("gts")))
+                    if isinstance(v, (int, float))}
+            for group, values in (("temps_c", h.temps_c), ("clocks_mhz", h.clocks_mhz), ("link", link)):
+                for k, v in values.items():
                     lo, hi = c[group].get(k, (v, v))
                     c[group][k] = (min(lo, v), max(hi, v))
             if h.power_w is not None:
@@ -231,6 +253,7 @@ class Samples:
         return {"samples": self.count, "cards": {
             bdf: {**c, "temps_c": {k: list(v) for k, v in c["temps_c"].items()},
                   "clocks_mhz": {k: list(v) for k, v in c["clocks_mhz"].items()},
+                  "link": {k: list(v) for k, v in c["link"].items()},
                   "power_w": list(c["power_w"]) if c["power_w"] else None,
                   "throttling": bool(c["throttle_bits"])}
             for bdf, c in self.cards.items()}}
@@ -238,7 +261,8 @@ class Samples:
 
 def likely_causes(card: dict, sampled: dict | None) -> list[str]:
     """What in one card's readings makes products slow: a clock that stayed at its lowest DPM
-    level through the run, a link narrower than the card's, throttling, a hot junction.
+    level through the run, a slot link narrower than the card's or slower than its best through
+    the run, throttling, a hot junction.
     ``card``: ``CardHealth.to_json()`` after the run; ``sampled``: its ``Samples`` summary."""
     out = []
     sampled = sampled or {}
@@ -248,8 +272,15 @@ def likely_causes(card: dict, sampled: dict | None) -> list[str]:
         if len(levels) > 1 and seen and seen[1] <= levels[0]:
             out.append(f"{what} stayed at its lowest level ({levels[0]} MHz of {levels[0]}-{levels[-1]}) through the run")
     link = card.get("link") or {}
-    if link.get("width") and link.get("max_width") and link["width"] < link["max_width"]:
-        out.append(f"PCIe link x{link['width']} of x{link['max_width']}")
+    seen_link = sampled.get("link") or {}
+    width = (seen_link.get("width") or [None, link.get("width")])[1]   # the widest seen during the run
+    where = f" (at {link['at']})" if link.get("at") and link.get("at") != card.get("bdf") else ""
+    if width and link.get("max_width") and width < link["max_width"]:
+        out.append(f"PCIe link x{width} of x{link['max_width']}{where}")
+    # amdgpu lowers the link speed while idle: only a speed that stayed low through the run counts
+    gts = (seen_link.get("gts") or [None, None])[1]
+    if gts and link.get("max_gts") and gts < link["max_gts"]:
+        out.append(f"PCIe link at {gts:g} GT/s of {link['max_gts']:g} GT/s through the run{where}")
     if sampled.get("throttling"):
         out.append(f"throttling (gpu_metrics bits {', '.join(map(str, sampled.get('throttle_bits') or []))})")
     hot = (sampled.get("temps_c") or {}).get("junction")

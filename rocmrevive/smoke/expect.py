@@ -141,6 +141,11 @@ def _gmean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
+def overall(classes: dict[str, dict]) -> float | None:
+    """The geometric mean of the classes' ratios (None: no class compared)."""
+    return round(_gmean([c["ratio"] for c in classes.values()]), 3) if classes else None
+
+
 def _classes(ratios: dict[str, tuple[str, float, float, float]]) -> dict[str, dict]:
     """Per class from {product: (class, ratio, now_s, expected_s)}: the geometric mean and the
     worst product with its figure and expectation."""
@@ -242,8 +247,7 @@ def judge_device(dev: dict, now: dict[str, dict], data: dict | None, sid: str | 
         if isinstance(same, dict) and isinstance(same.get("products"), dict):
             classes = against_record(now, same["products"])
             out["record"] = {"recorded_at": same.get("recorded_at"), "stack": sid, "classes": classes,
-                             "overall": round(_gmean([c["ratio"] for c in classes.values()]), 3)
-                             if classes else None}
+                             "overall": overall(classes)}
             for cls, c in classes.items():
                 if c["ratio"] >= SLOW_FACTOR:
                     out["slow"].append(_problem(dev, cls, c, "record", same.get("recorded_at")))
@@ -252,8 +256,7 @@ def judge_device(dev: dict, now: dict[str, dict], data: dict | None, sid: str | 
             classes = against_record(now, other[1]["products"])
             out["previous_stack"] = {"recorded_at": other[1].get("recorded_at"), "stack": other[0],
                                      "stack_summary": other[1].get("stack"), "classes": classes,
-                                     "overall": round(_gmean([c["ratio"] for c in classes.values()]), 3)
-                                     if classes else None}
+                                     "overall": overall(classes)}
     if card:
         classes = against_floor(now, card)
         out["floor"] = {"model": dev.get("model"), "source": card.get("source"), "classes": classes}
@@ -290,11 +293,64 @@ def summary_line(j: dict) -> str | None:
     if rec and rec.get("classes"):
         worst = max(c["ratio"] for c in rec["classes"].values())
         when = str(rec.get("recorded_at"))[:10]
+        llama = bool(j.get("label"))   # llama.cpp's one class: its time per token
         if worst <= 1:
-            return f"every shape class as fast as or faster than the last pass on {when}"
-        return f"within {(worst - 1) * 100:.0f} % of the last pass on {when} (slowest shape class)"
+            return (f"as fast as or faster than the last pass on {when} with the same build and model" if llama
+                    else f"every shape class as fast as or faster than the last pass on {when}")
+        return f"within {(worst - 1) * 100:.0f} % of the last pass on {when}" + ("" if llama else " (slowest shape class)")
     prev = j.get("previous_stack")
     if prev and prev.get("overall"):
         return (f"no pass recorded on this software stack yet; against the last pass on another stack "
                 f"({str(prev.get('recorded_at'))[:10]}): {prev['overall']:.2f}x its time overall")
     return None
+
+
+# --- llama.cpp: tokens/s against the last passes of the same build and model --------------------
+LLAMA = "llama"   # the class of llama.cpp's two figures (prompt, generation)
+
+
+def llama_products(run: dict) -> dict[str, dict]:
+    """'llama/prompt', 'llama/gen' -> {class, seconds per token} of one llama.cpp run that passed
+    (the best repetition's tokens/s; seconds per token so that slower is a larger ratio, as for
+    the GEMMs)."""
+    out: dict[str, dict] = {}
+    if not run.get("ok"):
+        return out
+    for name, key in (("prompt", "prompt_best_tps"), ("gen", "gen_best_tps")):
+        tps = run.get(key) or run.get(key.replace("_best", ""))
+        if isinstance(tps, (int, float)) and math.isfinite(tps) and tps > 0:
+            out[f"{LLAMA}/{name}"] = {"class": LLAMA, "seconds": 1.0 / tps}
+    return out
+
+
+def llama_stack(identity: dict | None) -> str | None:
+    """The build and model a run's tokens/s belong to: a digest of the program's sha256, its
+    llama.cpp/ggml libraries (name, size, mtime) and the model's sha256 (None without them)."""
+    if not identity or not identity.get("binary_sha256") or not identity.get("model_sha256"):
+        return None
+    core = {k: identity.get(k) for k in ("binary_sha256", "libraries", "model_sha256")}
+    return hashlib.sha256(json.dumps(core, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def llama_key(run: dict, devices: list[dict], mode: str) -> str:
+    """The device a run used, as llama.cpp showed it: the run's label (ROCm0, 'all GPUs', CPU),
+    what was made visible, and the device's description."""
+    desc = next((d.get("description") for d in devices if d.get("name") == run.get("label")), None)
+    vis = ",".join(f"{k}={v}" for k, v in sorted((run.get("env") or {}).items()))
+    return f"llama:{mode}:{run.get('label')}:{vis}:{desc or run.get('gpu_info') or ''}"
+
+
+def judge_llama_run(run: dict, key: str, data: dict | None, sid: str | None, *, compare: bool = True) -> dict:
+    """One llama.cpp run's verdict against the last passes of the same build, model and device."""
+    dev = {"index": run.get("label"), "name": run.get("label")}
+    now = llama_products(run)
+    j = judge_device(dev, now, data, sid, None, compare=compare)
+    when = str((j.get("record") or {}).get("recorded_at"))[:10]
+    for p in j["slow"]:
+        which = "generation" if str(p["product"]).endswith("/gen") else "prompt processing"
+        p["message"] = (f"llama.cpp on {run.get('label')}: {p['ratio']:.2f}x the time per token of the last pass "
+                        f"on {when} with the same build and model ({which} {1 / p['seconds']:.0f} tokens/s, "
+                        f"recorded {1 / p['expected_seconds']:.0f}; fails at {SLOW_FACTOR:g}x)")
+    j.update(label=f"llama.cpp on {run.get('label')}", key=key, stack=sid, products=now)
+    j["summary"] = summary_line(j)
+    return j

@@ -16,9 +16,14 @@ ROCMREVIVE_TEST_TORCH_FAULT (comma-separated):
   slow-decode every product with M <= 16 computed SLOW_DECODE times over (result unchanged)
 ROCMREVIVE_TEST_FAULT_MIN_SIZE (4096), ROCMREVIVE_TEST_FAULT_BLOCK (128), ROCMREVIVE_TEST_FAULT_SCALE
 (1.1), ROCMREVIVE_TEST_FAULT_SLOW (10), ROCMREVIVE_TEST_FAULT_SLOW_DECODE (3);
-ROCMREVIVE_TEST_FAULT_AFTER (0): seconds after the interpreter starts before any fault applies; ROCMREVIVE_TEST_FAULT_SEED fixes the places (default: random). Float64 products are left alone: a broken single/half-precision kernel is the fault
+ROCMREVIVE_TEST_FAULT_AFTER (0): seconds after the interpreter starts before any fault applies;
+ROCMREVIVE_TEST_FAULT_IF_EXISTS (unset): a path; the faults apply only while it exists (a file an
+install adds: the graft "made it slower"); ROCMREVIVE_TEST_FAULT_ONCE (unset): a path; the faults
+apply only while it exists, and the interpreter that applied one removes it when it exits (a
+passing slowness: the first GEMM worker is slow, the next one is not); ROCMREVIVE_TEST_FAULT_SEED fixes the places (default: random). Float64 products are left alone: a broken single/half-precision kernel is the fault
 modelled, and that is what a float64 reference exposes. Each corruption is logged on stderr.
 """
+import atexit
 import importlib.abc
 import importlib.util
 import os
@@ -33,6 +38,9 @@ SCALE = float(os.environ.get("ROCMREVIVE_TEST_FAULT_SCALE", "1.1"))
 SLOW = int(os.environ.get("ROCMREVIVE_TEST_FAULT_SLOW", "10"))
 SLOW_DECODE = int(os.environ.get("ROCMREVIVE_TEST_FAULT_SLOW_DECODE", "3"))
 AFTER = float(os.environ.get("ROCMREVIVE_TEST_FAULT_AFTER", "0"))
+IF_EXISTS = os.environ.get("ROCMREVIVE_TEST_FAULT_IF_EXISTS")
+ONCE = os.environ.get("ROCMREVIVE_TEST_FAULT_ONCE")
+_once_armed = []
 _T0 = time.monotonic()
 _rng = random.Random(os.environ.get("ROCMREVIVE_TEST_FAULT_SEED") or os.urandom(8))
 
@@ -89,8 +97,14 @@ _RAS_DONE = False
 def _wrap(torch, fn, inner):
     def wrapped(*args, **kwargs):
         out = fn(*args, **kwargs)
-        if time.monotonic() - _T0 < AFTER:
+        if time.monotonic() - _T0 < AFTER or (IF_EXISTS and not os.path.lexists(IF_EXISTS)):
             return out
+        if ONCE:
+            if not _once_armed and not os.path.lexists(ONCE):
+                return out
+            if not _once_armed:
+                _once_armed.append(True)
+                atexit.register(lambda: os.path.lexists(ONCE) and os.unlink(ONCE))
         _bump_ras()
         if isinstance(out, torch.Tensor) and out.dtype != torch.float64:
             for _ in range(_repeats(out) - 1):  # the same product again: slower, the same result
