@@ -52,7 +52,7 @@ KINDS = ("amdgpu-elf", "offload-bundle", "ccob", "host-elf", "host-elf-no-device
          "tensile-dat", "not-code-object", "empty", "unreadable")
 
 
-@dataclass
+@dataclass(slots=True)
 class CodeObject:
     target: TargetId
     offset: int                  # file offset; inside a CCOB: offset in the uncompressed bundle
