@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -423,6 +424,43 @@ def test_read_dynamic_refuses_non_libraries(tmp_path):
         read_dynamic(tmp_path / "x.o")
     v = check_library(HOST, tmp_path / "x.o", search_dirs=[])
     assert not v.ok and "ET_REL" in v.lines[0]
+
+
+def test_soname_and_needed_by_the_light_reader_agree_with_pyelftools(clibs, tmp_path):
+    """``soname_of`` (what detect and audit ask of every librocblas.so) reads a 64-bit file's
+    .dynamic and the names it points at without pyelftools (issue 40: its 40 modules were half
+    of detect's imports); ``codeobj.elf.dynamic_tags`` is that reader, and ``programs`` takes
+    DT_NEEDED from it. Both agree with ``read_dynamic`` on real libraries: the machine's own
+    (libLLVM's .dynstr is megabytes), the test's, a 32-bit one (left to pyelftools), a .o."""
+    from rocmrevive.codeobj.elf import dynamic_tags
+    from rocmrevive.hostlib.elfdyn import soname_of
+    libs = sorted(Path("/usr/lib/x86_64-linux-gnu").glob("lib*.so*"))[:150] + sorted(clibs.rglob("*.so*"))
+    libs += sorted(Path("/usr/lib/x86_64-linux-gnu").glob("libLLVM*.so*"))[:1]
+    subprocess.run(["gcc", "-c", "-x", "c", "-", "-o", str(tmp_path / "x.o")], input=b"int f(void){return 0;}", check=True)
+    (tmp_path / "x.txt").write_text("hello")
+    libs += [tmp_path / "x.o", tmp_path / "x.txt"]
+    both = light = 0
+    for lib in libs:
+        if not lib.is_file():
+            continue
+        try:
+            full = read_dynamic(lib)
+            want, needed = full.soname, full.needed
+        except DynamicError:
+            want, needed = None, None
+        assert soname_of(lib) == want, lib
+        with open(lib, "rb") as f:
+            tags = dynamic_tags(f.fileno(), os.fstat(f.fileno()).st_size)
+        if tags is not None:
+            light += 1
+            assert (tags.soname, list(tags.needed)) == (want, needed), lib
+            both += needed is not None
+    assert light > 100 and both == light, (light, both)
+    code = ("import sys; from rocmrevive.hostlib.elfdyn import soname_of; "
+            "print(soname_of('/lib/x86_64-linux-gnu/libc.so.6'), 'elftools' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))).stdout
+    assert out.split() == ["libc.so.6", "False"]
 
 
 def test_ld_so_conf_includes_under_a_root(tmp_path):

@@ -83,7 +83,7 @@ def test_a_failed_check_after_rolls_back_and_undoes_outside_state(root):
     assert ei.value.code == "VERIFY_FAILED" and "was rolled back: the bytes are wrong" in ei.value.message
     assert not root.path(f"{TREE}/libdemo.so.1").exists()
     assert comp.events == ["commit", "verify", "undo"]
-    assert [t["state"] for t in list_transactions(root)] == ["rolled_back"]
+    assert [t.state for t in list_transactions(root)] == ["rolled_back"]
 
 
 class TensileCheckAfter(OneFile):
@@ -147,7 +147,7 @@ def test_not_confirmed_and_declined(root):
     assert applied.status is Status.DECLINED and asked == [f"{TREE}/libdemo.so.1"]
     declined = walk(root, OneFile(b"x", decline=True))
     assert (declined.status, declined.reason, declined.plan) == (Status.REFUSED, "would not load here", None)
-    assert not root.path(f"{TREE}/libdemo.so.1").exists() and list_transactions(root) == []
+    assert not root.path(f"{TREE}/libdemo.so.1").exists() and list_transactions(root) == ()
 
 
 def test_status_values_are_the_json_strings():

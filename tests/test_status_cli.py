@@ -63,6 +63,30 @@ def test_status_shows_what_was_added_when_and_that_it_is_intact(m):
     assert f"{TREE}: intact" in out and res.txid in out and "rocblas-4.4.1-gfx906" in out
 
 
+_RECORD = ["txid", "state", "tree", "tree_given", "began", "committed", "rolled_back", "meta", "files", "bytes",
+           "ops", "mkdirs", "changes", "journal", "tree_exists", "integrity", "damage"]
+
+
+def test_each_transaction_is_the_same_json_record_whatever_its_state(m):
+    """The typed history (txn.history.TxSummary) becomes JSON at the edge with the keys, order
+    and values it always had: a committed transaction adds its files' four lists, the others not."""
+    from rocmrevive.txn.undo import rollback
+    first = apply_plan(m.root, m.plan(replace=False, delete=False, subdir=True, n_create=2))
+    rollback(m.root)
+    second = apply_plan(m.root, m.plan())
+    _rc, doc, _ = run(m, "status")
+    gone, live = doc["transactions"]
+    assert list(gone) == _RECORD and list(live) == _RECORD + ["intact", "drifted", "missing", "superseded"]
+    assert (gone["txid"], gone["state"], gone["integrity"], gone["damage"]) == (first.txid, "rolled_back", None, None)
+    assert gone["mkdirs"] == [f"{LIB}/gfx906", f"{LIB}/gfx906/extra"] and gone["files"] == 3
+    assert list(gone["changes"][0]) == ["path", "op", "sha256", "size", "source"]
+    assert gone["bytes"] == sum(c["size"] for c in gone["changes"]) and gone["rolled_back"] >= gone["began"]
+    assert live["txid"] == second.txid and live["journal"] == f"/var/lib/rocmrevive/tx/{second.txid}.jsonl"
+    assert (live["tree_exists"], live["superseded"], live["drifted"], live["missing"]) == (True, [], [], [])
+    assert live["changes"][-1] == {"path": f"{LIB}/Kernels.so-000-gfx90a.hsaco", "op": "delete", "sha256": None,
+                                   "size": None, "source": "test"}
+
+
 def test_an_upgrade_that_replaced_the_tree_shows_as_missing(m, tmp_path):
     apply_plan(m.root, m.plan(replace=False, delete=False))  # a gfx906 install only adds files
     _upgrade_replaces_tree(m, tmp_path / "pkg")

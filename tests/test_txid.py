@@ -44,7 +44,7 @@ def test_real_transactions_in_two_folders_in_one_second_are_told_apart(m, tmp_pa
     assert r1.changed and r2.changed
     assert r1.txid[:21] == r2.txid[:21] and r1.txid != r2.txid
     # the id is the journal's name and what status lists
-    assert [t["txid"] for t in list_transactions(m.root)] == [r1.txid]
+    assert [t.txid for t in list_transactions(m.root)] == [r1.txid]
 
 
 def test_an_old_form_id_in_an_existing_journal_is_still_accepted(m):

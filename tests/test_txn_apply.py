@@ -138,7 +138,7 @@ def test_journal_holds_begin_intents_before_done_backups_and_commit(m):
     new = next(r for r in recs if r["type"] == "intent" and r["op"] == "create")
     assert new["before"] == {"exists": False} and new["temp"].endswith(".rocmrevive-new")
     assert not list(m.p(LIB).glob(".*rocmrevive-new")), "no temporary is left behind"
-    assert [t["txid"] for t in list_transactions(m.root)] == [res.txid]
+    assert [t.txid for t in list_transactions(m.root)] == [res.txid]
 
 
 def test_second_apply_is_a_no_op_and_writes_no_journal(m):

@@ -51,7 +51,7 @@ def test_real_gfx906_files_round_trip(tmp_path, rocblas441):
     for n in gfx906:  # byte for byte Debian's, with the tree's owner and mode
         assert added[f"rocm-6.4.3/lib/rocblas/library/{n}"] == ["f", 0o644, 0, 0, sha256_file(rocblas441 / n)[0]]
         assert os.stat(lib / n).st_nlink == 1, "installed files are copies, not links into the cache"
-    assert list_transactions(root)[0]["integrity"] == "intact"
+    assert list_transactions(root)[0].integrity == "intact"
     assert apply_plan(root, plan).changed is False
 
     rollback(root)

@@ -164,3 +164,61 @@ def test_removed_journals_leave_the_list(m):
     os.unlink(gone)
     refuse_pending(StateDir(m.root), remember=True)
     assert sorted(_index(m)) == [j.name for j in m.journals()] and gone.name not in _index(m)
+
+
+# a rollback and the diversion check read what they need, once ------------------------------
+def test_a_rollback_reads_only_the_journal_it_undoes(m, reads):
+    _cycles(m, 6)
+    res = apply_plan(m.root, m.plan(replace=False, delete=False, subdir=False, n_create=3))
+    reads.clear()
+    out = rollback(m.root)
+    assert out.txid == res.txid and out.changed
+    assert reads == [f"{res.txid}.jsonl"], f"a rollback read {len(reads)} journals: {reads}"
+    reads.clear()
+    again = rollback(m.root, res.txid)          # already rolled back: answered from its journal alone
+    assert "already rolled back" in again.warnings[0] and reads == [f"{res.txid}.jsonl"]
+
+
+def test_a_named_rollback_reads_the_committed_journals_after_it(m, reads):
+    _cycles(m, 3)
+    first = apply_plan(m.root, m.plan(replace=False, delete=False, subdir=False, n_create=2))
+    _cycles(m, 2)                               # rolled back: not read
+    later = apply_plan(m.root, m.plan(replace=True, delete=False, subdir=False, n_create=0))
+    reads.clear()
+    assert rollback(m.root, first.txid).changed
+    assert sorted(reads) == sorted([f"{first.txid}.jsonl", f"{later.txid}.jsonl"]), reads
+
+
+def test_without_the_list_a_rollback_reads_each_journal_once_and_lists_them(m, reads):
+    _cycles(m, 4)
+    res = apply_plan(m.root, m.plan(replace=False, delete=False, subdir=False, n_create=3))
+    os.unlink(m.state(FINAL_INDEX))
+    reads.clear()
+    assert rollback(m.root).txid == res.txid
+    assert sorted(reads) == sorted(j.name for j in m.journals()), "each journal read exactly once"
+    assert sorted(_index(m)) == [j.name for j in m.journals()]
+    assert {v["state"] for v in _index(m).values()} == {"rolled_back"}
+
+
+def test_the_divert_check_reads_no_final_journal(m, reads):
+    from rocmrevive.txn import divert
+    if divert.divert_command(m.root) is None:
+        pytest.skip("dpkg-divert is not installed")
+    plan = m.plan(replace=False, delete=False, subdir=False, n_create=2)
+    graft = plan.changes[0].dest
+    plan.meta["divert"] = {"wanted": True, "path": graft}
+    res = apply_plan(m.root, plan)
+    assert divert.is_diverted(m.root, graft) and _index(m)[f"{res.txid}.jsonl"]["divert"] == graft
+    _cycles(m, 5)
+    reads.clear()
+    assert divert.reconcile(m.root, "/var/lib/rocmrevive") == []  # what install runs each time
+    assert reads == [], reads
+    # the list's record is believed only while the journal is unchanged: dpkg's diversion removed
+    # by hand is put back from the index's record, and a journal rolled back removes it again
+    divert.remove_diversion(m.root, graft)
+    assert [x.split(" (")[0] for x in divert.reconcile(m.root, "/var/lib/rocmrevive")] == [f"diverted {graft}"]
+    reads.clear()
+    out = rollback(m.root, res.txid)
+    assert reads == [f"{res.txid}.jsonl"], "the undo's own journal is not read back by the divert check"
+    assert out.warnings == [f"dpkg-divert: removed the diversion of {graft} (transaction {res.txid} was rolled back)"]
+    assert not divert.is_diverted(m.root, graft)

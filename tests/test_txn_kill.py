@@ -70,10 +70,10 @@ def settle(m: Machine, ref: dict) -> tuple[str, bool]:
     assert h in (ref["old"], ref["new"]), f"mixed tree after recovery: {m.base}"
     assert find_pending(m.root) == []
     for t in list_transactions(m.root):
-        assert t["state"] in ("committed", "rolled_back"), t
-        if t["state"] == "committed":
-            assert t["integrity"] == "intact", t
-    committed = [t for t in list_transactions(m.root) if t["state"] == "committed"]
+        assert t.state in ("committed", "rolled_back"), t
+        if t.state == "committed":
+            assert t.integrity == "intact", t
+    committed = [t for t in list_transactions(m.root) if t.state == "committed"]
     assert (h == ref["new"]) == bool(committed), "the journal and the tree disagree"
     return ("new" if h == ref["new"] else "old"), bool(pending)
 

@@ -109,8 +109,8 @@ def _remove_orphans(ui, dry_run: bool, state_dir: str, sources) -> Outcome:
     from rocmrevive.txn.state import require_no_pending
 
     require_no_pending(ui.root, state_dir=state_dir)
-    known = {c["path"] for t in list_transactions(ui.root, state_dir=state_dir, verify=False)
-             if t["state"] == TxState.COMMITTED for c in t["changes"]}
+    known = {c.path for t in list_transactions(ui.root, state_dir=state_dir, verify=False)
+             if t.state == TxState.COMMITTED for c in t.changes}
     found = find_orphans(ui.root, cache_dir=sources[0], manifests=sources[1], known=known)
     results = [(o, apply_plan(ui.root, o.removal_plan(), state_dir=state_dir, dry_run=dry_run)) for o in found]
 

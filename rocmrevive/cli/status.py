@@ -2,11 +2,16 @@
 whether it is still intact."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from rocmrevive.cli.options import cache_option, manifests_option, orphan_sources, state_dir_option
 from rocmrevive.cli.policy import OnPending, policy
 from rocmrevive.cli.ui import Outcome
+
+if TYPE_CHECKING:
+    from rocmrevive.txn.history import TxSummary
 
 
 @policy(writes=False, on_pending=OnPending.REPORT, reads_machine_state=True)
@@ -65,33 +70,33 @@ def _render(con, rep, verbose: bool) -> None:
             t.add_column(col)
         items = rep.by_tree(tdoc["tree"])
         for x in items:
-            t.add_row(x["txid"], x["state"], _when(x).replace("T", " "), str(x["files"]),
-                      f"{x['bytes'] / 1e6:.1f}", str(x["meta"].get("manifest") or x["meta"].get("source") or ""),
+            t.add_row(x.txid, x.state, _when(x).replace("T", " "), str(x.files),
+                      f"{x.bytes / 1e6:.1f}", str(x.meta.get("manifest") or x.meta.get("source") or ""),
                       _now(x))
         con.print(t)
         if verbose:
             _render_files(con, items)
 
 
-def _when(x: dict) -> str:
+def _when(x: TxSummary) -> str:
     from rocmrevive.txn.journal import TxState
 
-    return (x["committed"] if x["state"] == TxState.COMMITTED else x["rolled_back"] or x["began"]) or ""
+    return (x.committed if x.state == TxState.COMMITTED else x.rolled_back or x.began) or ""
 
 
-def _now(x: dict) -> str:
-    if not x["integrity"]:
+def _now(x: TxSummary) -> str:
+    if not x.integrity:
         return "-"
-    extra = [f"{len(x[k])} {k}" for k in ("drifted", "missing") if x.get(k)]
-    return x["integrity"] + (" (" + ", ".join(extra) + ")" if extra else "")
+    extra = [f"{n} {k}" for k, n in (("drifted", len(x.drifted)), ("missing", len(x.missing))) if n]
+    return x.integrity + (" (" + ", ".join(extra) + ")" if extra else "")
 
 
-def _render_files(con, items: list[dict]) -> None:
+def _render_files(con, items: list[TxSummary]) -> None:
     from rocmrevive.txn.journal import TxState
 
     for x in items:
-        if x["state"] != TxState.COMMITTED:
+        if x.state != TxState.COMMITTED or x.now is None:
             continue
-        where = {p: k for k in ("intact", "drifted", "missing", "superseded") for p in x.get(k, [])}
-        for c in x["changes"]:
-            con.print(f"  {x['txid']}  {c['op']:<7} {where.get(c['path'], '-'):<10} {c['path']}")
+        where = {p: k for k in ("intact", "drifted", "missing", "superseded") for p in getattr(x.now, k)}
+        for c in x.changes:
+            con.print(f"  {x.txid}  {c.op:<7} {where.get(c.path, '-'):<10} {c.path}")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import IO, cast
+from typing import IO, NamedTuple, cast
 
 BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 CCOB_MAGIC = b"CCOB"
@@ -46,8 +46,9 @@ class BundleTruncated(BundleError):
     """The bytes given end inside the bundle's entry table (a longer head may hold it)."""
 
 
-@dataclass(frozen=True)
-class BundleEntry:
+class BundleEntry(NamedTuple):
+    """One entry of a bundle's table (a named tuple: a fat binary has hundreds, made cheaply)."""
+
     entry_id: str  # e.g. "hipv4-amdgcn-amd-amdhsa--gfx906:sramecc+:xnack-"
     offset: int    # from the start of the (uncompressed) bundle
     size: int
@@ -104,7 +105,7 @@ def parse_bundle(data: bytes | bytearray | memoryview, *, limit: int | None = No
 
 def bundle_extent(entries: list[BundleEntry]) -> int:
     """Where the bundle ends: the furthest entry payload."""
-    return max((e.offset + e.size for e in entries), default=0)
+    return max([off + size for _id, off, size in entries], default=0)
 
 
 @dataclass(frozen=True)

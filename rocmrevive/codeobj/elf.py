@@ -330,6 +330,54 @@ def section_bytes(read: Callable[[int, int], bytes], size: int, off: int, length
     return data
 
 
+SHT_DYNAMIC, DT_NULL, DT_NEEDED, DT_SONAME = 6, 0, 1, 14
+ET_EXEC, ET_DYN = 2, 3
+DYNAMIC_MAX = 1 << 20   # a .dynamic larger than this is not read (a few hundred bytes in practice)
+_NAME_MAX = 4096        # the most of a library name read from .dynstr
+
+
+@dataclass(frozen=True)
+class DynamicTags:
+    """What a host shared object is called and what it needs (DT_SONAME, DT_NEEDED)."""
+
+    soname: str | None
+    needed: tuple[str, ...]
+
+
+def dynamic_tags(fd: int, size: int) -> DynamicTags | None:
+    """DT_SONAME and DT_NEEDED of the 64-bit little-endian ELF shared object or executable open at
+    ``fd``: its section table, ``.dynamic`` and, of the string table that section links, only
+    the names it points at, by ``pread`` (never the whole file: a C++ library's string table is
+    megabytes). None when it is not such a file or has no dynamic section (or one over
+    ``DYNAMIC_MAX``); ValueError when its tables lie past its end."""
+    hdr = parse_header(os.pread(fd, 64, 0))
+    if hdr is None or hdr.ei_class != 2 or hdr.ei_data != 1 or hdr.e_type not in (ET_EXEC, ET_DYN):
+        return None
+    read = functools.partial(os.pread, fd)
+    table = sections(hdr, read, size)
+    dyn = next((sh for sh in table if sh[0] == SHT_DYNAMIC), None)
+    if dyn is None or dyn[3] >= len(table) or dyn[2] > DYNAMIC_MAX:
+        return None
+    entries = section_bytes(read, size, dyn[1], dyn[2], ".dynamic")
+    _t, str_off, str_size, _l = table[dyn[3]]
+    if str_off + str_size > size:
+        raise ValueError(".dynstr lies past the end of the file")
+
+    def text(at: int) -> str:
+        chunk = read(min(_NAME_MAX, str_size - at), str_off + at)
+        end = chunk.find(b"\0")
+        return chunk[:end if end >= 0 else len(chunk)].decode("utf-8", "replace")
+    soname, needed = None, []
+    for tag, value in struct.iter_unpack("<qQ", entries[:len(entries) - len(entries) % 16]):
+        if tag == DT_NULL:
+            break
+        if tag == DT_NEEDED and value < str_size:
+            needed.append(text(value))
+        elif tag == DT_SONAME and value < str_size:
+            soname = text(value)
+    return DynamicTags(soname, tuple(needed))
+
+
 _SYM = struct.Struct("<IBBHQQ")  # Elf64_Sym: name, info, other, shndx, value, size
 STT_OBJECT = 1
 

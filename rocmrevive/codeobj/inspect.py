@@ -41,6 +41,7 @@ from rocmrevive.codeobj.elf import (
     section_table,
     truncation_problem,
 )
+from rocmrevive.codeobj.sniff import classify
 from rocmrevive.codeobj.targetid import Coverage, TargetId
 
 TENSILE_DAT_MAGIC = b"\x82\xa9solutions"
@@ -52,7 +53,7 @@ KINDS = ("amdgpu-elf", "offload-bundle", "ccob", "host-elf", "host-elf-no-device
          "tensile-dat", "not-code-object", "empty", "unreadable")
 
 
-@dataclass
+@dataclass(slots=True)
 class CodeObject:
     target: TargetId
     offset: int                  # file offset; inside a CCOB: offset in the uncompressed bundle
@@ -100,39 +101,6 @@ class FileReport:
 
 
 # ----------------------------------------------------------------------------------------
-
-def classify(head: bytes) -> str:
-    """The kind of a file from its first bytes (at least 64 for ELF files)."""
-    if not head:
-        return "empty"
-    if head[:4] == ELF_MAGIC:
-        hdr = parse_header(head[:64])
-        if hdr is not None and hdr.is_amdgpu:
-            return "amdgpu-elf"
-        return "host-elf"  # refined by looking for .hip_fatbin
-    if head[:24] == B.BUNDLE_MAGIC:
-        return "offload-bundle"
-    if head[:4] == B.CCOB_MAGIC:
-        return "ccob"
-    if _is_tensile_head(head):
-        return "tensile-dat"
-    return "not-code-object"
-
-
-def _is_tensile_head(head: bytes) -> bool:
-    """A msgpack map whose first key is ``solutions`` or ``library``: a Tensile library (the
-    lazy master index included) whichever order its writer put the two keys in."""
-    if not head:
-        return False
-    first = head[0]
-    pos = 1 if 0x80 <= first <= 0x8F else 3 if first == 0xDE else 5 if first == 0xDF else 0
-    if not pos or len(head) <= pos:
-        return False
-    for key in (b"solutions", b"library"):
-        if head[pos:pos + 1 + len(key)] == bytes([0xA0 | len(key)]) + key:
-            return True
-    return False
-
 
 def open_regular(path: str | os.PathLike):
     """Open a file for reading, never a FIFO, socket or device: opened non-blocking (a FIFO

@@ -11,13 +11,46 @@ from __future__ import annotations
 
 import os
 
-from rocmrevive.codeobj.elf import parse_header, section_table
-from rocmrevive.codeobj.inspect import classify
+from rocmrevive.codeobj.bundle import BUNDLE_MAGIC, CCOB_MAGIC
+from rocmrevive.codeobj.elf import ELF_MAGIC, parse_header, section_table
 
 DEVICE_KINDS = ("amdgpu-elf", "offload-bundle", "ccob")
 FATBIN_NAME = b"\0.hip_fatbin\0"
 SHSTRTAB_MAX = 1 << 20   # a section-name table larger than this is not an ordinary ELF's
 SHN_XINDEX = 0xFFFF
+
+
+def classify(head: bytes) -> str:
+    """The kind of a file from its first bytes (at least 64 for ELF files)."""
+    if not head:
+        return "empty"
+    if head[:4] == ELF_MAGIC:
+        hdr = parse_header(head[:64])
+        if hdr is not None and hdr.is_amdgpu:
+            return "amdgpu-elf"
+        return "host-elf"  # refined by looking for .hip_fatbin
+    if head[:24] == BUNDLE_MAGIC:
+        return "offload-bundle"
+    if head[:4] == CCOB_MAGIC:
+        return "ccob"
+    if _is_tensile_head(head):
+        return "tensile-dat"
+    return "not-code-object"
+
+
+def _is_tensile_head(head: bytes) -> bool:
+    """A msgpack map whose first key is ``solutions`` or ``library``: a Tensile library (the
+    lazy master index included) whichever order its writer put the two keys in."""
+    if not head:
+        return False
+    first = head[0]
+    pos = 1 if 0x80 <= first <= 0x8F else 3 if first == 0xDE else 5 if first == 0xDF else 0
+    if not pos or len(head) <= pos:
+        return False
+    for key in (b"solutions", b"library"):
+        if head[pos:pos + 1 + len(key)] == bytes([0xA0 | len(key)]) + key:
+            return True
+    return False
 
 
 def sniff(fd: int, size: int, head: bytes | None = None) -> str | None:
@@ -59,4 +92,4 @@ def _names_fatbin(fd: int, head: bytes, size: int) -> bool:
     return FATBIN_NAME in b"\0" + os.pread(fd, length, off)
 
 
-__all__ = ["sniff", "DEVICE_KINDS"]
+__all__ = ["sniff", "classify", "DEVICE_KINDS"]

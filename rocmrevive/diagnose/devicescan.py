@@ -80,50 +80,57 @@ def walk(root: Root, where: list[Place], counts: Walked | None = None) -> Iterat
     counts = counts if counts is not None else Walked()
     seen_dirs: set[tuple[int, int]] = set()
     seen_files: set[tuple[int, int]] = set()
-    for place in where:
-        stack: list[tuple[Path | str, int]] = [(root.path(place.path), 0)]
-        while stack:
-            folder, depth = stack.pop()
-            try:
-                st = os.stat(folder, follow_symlinks=False)
-                if (st.st_dev, st.st_ino) in seen_dirs:
-                    continue
-                seen_dirs.add((st.st_dev, st.st_ino))
-                with os.scandir(folder) as it:
-                    entries = list(it)   # the report is sorted at the end; no order needed here
-            except OSError:
-                continue
-            for e in entries:
-                if counts.files >= MAX_FILES:
-                    counts.truncated = True
-                    return
+    # the loop runs once per file of every environment: names it calls are bound here once
+    open_, pread, close, stat_, scandir = os.open, os.pread, os.close, os.stat, os.scandir
+    files = counts.files
+    try:
+        for place in where:
+            stack: list[tuple[Path | str, int]] = [(root.path(place.path), 0)]
+            while stack:
+                folder, depth = stack.pop()
                 try:
-                    if e.is_dir(follow_symlinks=False):
-                        if depth < MAX_DEPTH:
-                            stack.append((e.path, depth + 1))
+                    st = stat_(folder, follow_symlinks=False)
+                    if (st.st_dev, st.st_ino) in seen_dirs:
                         continue
-                    if not e.is_file(follow_symlinks=False):
+                    seen_dirs.add((st.st_dev, st.st_ino))
+                    with scandir(folder) as it:
+                        entries = list(it)   # the report is sorted at the end; no order needed here
+                except OSError:
+                    continue
+                for e in entries:
+                    if files >= MAX_FILES:
+                        counts.truncated = True
+                        return
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            if depth < MAX_DEPTH:
+                                stack.append((e.path, depth + 1))
+                            continue
+                        if not e.is_file(follow_symlinks=False):
+                            continue
+                    except OSError:
                         continue
-                except OSError:
-                    continue
-                counts.files += 1
-                # the header read, here rather than in a call per file (most of a site-packages
-                # ends at it): opened without following a link and non-blocking (a FIFO swapped
-                # in after the listing reads nothing)
-                try:
-                    fd = os.open(e.path, _OPEN)
-                except OSError:
-                    continue
-                try:
-                    head = os.pread(fd, 64, 0)
-                    found = _look(root, fd, head, e, place, seen_files) if head.startswith(_MAGICS) else None
-                except OSError:
-                    found = None
-                finally:
-                    os.close(fd)
-                if found is not None:
-                    counts.candidates += 1
-                    yield found
+                    files += 1
+                    # the header read, here rather than in a call per file (most of a site-packages
+                    # ends at it): opened without following a link and non-blocking (a FIFO swapped
+                    # in after the listing reads nothing)
+                    try:
+                        fd = open_(e.path, _OPEN)
+                    except OSError:
+                        continue
+                    try:
+                        head = pread(fd, 64, 0)
+                        found = _look(root, fd, head, e, place, seen_files) if head.startswith(_MAGICS) else None
+                    except OSError:
+                        found = None
+                    finally:
+                        close(fd)
+                    if found is not None:
+                        counts.candidates += 1
+                        counts.files = files   # as far as the walk has come, while the caller reads it
+                        yield found
+    finally:
+        counts.files = files
 
 
 def _look(root: Root, fd: int, head: bytes, entry: os.DirEntry, place: Place,

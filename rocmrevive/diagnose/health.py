@@ -15,6 +15,7 @@ from typing import Callable, Iterable
 
 from rocmrevive.hardware.findings import Finding, Severity
 from rocmrevive.invocation import shell_command
+from rocmrevive.txn.history import TxSummary
 
 # the tree finding whose fix is an install, and becomes the recipe where no source exists
 MISSING_ID = "rocblas-missing-gfx906"
@@ -25,45 +26,44 @@ def state_findings(status) -> list[Finding]:
     (``status``: an ``diagnose.status.StatusReport``)."""
     out: list[Finding] = []
     for t in status.pending:
-        if t.get("damage"):
+        if t.damage:
             out.append(Finding(
-                "transaction-journal-damaged", Severity.ERROR, t["txid"],
-                f"the journal {t['journal']} of transaction {t['txid']} is damaged: {t['damage']}",
+                "transaction-journal-damaged", Severity.ERROR, t.txid,
+                f"the journal {t.journal} of transaction {t.txid} is damaged: {t.damage}",
                 "rocmrevive will not undo or complete a transaction it cannot read",
-                f"mv {t['journal']} {t['journal']}.damaged  (after checking the files of "
-                f"{t['tree'] or 'its tree'} by hand)"))
+                f"mv {t.journal} {t.journal}.damaged  (after checking the files of "
+                f"{t.tree or 'its tree'} by hand)"))
             continue
         out.append(Finding(
-            "transaction-interrupted", Severity.ERROR, t["txid"],
-            f"transaction {t['txid']} on {t['tree'] or '(tree unknown)'} was interrupted: the tree may hold "
+            "transaction-interrupted", Severity.ERROR, t.txid,
+            f"transaction {t.txid} on {t.tree or '(tree unknown)'} was interrupted: the tree may hold "
             "a mix of old and new files",
             "a run of rocmrevive was killed (power loss, kill -9) before it finished",
             "rocmrevive recover  (finishes or undoes it from the journal)"))
     for t in status.transactions:
-        if t["state"] != "committed" or t["integrity"] in (None, "intact"):
+        if t.state != "committed" or t.integrity in (None, "intact"):
             continue
         out.append(_damaged(t))
     return out
 
 
-def _damaged(t: dict) -> Finding:
-    tree = t["tree"] or "(tree unknown)"
-    if t["integrity"] == "drifted":
-        n = len(t.get("drifted") or [])
+def _damaged(t: TxSummary) -> Finding:
+    tree = t.tree or "(tree unknown)"
+    if t.integrity == "drifted":
         return Finding(
             "managed-files-drifted", Severity.ERROR, tree,
-            f"{n} file(s) rocmrevive installed in {tree} (transaction {t['txid']}) were changed since: "
-            + ", ".join(p.rsplit("/", 1)[-1] for p in (t.get("drifted") or [])[:3]),
+            f"{len(t.drifted)} file(s) rocmrevive installed in {tree} (transaction {t.txid}) were changed since: "
+            + ", ".join(p.rsplit("/", 1)[-1] for p in t.drifted[:3]),
             "something other than rocmrevive edited or replaced them; rocBLAS may load the changed bytes",
-            shell_command(["rollback", "--force", t['txid']]) + "  (the edited bytes are kept in the backups), then "
+            shell_command(["rollback", "--force", t.txid]) + "  (the edited bytes are kept in the backups), then "
             + shell_command(["install", "--tree", tree]),
-            data={"txid": t["txid"], "drifted": t.get("drifted") or []})
-    gone = t.get("missing") or []
+            data={"txid": t.txid, "drifted": list(t.drifted)})
+    gone = list(t.missing)
     return Finding(
         "managed-files-missing", Severity.ERROR, tree,
-        f"{len(gone)} file(s) rocmrevive installed in {tree} (transaction {t['txid']}) are gone",
+        f"{len(gone)} file(s) rocmrevive installed in {tree} (transaction {t.txid}) are gone",
         "the tree was upgraded, reinstalled or cleaned since the install",
-        shell_command(["install", "--tree", tree]), data={"txid": t["txid"], "missing": gone})
+        shell_command(["install", "--tree", tree]), data={"txid": t.txid, "missing": gone})
 
 
 def verify_findings(report, flagged: Iterable[str], fix_for: Callable[[str], str] | None = None) -> list[Finding]:

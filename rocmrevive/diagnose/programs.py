@@ -20,11 +20,10 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocmrevive.codeobj.elf import parse_header, section_bytes, sections
+from rocmrevive.codeobj.elf import dynamic_tags
 from rocmrevive.codeobj.inspect import inspect_file, open_regular
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.diagnose.audit import Cell, CellStatus, _cell
@@ -225,40 +224,20 @@ class ProgramReport:
                 "truncated": self.truncated}
 
 
-SHT_DYNAMIC, DT_NEEDED = 6, 1
-DYNAMIC_MAX = 1 << 20
 _ROCM_LIBS = ("libamdhip64", "librocblas", "libhipblas", "librocsolver", "libhipblaslt", "librccl",
               "libMIOpen", "librocsparse", "libhipsparse", "librocfft", "libhipfft", "librocrand",
               "libhiprand", "libmigraphx", "libhsa-runtime64", "libroctx64", "libhiprtc")
 
 
 def _needs(real: Path) -> list[str]:
-    """The ROCm libraries among DT_NEEDED: the section table, the .dynamic section and its string
-    table, read by ``pread`` (never the whole file); [] for anything that does not parse."""
+    """The ROCm libraries among DT_NEEDED (``codeobj.elf.dynamic_tags``: the section table, the
+    .dynamic section and its string table, read by ``pread``); [] for anything that does not parse."""
     try:
         with open_regular(real) as f:
-            fd, size = f.fileno(), os.fstat(f.fileno()).st_size
-            hdr = parse_header(os.pread(fd, 64, 0))
-            if hdr is None or hdr.ei_class != 2 or hdr.ei_data != 1:
-                return []
-            read = lambda n, at: os.pread(fd, n, at)  # noqa: E731
-            table = sections(hdr, read, size)   # codeobj.elf's reader: (type, offset, size, link)
-            dyn = next((sh for sh in table if sh[0] == SHT_DYNAMIC), None)
-            if dyn is None or dyn[3] >= len(table) or dyn[2] > DYNAMIC_MAX:
-                return []
-            strtab = table[dyn[3]]
-            if strtab[2] > DYNAMIC_MAX:
-                return []
-            entries = section_bytes(read, size, dyn[1], dyn[2], ".dynamic")
-            strs = section_bytes(read, size, strtab[1], strtab[2], ".dynstr")
+            tags = dynamic_tags(f.fileno(), os.fstat(f.fileno()).st_size)
     except (OSError, ValueError):
         return []
-    needed = []
-    for tag, value in struct.iter_unpack("<qQ", entries[:len(entries) - len(entries) % 16]):
-        if tag == DT_NEEDED and value < len(strs):
-            end = strs.find(b"\0", value)
-            needed.append(strs[value:end if end >= 0 else len(strs)].decode("utf-8", "replace"))
-    return [n for n in needed if n.startswith(_ROCM_LIBS)]
+    return [n for n in tags.needed if n.startswith(_ROCM_LIBS)] if tags else []
 
 
 def read_program(root: Root, mpath: str, kind: ProgramKind, where: str, targets: list[TargetId],

@@ -424,25 +424,24 @@ def integrity_check(root, machine_lib: str, machine_files: Sequence[str] = (), s
     offenders: list[dict] = []
     intact, txids = 0, []
     for tx in txs:
-        if tx.get("state") in (*PENDING, TxState.IN_PROGRESS):
-            if tx.get("tree") and (tx["tree"].startswith(prefix) or prefix.startswith(tx["tree"].rstrip("/") + "/")):
-                offenders.append({"kind": "transaction-interrupted", "file": tx.get("journal") or "",
-                                  "kernels": [], "problem": f"transaction {tx['txid']} was interrupted: "
+        if tx.state in (*PENDING, TxState.IN_PROGRESS):
+            if tx.tree and (tx.tree.startswith(prefix) or prefix.startswith(tx.tree.rstrip("/") + "/")):
+                offenders.append({"kind": "transaction-interrupted", "file": tx.journal or "",
+                                  "kernels": [], "problem": f"transaction {tx.txid} was interrupted: "
                                                             "run `rocmrevive recover`"})
             continue
-        if tx.get("state") != TxState.COMMITTED:
+        if tx.state != TxState.COMMITTED:
             continue
-        mine = here(tx.get("intact")) + here(tx.get("drifted")) + here(tx.get("missing"))
-        if not mine:
+        if not here(tx.managed):
             continue
-        txids.append(tx["txid"])
-        intact += len(here(tx.get("intact")))
-        for p in here(tx.get("drifted")):
+        txids.append(tx.txid)
+        intact += len(here(tx.intact))
+        for p in here(tx.drifted):
             offenders.append({"kind": "file-changed", "file": p, "kernels": [],
-                              "problem": f"changed since transaction {tx['txid']} installed it"})
-        for p in here(tx.get("missing")):
+                              "problem": f"changed since transaction {tx.txid} installed it"})
+        for p in here(tx.missing):
             offenders.append({"kind": "file-missing", "file": p, "kernels": [],
-                              "problem": f"installed by transaction {tx['txid']}, now missing "
+                              "problem": f"installed by transaction {tx.txid}, now missing "
                                          "(an upgrade or reinstall replaced the tree?)"})
     if offenders:
         return Check("integrity", CheckStatus.FAIL, f"{len(offenders)} file(s) differ from the journal", offenders)

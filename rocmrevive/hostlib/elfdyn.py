@@ -14,13 +14,17 @@ unversioned base) or the version requirements (``vna_other``); bit 15 marks a hi
 """
 from __future__ import annotations
 
+import os
 import struct
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
+from rocmrevive.codeobj.elf import dynamic_tags
+
+if TYPE_CHECKING:  # pyelftools is imported by read_dynamic, not by every command that asks a SONAME
+    from elftools.elf.elffile import ELFFile  # noqa: PLC0415 — as above
 
 # ELF constants (gABI)
 SHN_UNDEF = 0
@@ -159,7 +163,22 @@ def soname_of(path: str | Path) -> str | None:
     """The DT_SONAME of a shared object, or None (no SONAME, not a shared object, unreadable).
 
         soname_of("/opt/rocm/lib/librocblas.so")   # "librocblas.so.4"
+
+    A 64-bit little-endian file (every x86-64 and AArch64 library) is read by
+    ``codeobj.elf.dynamic_tags`` (the section table and .dynamic); any other by ``read_dynamic``.
     """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if os.pread(fd, 6, 0)[4:6] == b"\x02\x01":   # ELFCLASS64, ELFDATA2LSB
+            tags = dynamic_tags(fd, os.fstat(fd).st_size)
+            return tags.soname if tags is not None else None
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
     try:
         return read_dynamic(path).soname
     except (DynamicError, OSError):
@@ -174,6 +193,9 @@ def read_dynamic(path: str | Path) -> DynamicObject:
         f = open(path, "rb")
     except OSError as exc:
         raise DynamicError(f"cannot read {path}: {exc.strerror or exc}") from None
+    from elftools.common.exceptions import ELFError  # noqa: PLC0415 — pyelftools, loaded only for a full dynamic read (a SONAME needs none)
+    from elftools.elf.elffile import ELFFile  # noqa: PLC0415 — as above
+
     with f:
         head = f.read(4)
         if head != b"\x7fELF":

@@ -251,11 +251,11 @@ def remove_hook(root, *, force: bool = False, dry_run: bool = False) -> list:
     that was there before comes back). A hook file edited since is refused (DRIFT) unless
     ``force``. Returns the TxResults; [] when no hook was installed. A dry run checks the newest
     transaction only (the older ones can be checked only once it is undone)."""
-    txs = [t for t in list_transactions(root, state_dir=HOOK_STATE_DIR, verify=False) if t["state"] == TxState.COMMITTED]
+    txs = [t for t in list_transactions(root, state_dir=HOOK_STATE_DIR, verify=False) if t.state == TxState.COMMITTED]
     if dry_run:
         # each older transaction is only checkable once the newer ones are undone: check the newest
-        return [rollback(root, txs[-1]["txid"], force=force, state_dir=HOOK_STATE_DIR, dry_run=True)] if txs else []
-    return [rollback(root, t["txid"], force=force, state_dir=HOOK_STATE_DIR) for t in reversed(txs)]
+        return [rollback(root, txs[-1].txid, force=force, state_dir=HOOK_STATE_DIR, dry_run=True)] if txs else []
+    return [rollback(root, t.txid, force=force, state_dir=HOOK_STATE_DIR) for t in reversed(txs)]
 
 
 def hook_status(root) -> dict:
@@ -265,14 +265,13 @@ def hook_status(root) -> dict:
     text = real.read_text(errors="replace") if real.is_file() else None
     cfg = parse(text) if text is not None else None
     txs = list_transactions(root, state_dir=HOOK_STATE_DIR)
-    live = [t for t in txs if t["state"] == TxState.COMMITTED and HOOK_FILE in (t.get("intact", []) + t.get("drifted", [])
-                                                                          + t.get("missing", []))]
+    live = [t for t in txs if t.state == TxState.COMMITTED and HOOK_FILE in t.managed]
     last = live[-1] if live else None
-    intact = None if last is None else HOOK_FILE in last.get("intact", [])
+    intact = None if last is None else HOOK_FILE in last.intact
     return {"path": HOOK_FILE, "installed": cfg is not None, "exists": text is not None,
             "config": cfg.to_json() if cfg else None, "managed": last is not None,
-            "intact": intact, "transactions": [t["txid"] for t in txs],
-            "pending": [t["txid"] for t in txs if t["state"] in PENDING],
+            "intact": intact, "transactions": [t.txid for t in txs],
+            "pending": [t.txid for t in txs if t.state in PENDING],
             "state_dir": HOOK_STATE_DIR}
 
 
@@ -312,13 +311,13 @@ def findings(root, state_dir: str | None = None) -> list[Finding]:
     """What is wrong with the files of every committed rocBLAS transaction now."""
     out = []
     for t in list_transactions(root, state_dir=state_dir or DEFAULT_STATE_DIR):
-        if t["state"] != TxState.COMMITTED or t["integrity"] in (None, Integrity.INTACT):
+        if t.state != TxState.COMMITTED or t.integrity in (None, Integrity.INTACT):
             continue
-        if t.get("missing"):
-            kind = FindingKind.LOST if t["tree_exists"] else FindingKind.GONE
-            out.append(Finding(t["tree"], kind, list(t["missing"]), t["txid"]))
-        if t.get("drifted"):
-            out.append(Finding(t["tree"], FindingKind.CHANGED, list(t["drifted"]), t["txid"]))
+        if t.missing:
+            kind = FindingKind.LOST if t.tree_exists else FindingKind.GONE
+            out.append(Finding(t.tree or "", kind, list(t.missing), t.txid))
+        if t.drifted:
+            out.append(Finding(t.tree or "", FindingKind.CHANGED, list(t.drifted), t.txid))
     return out
 
 

@@ -432,9 +432,9 @@ def _applied_by(root: Root, spec: PatchSpec, site: str, state_dir: str | None) -
         txs = list_transactions(root, state_dir=state_dir or DEFAULT_STATE_DIR, verify=False)
     except RevError:
         return None
-    hits = [t for t in txs if t.get("state") == TxState.COMMITTED and (t.get("meta") or {}).get("kind") == "patch"
-            and t["meta"].get("patch") == spec.id and t["meta"].get("site") == site]
-    return hits[-1]["txid"] if hits else None
+    hits = [t for t in txs if t.state == TxState.COMMITTED and t.meta.get("kind") == "patch"
+            and t.meta.get("patch") == spec.id and t.meta.get("site") == site]
+    return hits[-1].txid if hits else None
 
 
 def apply_patch(root: Root, spec: PatchSpec, site: str, *, state_dir: str | None = None, dry_run: bool = False):

@@ -321,13 +321,13 @@ def _refuse_drift(root, real_lib: Path, machine_lib: str, state_dir: str) -> Non
     by hand) is not "satisfied": say which files and how to get back to the pinned ones."""
     drifted: list[tuple[str, str]] = []
     for tx in list_transactions(root, state_dir=state_dir):
-        for path in tx.get("drifted") or []:
+        for path in tx.drifted:
             try:
                 inside = root.resolve(path).parent == real_lib
             except ValueError:
                 inside = False
             if inside:
-                drifted.append((path, tx["txid"]))
+                drifted.append((path, tx.txid))
     if not drifted:
         return
     txids = sorted({t for _p, t in drifted})

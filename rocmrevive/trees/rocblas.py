@@ -34,7 +34,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from rocmrevive.codeobj.kpack import read_kpack
 from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.hardware.sysfs import list_dir, read_text
 from rocmrevive.hostlib.elfdyn import soname_of
@@ -471,6 +470,8 @@ def therock_kpacks(root: Root, copy: RocblasCopy) -> None:
     names = [p.name for p in kpack_files(root.path(m.group(1)), every=True)]
     if not names:
         return
+
+    from rocmrevive.codeobj.kpack import read_kpack  # noqa: PLC0415 — the archive reader, loaded only where a tree has .kpack archives
 
     copy.kpack = True
     arches: set[str] = set()

@@ -30,14 +30,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-from rocmrevive.codeobj.kpackref import DeviceCode, device_code
 from rocmrevive.hardware.findings import Finding, FixKind, Severity
 from rocmrevive.hardware.sysfs import list_dir, read_text
 from rocmrevive.invocation import shell_command
 from rocmrevive.rootfs import Root
 from rocmrevive.tensile.folders import tensile_folder
+
+if TYPE_CHECKING:
+    from rocmrevive.codeobj.kpackref import DeviceCode
 
 UMBRELLA = "/opt/rocm"
 _CORE = re.compile(r"^core(?:-asan)?-(\d+)\.(\d+)$")
@@ -224,6 +226,8 @@ def host_library(lib_dir: Path, stem: str) -> Path | None:
 def library_verdicts(root: Root, prefix: str, processors: list[str],
                      show: Callable[[Path], str] | None = None) -> list[LibraryVerdict]:
     """For each library installed under ``prefix`` and each processor: does it carry code for it?"""
+    from rocmrevive.codeobj.kpackref import device_code  # noqa: PLC0415 — the code-object core, loaded only for a TheRock tree (detect on any other machine does without it)
+
     show = show or root.machine_path
     lib_dir = root.path(f"{prefix}/lib")
     out: list[LibraryVerdict] = []

@@ -37,8 +37,8 @@ from dataclasses import dataclass
 
 from rocmrevive.errors import RevError
 from rocmrevive.txn.fsutil import sha256_file
-from rocmrevive.txn.history import list_transactions
 from rocmrevive.txn.journal import TxState
+from rocmrevive.txn.state import JournalEntry, StateDir
 
 DIVERT_SUFFIX = ".rocmrevive-orig"
 PACKAGE = "rocmrevive"
@@ -162,47 +162,50 @@ def is_diverted(root, machine_path: str) -> bool:
     return any(f == machine_path and pkg == PACKAGE for f, _to, pkg in read_diversions(root))
 
 
-def _wanted(root, state_dir: str, decided: tuple[str, TxState] | None = None) -> dict[str, tuple[bool, dict]]:
+def _wanted(st: StateDir, decided: tuple[str, TxState, str | None] | None = None) -> dict[str, tuple[bool, JournalEntry]]:
     """path -> (diversion wanted, the transaction that decides it) from the journals: wanted while a
     committed graft of the path wants it, unwanted once each was rolled back (the latest says so);
     a path whose graft is still open (interrupted, in progress) and none committed is left out,
-    for its recovery to decide. ``decided``: (txid, state) a transaction is about to reach."""
-    committed: dict[str, dict] = {}
-    rolled_back: dict[str, dict] = {}
+    for its recovery to decide. ``decided``: (txid, state, diverted path) of a transaction this
+    process is about to bring to that state (its journal is not read).
+
+    What each journal wants and its state come from ``final-journals`` (``StateDir.scan``): only
+    journals not listed there are read, so the check costs the same on a long history."""
+    committed: dict[str, JournalEntry] = {}
+    rolled_back: dict[str, JournalEntry] = {}
     still_open: set[str] = set()
-    for tx in list_transactions(root, state_dir=state_dir, verify=False):
-        d = (tx.get("meta") or {}).get("divert")
-        if not d or not d.get("wanted"):
+    given = {decided[0]: (decided[1], decided[2])} if decided is not None else None
+    for e in st.scan(given=given):
+        if not e.divert:
             continue
-        state = decided[1] if decided is not None and tx["txid"] == decided[0] else tx["state"]
-        if state == TxState.COMMITTED:
-            committed[d["path"]] = tx  # later transactions override earlier ones
-        elif state == TxState.ROLLED_BACK:
-            rolled_back[d["path"]] = tx
+        if e.state == TxState.COMMITTED:
+            committed[e.divert] = e  # later transactions override earlier ones
+        elif e.state == TxState.ROLLED_BACK:
+            rolled_back[e.divert] = e
         else:
-            still_open.add(d["path"])
-    out = {path: (False, tx) for path, tx in rolled_back.items() if path not in still_open}
-    out.update({path: (True, tx) for path, tx in committed.items()})
+            still_open.add(e.divert)
+    out = {path: (False, e) for path, e in rolled_back.items() if path not in still_open}
+    out.update({path: (True, e) for path, e in committed.items()})
     return out
 
 
-def reconcile(root, state_dir: str, *, decided: tuple[str, TxState] | None = None) -> list[str]:
+def reconcile(root, state_dir: str, *, decided: tuple[str, TxState, str | None] | None = None) -> list[str]:
     """Make dpkg's diversions agree with the journals: add the diversion of each committed graft
     that lacks it, remove rocmrevive's diversion of each graft that was rolled back. Returns one
     line per change; cheap when there is nothing to do. ``decided``: (txid, TxState.COMMITTED or
-    ROLLED_BACK), a transaction about to record that end (``follow``)."""
+    ROLLED_BACK, the path it diverts), a transaction about to record that end (``follow``)."""
     done: list[str] = []
-    wanted = _wanted(root, state_dir, decided)
+    wanted = _wanted(StateDir(root, state_dir), decided)
     if not wanted:
         return done
     have = {f for f, _to, pkg in read_diversions(root) if pkg == PACKAGE}
     for path, (want, tx) in sorted(wanted.items()):
         if want and path not in have:
             add_diversion(root, path)
-            done.append(f"diverted {path} (package copies now go to {path}{DIVERT_SUFFIX}; transaction {tx['txid']})")
+            done.append(f"diverted {path} (package copies now go to {path}{DIVERT_SUFFIX}; transaction {tx.txid})")
         elif not want and path in have:
             remove_diversion(root, path)
-            done.append(f"removed the diversion of {path} (transaction {tx['txid']} was rolled back)")
+            done.append(f"removed the diversion of {path} (transaction {tx.txid} was rolled back)")
     return done
 
 
@@ -216,10 +219,11 @@ def follow(root, state_dir: str, meta: dict | None, txid: str, state: TxState, *
         apply:  follow(root, st.machine, plan.meta, txid, TxState.COMMITTED, strict=True)
         undo:   follow(root, st.machine, tx.begin["meta"], tx.txid, TxState.ROLLED_BACK, strict=False)
     """
-    if not ((meta or {}).get("divert") or {}).get("wanted"):
+    d = (meta or {}).get("divert") or {}
+    if not d.get("wanted"):
         return []
     try:
-        lines = reconcile(root, state_dir, decided=(txid, state))
+        lines = reconcile(root, state_dir, decided=(txid, state, d.get("path") if isinstance(d.get("path"), str) else None))
     except RevError as exc:
         if strict:
             raise
@@ -232,26 +236,28 @@ def findings(root, state_dir: str) -> list[dict]:
     that an upgrade wrote beside a graft. Each: {txid, path, problem, hint}."""
     out: list[dict] = []
     have = {f for f, _to, pkg in read_diversions(root) if pkg == PACKAGE}
-    for path, (want, tx) in sorted(_wanted(root, state_dir).items()):
+    st = StateDir(root, state_dir)
+    for path, (want, e) in sorted(_wanted(st).items()):
         if want and path not in have:
-            out.append({"txid": tx["txid"], "path": path, "problem": "not diverted",
+            out.append({"txid": e.txid, "path": path, "problem": "not diverted",
                         "hint": "a package upgrade would overwrite the graft; run `rocmrevive install` "
                                 "(it restores the diversion)"})
         elif not want and path in have:
-            out.append({"txid": tx["txid"], "path": path, "problem": "stale diversion",
+            out.append({"txid": e.txid, "path": path, "problem": "stale diversion",
                         "hint": f"rolled back, but dpkg still diverts it to {path}{DIVERT_SUFFIX}; run "
                                 f"`dpkg-divert --package {PACKAGE} --no-rename --remove {path}` (the next "
                                 f"`rocmrevive install` does it too)"})
         if want:
-            orig = tx.get("meta", {}).get("divert", {}).get("orig_sha256")
+            d = ((st.load_entry(e).begin or {}).get("meta") or {}).get("divert") or {}
+            orig = d.get("orig_sha256")
             real = root.path(path + DIVERT_SUFFIX)
             if orig and real.is_file():
                 if sha256_file(real)[0] != orig:
-                    pkg = tx["meta"]["divert"].get("package") or "its package"
-                    out.append({"txid": tx["txid"], "path": path + DIVERT_SUFFIX,
+                    pkg = d.get("package") or "its package"
+                    out.append({"txid": e.txid, "path": path + DIVERT_SUFFIX,
                                 "problem": "package upgraded",
                                 "hint": f"{pkg} was upgraded or reinstalled while the graft was in place: its new "
                                         f"file is {path}{DIVERT_SUFFIX}; the graft in {path} was kept. Run "
                                         f"`rocmrevive install --check` (it re-checks the graft against the new "
-                                        f"tree) or `rocmrevive rollback --force {tx['txid']}` and reinstall {pkg}"})
+                                        f"tree) or `rocmrevive rollback --force {e.txid}` and reinstall {pkg}"})
     return out

@@ -1,11 +1,15 @@
 """The history of transactions: every journal, oldest first, with its state and, for a committed
 one, whether its files are still as it left them (``status``, ``audit``, the Ansible modules).
 
-    for tx in list_transactions(root): tx["txid"], tx["state"], tx["integrity"]
+    for tx in list_transactions(root): tx.txid, tx.state, tx.integrity, tx.drifted
+    status --json: [tx.to_json() for tx in list_transactions(root)]
 """
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from rocmrevive.strenum import StrEnum
 from rocmrevive.txn.journal import TxState
@@ -38,7 +42,89 @@ def is_written(cur: dict, ident: list[int] | None) -> bool:
     return [cur.get("ino"), cur.get("size"), cur.get("mtime_ns")] == list(ident[1:4])
 
 
-def list_transactions(root, *, state_dir: str = DEFAULT_STATE_DIR, verify: bool = True) -> list[dict]:
+@dataclass(frozen=True)
+class TxChange:
+    """One file a transaction planned, as its journal's ``begin`` says."""
+
+    path: str
+    op: str
+    sha256: str | None
+    size: int | None
+    source: str | None
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "op": self.op, "sha256": self.sha256, "size": self.size, "source": self.source}
+
+
+@dataclass(frozen=True)
+class FilesNow:
+    """A committed transaction's files as they are now (``list_transactions(verify=True)``)."""
+
+    intact: tuple[str, ...] = ()
+    drifted: tuple[str, ...] = ()      # other bytes, or another file, at the path
+    missing: tuple[str, ...] = ()
+    superseded: tuple[str, ...] = ()   # since written by a later transaction (or put back by one)
+
+
+@dataclass(frozen=True)
+class TxSummary:
+    """One transaction of the history: what its journal says and, for a committed one that was
+    checked, its files now. ``to_json`` is the record ``status --json`` prints."""
+
+    txid: str
+    state: TxState          # committed, rolled_back, interrupted, damaged, in_progress (another holds the lock)
+    tree: str | None
+    tree_given: str | None
+    began: str | None
+    committed: str | None
+    rolled_back: str | None
+    meta: Mapping[str, Any]
+    files: int
+    bytes: int
+    ops: Mapping[str, int]
+    mkdirs: tuple[Any, ...]
+    changes: tuple[TxChange, ...]
+    journal: str            # its machine path
+    tree_exists: bool
+    integrity: Integrity | None = None   # None: not committed, or not checked
+    damage: str | None = None            # a damaged journal: what is wrong with it
+    now: FilesNow | None = None          # a committed one, checked
+
+    @property
+    def intact(self) -> tuple[str, ...]:
+        return self.now.intact if self.now else ()
+
+    @property
+    def drifted(self) -> tuple[str, ...]:
+        return self.now.drifted if self.now else ()
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return self.now.missing if self.now else ()
+
+    @property
+    def superseded(self) -> tuple[str, ...]:
+        return self.now.superseded if self.now else ()
+
+    @property
+    def managed(self) -> tuple[str, ...]:
+        """The files whose bytes are this transaction's to judge now (intact, drifted or missing)."""
+        return self.intact + self.drifted + self.missing
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {
+            "txid": self.txid, "state": self.state, "tree": self.tree, "tree_given": self.tree_given,
+            "began": self.began, "committed": self.committed, "rolled_back": self.rolled_back,
+            "meta": dict(self.meta), "files": self.files, "bytes": self.bytes, "ops": dict(self.ops),
+            "mkdirs": list(self.mkdirs), "changes": [c.to_json() for c in self.changes], "journal": self.journal,
+            "tree_exists": self.tree_exists, "integrity": self.integrity, "damage": self.damage}
+        if self.now is not None:
+            out.update(intact=list(self.intact), drifted=list(self.drifted), missing=list(self.missing),
+                       superseded=list(self.superseded))
+        return out
+
+
+def list_transactions(root, *, state_dir: str = DEFAULT_STATE_DIR, verify: bool = True) -> tuple[TxSummary, ...]:
     """Every transaction, oldest first: txid, state (committed, rolled_back, interrupted, damaged,
     in_progress: another rocmrevive holds the lock), tree, times, meta, file counts and, for a
     committed one (``verify``), which of its files are intact, drifted or missing now.
@@ -49,7 +135,7 @@ def list_transactions(root, *, state_dir: str = DEFAULT_STATE_DIR, verify: bool 
         return _list_transactions(root, StateDir(root, state_dir), verify)
 
 
-def _list_transactions(root, st: StateDir, verify: bool) -> list[dict]:
+def _list_transactions(root, st: StateDir, verify: bool) -> tuple[TxSummary, ...]:
     txs = st.load_all()
     busy = any(tx.pending for tx in txs) and is_held(st.lock_path) is not None
     owner, put_back = _owners(txs)
@@ -58,14 +144,7 @@ def _list_transactions(root, st: StateDir, verify: bool) -> list[dict]:
         b = tx.begin or {}
         files = tx.planned
         state = TxState.IN_PROGRESS if busy and tx.pending else tx.state
-        rec = {"txid": tx.txid, "state": state, "tree": tx.tree, "tree_given": b.get("tree_given"),
-               "began": b.get("time"), "committed": (tx.commit or {}).get("time"),
-               "rolled_back": (tx.rolled_back or {}).get("time"), "meta": b.get("meta") or {},
-               "files": len(files), "bytes": sum(f.get("size") or 0 for f in files if f["op"] != Op.DELETE),
-               "ops": dict(Counter(f["op"] for f in files)), "mkdirs": b.get("mkdirs", []),
-               "changes": [{k: f.get(k) for k in ("path", "op", "sha256", "size", "source")} for f in files],
-               "journal": st.mp(tx.path), "tree_exists": bool(tx.tree) and root.path(tx.tree).is_dir(),
-               "integrity": None, "damage": tx.describe_damage() if tx.damaged else None}
+        integrity, now = None, None
         if tx.state is TxState.COMMITTED and verify:
             intact, drifted, missing = [], [], []
             superseded = [f["path"] for f in files if owner.get(f["path"]) != tx.txid]
@@ -79,12 +158,21 @@ def _list_transactions(root, st: StateDir, verify: bool) -> list[dict]:
                     missing.append(f["path"])
                 else:
                     drifted.append(f["path"])
-            rec.update(intact=intact, drifted=drifted, missing=missing, superseded=superseded)
-            rec["integrity"] = (Integrity.DRIFTED if drifted else Integrity.MISSING if missing and not intact
-                                else Integrity.PARTIAL if missing else Integrity.INTACT if mine or not files
-                                else Integrity.SUPERSEDED)
-        out.append(rec)
-    return out
+            now = FilesNow(tuple(intact), tuple(drifted), tuple(missing), tuple(superseded))
+            integrity = (Integrity.DRIFTED if drifted else Integrity.MISSING if missing and not intact
+                         else Integrity.PARTIAL if missing else Integrity.INTACT if mine or not files
+                         else Integrity.SUPERSEDED)
+        out.append(TxSummary(
+            txid=tx.txid, state=state, tree=tx.tree, tree_given=b.get("tree_given"), began=b.get("time"),
+            committed=(tx.commit or {}).get("time"), rolled_back=(tx.rolled_back or {}).get("time"),
+            meta=b.get("meta") or {}, files=len(files),
+            bytes=sum(f.get("size") or 0 for f in files if f["op"] != Op.DELETE),
+            ops=dict(Counter(f["op"] for f in files)), mkdirs=tuple(b.get("mkdirs", [])),
+            changes=tuple(TxChange(f["path"], f["op"], f.get("sha256"), f.get("size"), f.get("source"))
+                          for f in files),
+            journal=st.mp(tx.path), tree_exists=bool(tx.tree) and root.path(tx.tree).is_dir(),
+            integrity=integrity, damage=tx.describe_damage() if tx.damaged else None, now=now))
+    return tuple(out)
 
 
 def _owners(txs) -> tuple[dict[str, str | None], dict[str, list[int]]]:

@@ -7,8 +7,10 @@ transactions are open, and their ids.
 
 Looking for pending transactions costs the same on a machine with a long history: a journal read
 whole and found final (committed or rolled back, undamaged) is written down in
-``<state>/final-journals`` with its identity, and is not read again while its identity holds
-(``StateDir.load_pending``).
+``<state>/final-journals`` with its identity, its state and the dpkg diversion it wants, and is
+not read again while its identity holds (``StateDir.scan``, ``StateDir.load_pending``). A
+rollback and the diversion check read only the journals they need; a journal read once is not
+read again by the same ``StateDir`` while its identity holds (one read per command).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import re
 import secrets
 import stat
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, overload
 
@@ -32,9 +35,48 @@ from rocmrevive.txn.journal import TxRecord, TxState
 from rocmrevive.txn.lock import TxLock, is_held
 
 DEFAULT_STATE_DIR = "/var/lib/rocmrevive"
-FINAL_INDEX = "final-journals"  # <state>/final-journals: journals read whole and found final (load_pending)
-_INDEX_VERSION = 1
-_MAX_INDEX = 16 << 20  # ~100 bytes a journal
+FINAL_INDEX = "final-journals"  # <state>/final-journals: journals read whole and found final (scan)
+_INDEX_VERSION = 2  # 1 held identities only; read as absent (every journal read once, then listed anew)
+_MAX_INDEX = 16 << 20  # ~150 bytes a journal
+_FINAL_STATES = {TxState.COMMITTED.value: TxState.COMMITTED, TxState.ROLLED_BACK.value: TxState.ROLLED_BACK}
+
+
+@dataclass(frozen=True)
+class Final:
+    """What ``final-journals`` says of one journal: its identity when it was read whole (device,
+    inode, size, mtime, ctime), its state then (committed or rolled back) and the path whose dpkg
+    diversion it wants (``meta.divert``; None for most)."""
+
+    ident: tuple[int, ...]
+    state: TxState
+    divert: str | None = None
+
+    def to_json(self) -> dict:
+        return {"id": list(self.ident), "state": self.state.value, "divert": self.divert}
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One journal of the state folder as ``StateDir.scan`` found it: from ``final-journals``
+    (state and diversion only; ``record`` None, ``StateDir.load_entry`` reads it) or read whole."""
+
+    name: str
+    state: TxState
+    divert: str | None = None
+    record: TxRecord | None = None
+
+    @property
+    def txid(self) -> str:
+        return self.name[:-len(".jsonl")]
+
+
+def wanted_diversion(tx: TxRecord) -> str | None:
+    """The path whose dpkg diversion transaction ``tx`` wants (its ``meta.divert``), or None."""
+    meta = (tx.begin or {}).get("meta")
+    d = meta.get("divert") if isinstance(meta, dict) else None
+    if isinstance(d, dict) and d.get("wanted") and isinstance(d.get("path"), str):
+        return d["path"]
+    return None
 
 
 def resolve_inside(root, machine_path: str, *, what: str = "path") -> Path:
@@ -62,6 +104,9 @@ class StateDir:
         self.lock_path = self.real / "lock"
         self.tx_dir = self.real / "tx"
         self.backup_dir = self.real / "backups"
+        # name -> (identity, record) of each journal this StateDir read whole: not read again
+        # while the identity holds (a rollback's look before the lock and its work under it)
+        self._read: dict[str, tuple[list[int], TxRecord]] = {}
 
     def mp(self, real) -> str:
         return self.root.machine_path(real)
@@ -104,24 +149,49 @@ class StateDir:
             d.fsync()
 
     def load_all(self) -> list[TxRecord]:
+        """Every journal read whole, oldest first (``status``: its history is the answer)."""
         d = self.open("tx")
         if d is None:
             return []
         with d:
-            names = _journal_names(d)
-        paths = [self.tx_dir / n for n in names]
-        for p in paths:
-            self.refuse_unreadable(p)
-        return [TxRecord.load(p) for p in paths]
+            return [self._load(d, name) for name in _journal_names(d)]
 
-    def load_pending(self, *, remember: bool = False) -> list[TxRecord]:
-        """The pending transactions (interrupted or damaged), oldest first, as ``load_all`` finds
-        them, at a cost that does not grow with the history: a journal listed in
-        ``<state>/final-journals`` with the identity it has now (device, inode, size, mtime and
-        ctime, from an ``lstat`` through the folder's descriptor) was read whole before and found
-        final, committed or rolled back, undamaged, and is not read again. Any write to it, a
-        rename, a copy in its place changes that identity (ctime cannot be set back), so it is
-        read again; a damaged or interrupted journal is never listed, so it still refuses.
+    def _load(self, d: Dir, name: str) -> TxRecord:
+        """The journal ``name`` of the open ``tx`` folder read whole, or as this StateDir read it
+        before when its identity is the same now."""
+        ident = _identity(d.lstat(name))
+        seen = self._read.get(name)
+        if ident is not None and seen is not None and seen[0] == ident:
+            return seen[1]
+        path = self.tx_dir / name
+        self.refuse_unreadable(path)
+        tx = TxRecord.load(path)
+        if ident is not None and _identity(d.lstat(name)) == ident:  # unchanged while it was read
+            self._read[name] = (ident, tx)
+        return tx
+
+    def load_entry(self, entry: JournalEntry) -> TxRecord:
+        """The whole journal of a ``scan`` entry (read now when the scan took it from the index)."""
+        if entry.record is not None:
+            return entry.record
+        d = self.open("tx")
+        if d is None:
+            raise RevError("INTERRUPTED", f"the transaction folder {self.mp(self.tx_dir)} went away")
+        with d:
+            return self._load(d, entry.name)
+
+    def scan(self, *, remember: bool = False, given: dict[str, tuple[TxState, str | None]] | None = None
+             ) -> list[JournalEntry]:
+        """Every journal, oldest first, at a cost that does not grow with the history: a journal
+        listed in ``<state>/final-journals`` with the identity it has now (device, inode, size,
+        mtime and ctime, from an ``lstat`` through the folder's descriptor) was read whole before
+        and found final, committed or rolled back, undamaged; its entry carries the state and
+        diversion the list recorded, and it is not read. Any write to it, a rename, a copy in its
+        place changes that identity (ctime cannot be set back), so it is read again; a damaged or
+        interrupted journal is never listed, so it is always read (and still refuses).
+
+        ``given``: txid -> (state, diversion) of journals this process is writing now (an apply
+        or undo about to record that end): taken as said, not read.
 
         ``remember`` (a caller holding the lock, the only writer of journals): write the list anew
         when it changed, through the state folder's descriptor (an atomic replace, mode 0600 like
@@ -130,27 +200,37 @@ class StateDir:
         d = self.open("tx")
         if d is None:
             return []
+        given = given or {}
+        out: list[JournalEntry] = []
         with d:
             names = _journal_names(d)
             known = self._read_index()
-            final: dict[str, list[int]] = {}
-            pending: list[TxRecord] = []
+            final: dict[str, Final] = {}
             for name in names:
-                ident = _identity(d.lstat(name))
-                if ident is not None and known.get(name) == ident:
-                    final[name] = ident
+                txid = name[:-len(".jsonl")]
+                if txid in given:
+                    out.append(JournalEntry(name, *given[txid]))
                     continue
-                path = self.tx_dir / name
-                self.refuse_unreadable(path)
-                tx = TxRecord.load(path)
-                if tx.pending:
-                    pending.append(tx)
-                elif (ident is not None and not tx.damaged and tx.state in (TxState.COMMITTED, TxState.ROLLED_BACK)
-                      and _identity(d.lstat(name)) == ident):  # unchanged while it was read
-                    final[name] = ident
+                ident = _identity(d.lstat(name))
+                k = known.get(name)
+                if ident is not None and k is not None and list(k.ident) == ident:
+                    final[name] = k
+                    out.append(JournalEntry(name, k.state, k.divert))
+                    continue
+                tx = self._load(d, name)
+                div = wanted_diversion(tx)
+                out.append(JournalEntry(name, tx.state, div, tx))
+                if (ident is not None and not tx.damaged and tx.state in (TxState.COMMITTED, TxState.ROLLED_BACK)
+                        and self._read.get(name, (None,))[0] == ident):  # read whole, unchanged while read
+                    final[name] = Final(tuple(ident), tx.state, div)
         if remember and final != known:
             self._write_index(final)
-        return pending
+        return out
+
+    def load_pending(self, *, remember: bool = False) -> list[TxRecord]:
+        """The pending transactions (interrupted or damaged), oldest first, as ``load_all`` finds
+        them, at a cost that does not grow with the history (``scan``)."""
+        return [e.record for e in self.scan(remember=remember) if e.record is not None and e.record.pending]
 
     def remember_final(self, tx: TxRecord) -> None:
         """Add the journal this process has just written to its end under the lock (an apply's
@@ -167,11 +247,13 @@ class StateDir:
                 ident = _identity(d.lstat(tx.path.name))
             if ident is not None:
                 known = self._read_index()
-                if known.get(tx.path.name) != ident:
-                    self._write_index({**known, tx.path.name: ident})
+                entry = Final(tuple(ident), tx.state, wanted_diversion(tx))
+                if known.get(tx.path.name) != entry:
+                    self._write_index({**known, tx.path.name: entry})
 
-    def _read_index(self) -> dict[str, list[int]]:
-        """``final-journals``: name -> identity; {} when absent, unreadable or malformed."""
+    def _read_index(self) -> dict[str, Final]:
+        """``final-journals``: name -> what it recorded; {} when absent, unreadable or malformed
+        (an entry that is not well formed is left out: that journal is read)."""
         try:
             d = self.open()
             if d is None:
@@ -185,11 +267,19 @@ class StateDir:
         final = doc.get("final") if isinstance(doc, dict) and doc.get("v") == _INDEX_VERSION else None
         if not isinstance(final, dict):
             return {}
-        return {k: v for k, v in final.items() if isinstance(k, str) and isinstance(v, list) and len(v) == 5
-                and all(type(x) is int for x in v)}
+        out: dict[str, Final] = {}
+        for k, v in final.items():
+            if not isinstance(k, str) or not isinstance(v, dict):
+                continue
+            ident, state, div = v.get("id"), _FINAL_STATES.get(str(v.get("state"))), v.get("divert")
+            if (isinstance(ident, list) and len(ident) == 5 and all(type(x) is int for x in ident)
+                    and state is not None and (div is None or isinstance(div, str))):
+                out[k] = Final(tuple(ident), state, div)
+        return out
 
-    def _write_index(self, final: dict[str, list[int]]) -> None:
-        data = json.dumps({"v": _INDEX_VERSION, "final": final}, sort_keys=True, separators=(",", ":")).encode()
+    def _write_index(self, final: dict[str, Final]) -> None:
+        doc = {"v": _INDEX_VERSION, "final": {k: v.to_json() for k, v in final.items()}}
+        data = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
         with contextlib.suppress(RevError, OSError):  # a cache: the next one reads the journals again
             with self.open(create=True) as d:
                 # replaced atomically, not fsynced: after a crash it may be empty or old, and
@@ -294,10 +384,12 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def refuse_pending(st: StateDir, *, remember: bool = False) -> None:
+def refuse_pending(st: StateDir, *, remember: bool = False, pending: list[TxRecord] | None = None) -> None:
     """RevError("INTERRUPTED") naming the newest interrupted transaction, when there is one.
-    ``remember``: the caller holds the lock (``StateDir.load_pending``)."""
-    pending = st.load_pending(remember=remember)
+    ``remember``: the caller holds the lock (``StateDir.load_pending``). ``pending``: the
+    pending journals a caller's own ``scan`` found (nothing is read again)."""
+    if pending is None:
+        pending = st.load_pending(remember=remember)
     if pending:
         tx = pending[-1]
         refuse_damaged(st, tx)

@@ -23,7 +23,15 @@ from rocmrevive.txn.observe import describe, legacy_temp, matches, observe_all
 from rocmrevive.txn.plan import Op
 from rocmrevive.txn.preflight import check_writable
 from rocmrevive.txn.result import Action, Progress, TxOutcome, TxResult, as_rev_error, expected_errors, few
-from rocmrevive.txn.state import DEFAULT_STATE_DIR, StateDir, now, refuse_damaged, refuse_pending, txid_seq
+from rocmrevive.txn.state import (
+    DEFAULT_STATE_DIR,
+    JournalEntry,
+    StateDir,
+    now,
+    refuse_damaged,
+    refuse_pending,
+    txid_seq,
+)
 from rocmrevive.txn.testseam import checkpoint
 
 
@@ -282,7 +290,7 @@ class Undo:
 
 
 # rollback ------------------------------------------------------------------------------------
-def _select(txs: list[TxRecord], txid: str | None, st: StateDir) -> TxRecord | None:
+def _select(txs: list[JournalEntry], txid: str | None, st: StateDir) -> JournalEntry | None:
     if txid is None:
         committed = [t for t in txs if t.state is TxState.COMMITTED]
         return committed[-1] if committed else None
@@ -305,34 +313,36 @@ def rollback(root, txid: str | None = None, *, force: bool = False, state_dir: s
 
         rollback(root)            # the last install
         rollback(root, "0003")    # a named one
-    """
+
+    Journals read: the one undone and, for a named one, the committed ones after it (a file a
+    later transaction replaced again is named in the drift message); the others are known from
+    ``final-journals`` (``StateDir.scan``), so the cost does not grow with the history. A journal
+    is read once per call."""
     st = StateDir(root, state_dir)
     if not dry_run:
-        pre = _select(st.load_all(), txid, st)
+        pre = _select(st.scan(), txid, st)
         if pre is None or pre.state is TxState.ROLLED_BACK:  # nothing to do: answer without taking the lock
-            return rollback(root, txid, force=force, state_dir=state_dir, dry_run=True, progress=progress)
+            dry_run = True
     with (contextlib.nullcontext() if dry_run else st.lock()):
         if dry_run:
             st.probe_lock()
         check_package_managers(root)
-        refuse_pending(st, remember=not dry_run)
-        txs = st.load_all()
-        damaged = [t for t in txs if t.damaged]
-        if damaged:
-            refuse_damaged(st, damaged[-1])
-        tx = _select(txs, txid, st)
-        if tx is None:
+        entries = st.scan(remember=not dry_run)
+        refuse_pending(st, pending=[e.record for e in entries if e.record is not None and e.record.pending])
+        sel = _select(entries, txid, st)
+        if sel is None:
             return TxResult(None, False, (), None, None, TxOutcome.NOTHING, ["no committed transaction to roll back"])
+        tx = st.load_entry(sel)
         jpath = st.mp(tx.path)
         if tx.state is TxState.ROLLED_BACK:
             when = (tx.rolled_back or {}).get("time", "")
             return TxResult(tx.txid, False, (), jpath, tx.tree, TxOutcome.ROLLED_BACK,
                             [f"transaction {tx.txid} was already rolled back {when}".rstrip()])
         later = {}
-        for t in txs:
-            if t.state is TxState.COMMITTED and txid_seq(t.txid) > txid_seq(tx.txid):
-                for f in t.planned:
-                    later[f["path"]] = t.txid
+        for e in entries:
+            if e.state is TxState.COMMITTED and txid_seq(e.txid) > txid_seq(tx.txid):
+                for f in st.load_entry(e).planned:
+                    later[f["path"]] = e.txid
         with expected_errors(root, "; nothing was changed"):
             undo = Undo(root, st, tx, None, reason="rollback", force=force, later=later, progress=progress)
         try:
