@@ -243,3 +243,10 @@ def test_the_expectation_is_the_median_of_the_last_passes(tmp_path):
     got = expect.read_device(root, "k")["stacks"]["s"]
     assert [p["a"] for p in got["passes"]] == [0.2, 1.1, 0.9, 5.0, 1.0]   # the last KEEP_PASSES
     assert got["products"] == {"a": 1.0}                                    # their median
+
+
+def test_a_ratio_under_one_percent_keeps_a_decimal():
+    """1.004x is "within 0.4 %", not "within 0 %" (which would read as no slower at all)."""
+    dev = {"index": 0, "name": "x", "model": None}
+    j = expect.judge_device(dev, _now({"decode": 1.004, "square": 0.9}), _data(), "s1", None)
+    assert expect.summary_line(j) == "within 0.4 % of the last pass on 2026-12-01 (slowest shape class)"

@@ -297,7 +297,9 @@ def summary_line(j: dict) -> str | None:
         if worst <= 1:
             return (f"as fast as or faster than the last pass on {when} with the same build and model" if llama
                     else f"every shape class as fast as or faster than the last pass on {when}")
-        return f"within {(worst - 1) * 100:.0f} % of the last pass on {when}" + ("" if llama else " (slowest shape class)")
+        pct = (worst - 1) * 100   # one decimal under 1 %: "within 0 %" would say no slower at all
+        return (f"within {pct:.1f} % of the last pass on {when}" if pct < 1 else
+                f"within {pct:.0f} % of the last pass on {when}") + ("" if llama else " (slowest shape class)")
     prev = j.get("previous_stack")
     if prev and prev.get("overall"):
         return (f"no pass recorded on this software stack yet; against the last pass on another stack "
