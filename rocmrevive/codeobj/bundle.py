@@ -63,6 +63,7 @@ class BundleEntry(NamedTuple):
 
 
 _COUNT, _ENTRY = struct.Struct("<Q"), struct.Struct("<QQQ")   # the entry count; offset, size, id length
+_new_tuple = tuple.__new__   # builds a BundleEntry without the generated __new__'s Python frame
 
 
 def parse_bundle(data: bytes | bytearray | memoryview, *, limit: int | None = None) -> list[BundleEntry]:
@@ -99,7 +100,7 @@ def parse_bundle(data: bytes | bytearray | memoryview, *, limit: int | None = No
         if esize > MAX_CODE_OBJECT:
             raise BundleError(f"bundle entry {triple} claims {esize:,} bytes, more than the "
                               f"{MAX_CODE_OBJECT >> 20} MiB a code object may have")
-        out.append(BundleEntry(triple, off, esize))
+        out.append(_new_tuple(BundleEntry, (triple, off, esize)))   # BundleEntry(triple, off, esize), in C
     return out
 
 

@@ -21,7 +21,7 @@ import os
 import stat
 import struct
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import msgpack
 
@@ -327,17 +327,17 @@ def _walk_bundle(rep: FileReport, data, base: int, deep: bool, container: str,
     have = len(data) - base
     if entries is None:
         entries = B.parse_bundle(memoryview(data)[base:] if base else memoryview(data), limit=limit)
-    for e in entries:
-        if e.size == 0 or e.is_host:
+    for eid, eoff, esize in entries:   # (B.BundleEntry, unpacked: hundreds in a fat binary)
+        if esize == 0 or eid == "host" or eid.startswith("host-"):   # BundleEntry.is_host
             continue
-        if e.offset + 64 <= have:
-            co = None if deep else _sound_entry(data, base + e.offset, e.size, e.entry_id, container)
+        if eoff + 64 <= have:
+            co = None if deep else _sound_entry(data, base + eoff, esize, eid, container)
             if co is None:
-                co = _elf_entry(rep, data, base + e.offset, e.size, e.entry_id, container, deep)
+                co = _elf_entry(rep, data, base + eoff, esize, eid, container, deep)
         else:  # only the head of a compressed bundle is here: the id names the target
-            co = _entry_from_id(e.entry_id, e.offset, e.size, container)
+            co = _entry_from_id(eid, eoff, esize, container)
             if co is None:
-                rep.problems.append(f"bundle entry id {e.entry_id!r} names no GPU target")
+                rep.problems.append(f"bundle entry id {eid!r} names no GPU target")
         if co is not None:
             rep.entries.append(co)
 
@@ -396,15 +396,14 @@ def _find_section(data, name: bytes):
     return None
 
 
-@dataclass(frozen=True)
-class Container:
+class Container(NamedTuple):
     """One bundle or CCOB found by ``iter_containers``: where, how far it may reach, and (for
-    a CCOB) its header."""
+    a CCOB) its header (a named tuple: a fat binary holds hundreds)."""
     offset: int
     limit: int                   # bytes from ``offset`` to the end of the region walked
     ccob: B.CcobHeader | None    # None for a plain bundle
     extent: int                  # its length
-    entries: list[B.BundleEntry] | None = field(default=None, compare=False, repr=False)  # a plain bundle's table
+    entries: list[B.BundleEntry] | None = None   # a plain bundle's table
 
     @property
     def label(self) -> str:
