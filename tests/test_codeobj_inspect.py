@@ -244,6 +244,45 @@ def test_the_header_fast_path_says_what_the_full_read_says(tmp_path, codeobjects
     assert seen(other, True)[2] == ["bundle entry hipv4-amdgcn-amd-amdhsa--gfx1031 holds code for gfx1030"]
 
 
+def _cut_a_section(real: bytes, entry_id_part: bytes) -> bytes:
+    """``real`` with one section of the entry whose id ends in ``entry_id_part`` reaching past
+    the entry's end (its sh_offset set to the entry's size): the full check flags it."""
+    from rocmrevive.codeobj import bundle as B
+
+    dev = next(e for e in B.parse_bundle(real) if e.entry_id.endswith(entry_id_part.decode()))
+    hdr = parse_header(real[dev.offset:dev.offset + 64])
+    assert hdr is not None
+    out = bytearray(real)
+    for i in range(1, hdr.e_shnum):
+        at = dev.offset + hdr.e_shoff + i * 64
+        kind, size = struct.unpack_from("<I", out, at + 4)[0], struct.unpack_from("<Q", out, at + 32)[0]
+        if kind != 8 and size:   # not SHT_NOBITS, some bytes
+            struct.pack_into("<Q", out, at + 24, dev.size)
+            return bytes(out)
+    raise AssertionError("no section with bytes")
+
+
+def test_a_focus_reads_other_targets_entries_to_their_header_only(tmp_path, codeobjects):
+    """audit's scan (issue 40) gives ``inspect_file`` the machine's processors: a cut in another
+    target's entry is not this machine's problem (the runtime loads only the agent's entry), a
+    cut in the machine's own entry still is, and every entry keeps its target and version."""
+    real = codeobjects[MIXED].path.read_bytes()
+    f = tmp_path / "b.hipfb"
+    f.write_bytes(_cut_a_section(real, b"--gfx1030"))
+    whole = inspect_file(f)
+    assert any("gfx1030" in p for p in whole.problems), whole.problems
+    mine = inspect_file(f, focus=frozenset({"gfx906"}))
+    assert mine.problems == [], mine.problems
+    assert entries(mine) == entries(inspect_file(codeobjects[MIXED].path))
+    assert [e.co_version for e in mine.entries] == [e.co_version for e in whole.entries]
+    assert inspect_file(f, focus=frozenset({"gfx1030"})).problems == whole.problems
+    f.write_bytes(_cut_a_section(real, b"--gfx906"))   # the machine's own entry: flagged either way
+    assert inspect_file(f, focus=frozenset({"gfx906"})).problems == inspect_file(f).problems != []
+    f.write_bytes(real.replace(b"--gfx1030", b"--gfx1031", 1))   # the id against the ELF: still read
+    assert inspect_file(f, focus=frozenset({"gfx906"})).problems == [
+        "bundle entry hipv4-amdgcn-amd-amdhsa--gfx1031 holds code for gfx1030"]
+
+
 # ------------------------------------------------------------------------------------------
 # output: pipes and widths
 

@@ -130,8 +130,14 @@ def _section_table(hdr, read, size: int) -> bytes | None:
         return None
 
 
-def inspect_file(path: str | os.PathLike, *, deep: bool = False) -> FileReport:
-    """Classify ``path`` and list its device code objects; never raises for bad content."""
+def inspect_file(path: str | os.PathLike, *, deep: bool = False,
+                 focus: frozenset[str] | None = None) -> FileReport:
+    """Classify ``path`` and list its device code objects; never raises for bad content.
+
+    ``focus`` (processors, e.g. the machine's): a bundle entry whose id names another processor
+    (not a generic one) is checked to its ELF header only (target, code object version, the id
+    agreeing), not its section table: the runtime loads only the entry of the agent's ISA, so a
+    cut in another target's entry cannot break this machine (audit's scan; ``inspect`` checks all)."""
     p = str(path)
     try:
         with open_regular(p) as f:
@@ -145,7 +151,7 @@ def inspect_file(path: str | os.PathLike, *, deep: bool = False) -> FileReport:
                 return _inspect_head(p, fd, size, head, kind)  # most of a library folder
             mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
             try:
-                return _inspect_bytes(p, mm, deep)
+                return _inspect_bytes(p, mm, deep, focus)
             finally:
                 try:
                     mm.close()
@@ -172,7 +178,7 @@ def _inspect_head(path: str, fd: int, size: int, head: bytes, kind: str) -> File
     return rep
 
 
-def _inspect_bytes(path: str, data, deep: bool) -> FileReport:
+def _inspect_bytes(path: str, data, deep: bool, focus: frozenset[str] | None = None) -> FileReport:
     size = len(data)
     kind = classify(bytes(data[:64]))
     rep = FileReport(path, kind, size)
@@ -182,10 +188,10 @@ def _inspect_bytes(path: str, data, deep: bool) -> FileReport:
             if co is not None:
                 rep.entries.append(co)
         elif kind == "host-elf":
-            _inspect_host_elf(rep, data, deep)
+            _inspect_host_elf(rep, data, deep, focus)
         elif kind in ("offload-bundle", "ccob"):
             # a file may hold several containers back to back (a dumped .hip_fatbin)
-            _walk_containers(rep, data, 0, size, deep, "the file")
+            _walk_containers(rep, data, 0, size, deep, "the file", focus)
         elif kind == "tensile-dat" and deep:
             # a whole-folder scan reads headers only; walking 300 MB of .dat is --deep's job
             why = msgpack_problem(data)
@@ -219,11 +225,13 @@ _SOUND_IDS: set[tuple[str, int, int | None]] = set()   # (entry id, e_flags, cod
 _EHDR = struct.Struct("<4sBBxBB7xHHIQQQIHHHHHH")   # Elf64_Ehdr, the fields the fast path reads
 
 
-def _sound_entry(data, offset: int, size: int, entry_id: str | None, container: str) -> CodeObject | None:
+def _sound_entry(data, offset: int, size: int, entry_id: str | None, container: str,
+                 sections: bool = True) -> CodeObject | None:
     """The code object at ``data[offset:offset + size]`` when every header-depth check passes
     (an AMDGPU HSA ELF of a known processor, its bundle id naming the same target, no table or
     section past its end), read with two ``struct`` calls; None sends it to ``_elf_entry``'s
-    full path, which says what is wrong. A fat binary holds hundreds of sound code objects."""
+    full path, which says what is wrong. A fat binary holds hundreds of sound code objects.
+    ``sections=False``: the ELF header only (an entry outside ``inspect_file``'s focus)."""
     if offset + size > len(data) or size < 64:
         return None
     (magic, ei_class, ei_data, osabi, abiversion, _type, machine, _ver, _entry, phoff, shoff, flags,
@@ -233,15 +241,18 @@ def _sound_entry(data, offset: int, size: int, entry_id: str | None, container: 
     target = elf_target(osabi, abiversion, flags)
     if target is None:
         return None
-    if phoff and phnum * phentsize and phoff + phnum * phentsize > size:
+    if not sections:
+        pass
+    elif phoff and phnum * phentsize and phoff + phnum * phentsize > size:
         return None
-    if not shoff or shentsize != 64 or not 0 < shnum <= SPANS_MAX or shoff + shnum * 64 > size:
+    elif not shoff or shentsize != 64 or not 0 < shnum <= SPANS_MAX or shoff + shnum * 64 > size:
         return None
-    spans = section_spans(shnum).unpack_from(data, offset + shoff)
-    if max(map(operator.add, spans[1::3], spans[2::3])) > size and any(
-            kind != SHT_NOBITS and length and at + length > size   # (.bss has no bytes in the file)
-            for kind, at, length in zip(spans[0::3], spans[1::3], spans[2::3])):
-        return None
+    else:
+        spans = section_spans(shnum).unpack_from(data, offset + shoff)
+        if max(map(operator.add, spans[1::3], spans[2::3])) > size and any(
+                kind != SHT_NOBITS and length and at + length > size   # (.bss has no bytes in the file)
+                for kind, at, length in zip(spans[0::3], spans[1::3], spans[2::3])):
+            return None
     co_version = abiversion + 2 if osabi == ELFOSABI_AMDGPU_HSA else None
     if entry_id and (entry_id, flags, co_version) not in _SOUND_IDS:
         if _entry_id_problem(entry_id, target, co_version):
@@ -320,10 +331,22 @@ def _entry_id_problem(entry_id: str, target: TargetId, co_version) -> str | None
     return None
 
 
+@functools.lru_cache(maxsize=1024)
+def _in_focus(entry_id: str, focus: frozenset[str]) -> bool:
+    """Whether the runtime could load this entry on one of ``focus``'s processors: its id names
+    one of them or a generic target, or names none (the full path says what is wrong)."""
+    try:
+        proc = TargetId.parse(entry_id).processor
+    except ValueError:
+        return True
+    return proc in focus or proc.endswith("-generic")
+
+
 def _walk_bundle(rep: FileReport, data, base: int, deep: bool, container: str,
-                 limit: int | None = None, entries: list[B.BundleEntry] | None = None) -> None:
+                 limit: int | None = None, entries: list[B.BundleEntry] | None = None,
+                 focus: frozenset[str] | None = None) -> None:
     """List the device entries of the plain bundle at ``data[base:]`` (its entry table, when
-    ``iter_containers`` has parsed it already)."""
+    ``iter_containers`` has parsed it already); ``focus`` as ``inspect_file``'s."""
     have = len(data) - base
     if entries is None:
         entries = B.parse_bundle(memoryview(data)[base:] if base else memoryview(data), limit=limit)
@@ -331,7 +354,8 @@ def _walk_bundle(rep: FileReport, data, base: int, deep: bool, container: str,
         if esize == 0 or eid == "host" or eid.startswith("host-"):   # BundleEntry.is_host
             continue
         if eoff + 64 <= have:
-            co = None if deep else _sound_entry(data, base + eoff, esize, eid, container)
+            co = None if deep else _sound_entry(data, base + eoff, esize, eid, container,
+                                                focus is None or _in_focus(eid, focus))
             if co is None:
                 co = _elf_entry(rep, data, base + eoff, esize, eid, container, deep)
         else:  # only the head of a compressed bundle is here: the id names the target
@@ -454,20 +478,21 @@ def _ccob_extent(view, hdr: B.CcobHeader) -> int:
     return stream.extent
 
 
-def _walk_containers(rep: FileReport, data, off: int, size: int, deep: bool, where: str) -> None:
+def _walk_containers(rep: FileReport, data, off: int, size: int, deep: bool, where: str,
+                     focus: frozenset[str] | None = None) -> None:
     """List the entries of every container in a region; a damaged container is a problem and
     the walk goes on with the next one (its extent is known from its header)."""
     for c in iter_containers(data, off, size, where):
         try:
             if c.ccob is None:
-                _walk_bundle(rep, data, c.offset, deep, c.label, limit=c.limit, entries=c.entries)
+                _walk_bundle(rep, data, c.offset, deep, c.label, limit=c.limit, entries=c.entries, focus=focus)
             else:
                 _walk_ccob(rep, data, c.offset, c.ccob, deep)
         except B.BundleError as exc:
             rep.problems.append(f"{c.label}: {exc}")
 
 
-def _inspect_host_elf(rep: FileReport, data, deep: bool) -> None:
+def _inspect_host_elf(rep: FileReport, data, deep: bool, focus: frozenset[str] | None = None) -> None:
     hdr = parse_header(bytes(data[:64]))
     if hdr is None:
         rep.kind = "not-code-object"
@@ -479,7 +504,7 @@ def _inspect_host_elf(rep: FileReport, data, deep: bool) -> None:
         rep.note = f"{machine_words(hdr.e_machine)} with no .hip_fatbin section (no GPU code)"
         return
     off, size = sec
-    _walk_containers(rep, data, off, size, deep, ".hip_fatbin")
+    _walk_containers(rep, data, off, size, deep, ".hip_fatbin", focus)
     if not rep.entries and not rep.problems:
         rep.kind = "host-elf-no-device-code"
         rep.note = ".hip_fatbin holds no device code"

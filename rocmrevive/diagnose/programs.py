@@ -244,7 +244,8 @@ def read_program(root: Root, mpath: str, kind: ProgramKind, where: str, targets:
                  owner: Owner | None = None) -> Program | None:
     """The program at ``mpath`` with its cells, or None when the file has no device code."""
     real = root.path(mpath)
-    fr = inspect_file(real)
+    # the machine's processors: another target's entries are read to their ELF header only
+    fr = inspect_file(real, focus=frozenset(t.processor for t in targets) if targets else None)
     if not fr.entries and fr.kind != "unreadable":
         return None
     prog = Program(mpath, kind, where, processors=fr.processors, code_objects=len(fr.entries),
