@@ -534,3 +534,41 @@ def test_invalid_isas_register_size_exception_dates_from_rocm_4_5():
     isa = catalogue.by_id()["hsa-invalid-isa"]
     assert "every release" not in isa.meaning + isa.versions
     assert "exception since ROCm 4.5" in isa.meaning and "exception since ROCm 4.5" in isa.versions
+
+
+def test_the_sriov_mailbox_loop_explains_the_driver_that_never_goes_live():
+    paste = ("amdgpu 0000:08:00.0: amdgpu: trn=2 ACK should not assert! wait again !\n"
+             "ROCk module is NOT live, possibly no GPU devices\n"
+             "ERROR:root:Driver not initialized (amdgpu not found in modules)\n")
+    found = explain_text(paste)
+    assert [d.rule for d in found] == ["amdgpu-sriov-mailbox-ack", "rocminfo-rock-not-live", "rsmi-driver-not-initialized"]
+    assert [d.details.get("explained_by", {}).get("rule") for d in found[1:]] == ["amdgpu-sriov-mailbox-ack"] * 2
+    # without the module at all rocminfo says NOT loaded, another entry
+    assert explain_text("ROCk module is NOT loaded, possibly no GPU devices")[0].rule == "rocminfo-rock-not-loaded"
+
+
+@pytest.mark.parametrize("line,lib", [
+    ("ImportError: libamdhip64.so.6: cannot open shared object file: No such file or directory", "libamdhip64.so.6"),
+    ("./llama-cli: error while loading shared libraries: librocblas.so.5: cannot open shared object file: No such file "
+     "or directory", "librocblas.so.5"),
+])
+def test_a_rocm_soname_the_loader_cannot_find(line, lib):
+    d = explain_text(line)[0]
+    assert d.rule == "rocm-library-not-found"
+    # a library outside ROCm is not this entry's
+    assert not any(x.rule == "rocm-library-not-found"
+                   for x in explain_text("ImportError: libGL.so.1: cannot open shared object file: No such file or directory"))
+
+
+def test_hip6_r0600_symbols_at_link_time_and_not_any_undefined_reference():
+    d = explain_text("main.cpp:(.text+0x322): undefined reference to `hipChooseDeviceR0600'")[0]
+    assert d.rule == "hip6-symbol-older-runtime" and "ROCm 5.x" in d.cause
+    assert not any(x.rule == "hip6-symbol-older-runtime" for x in explain_text("undefined reference to `hipMalloc'"))
+
+
+def test_the_ras_fatal_interrupt_explains_the_reset_after_it():
+    paste = ("amdgpu 0000:e3:00.0: amdgpu: uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) detected!\n"
+             "amdgpu 0000:e3:00.0: amdgpu: GPU reset begin!\n")
+    found = explain_text(paste)
+    assert found[0].rule == "amdgpu-ras-uncorrectable" and found[0].severity.value == "error"
+    assert found[1].details.get("explained_by", {}).get("rule") == "amdgpu-ras-uncorrectable"
