@@ -55,6 +55,11 @@ def rr(root: Path, *args, check_rc=None):
 @pytest.fixture
 def demo(tmp_path):
     """The dual-MI50 machine with a mini rocBLAS 4.4 tree (gfx908 only) and a gfx906 source."""
+    return demo_machine(tmp_path)
+
+
+def demo_machine(tmp_path: Path) -> tuple[Path, Path, list[str]]:
+    """``demo``'s machine: its root, the source .deb and the install arguments that name it."""
     root = build("dual-mi50", tmp_path / "m")
     mr.build_tree(root, rocm_version="6.4.3", arches_present=("gfx908",), replace=True)
     deb = mr.build_source_deb(tmp_path / "librocblas4_6.4.4-4_amd64.deb")["path"]

@@ -21,8 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.machines.build import build
-from tests.test_install import mr, tree_hash, write_manifest
+from tests.test_install import demo_machine, tree_hash
 
 FAULTS = REPO / "tests/smoke_faults"
 ADDED = "opt/rocm-6.4.3/lib/rocblas/library/TensileLibrary_lazy_gfx906.dat"   # a file the install adds
@@ -32,11 +31,7 @@ LINE = re.compile(r"after the install: (\d+\.\d\d)x the time of the pass before 
 
 @pytest.fixture
 def demo(tmp_path):
-    root = build("dual-mi50", tmp_path / "m")
-    mr.build_tree(root, rocm_version="6.4.3", arches_present=("gfx908",), replace=True)
-    deb = mr.build_source_deb(tmp_path / "librocblas4_6.4.4-4_amd64.deb")["path"]
-    mf = write_manifest(tmp_path / "manifests", Path(deb))
-    args = ["--manifests", str(mf), "--from", str(deb), "--cache", str(tmp_path / "cache"), "--yes"]
+    root, _deb, args = demo_machine(tmp_path)
     return root, args
 
 

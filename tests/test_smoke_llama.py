@@ -7,6 +7,7 @@ ROCm build with two GPUs (the only fake part: the GPUs).
 from __future__ import annotations
 
 import json
+import os
 import stat
 import sys
 from pathlib import Path
@@ -367,3 +368,23 @@ def test_the_build_identity_follows_the_program_its_libraries_and_the_model(tmp_
     import os
     os.mkfifo(tmp_path / "fifo")   # read, never waited on: no identity
     assert llama.build_identity(tmp_path / "fifo", model)["binary_sha256"] is None
+
+
+def test_the_identity_reads_no_link_and_never_waits_on_a_fifo(tmp_path):
+    """A user's llama.cpp folder is hostile input: the model or program named through a link is
+    not followed, a FIFO in its place is refused at once (no identity, no wait)."""
+    import threading
+
+    from rocmrevive.smoke.llama import _sha256_file
+
+    real = tmp_path / "model.gguf"
+    real.write_bytes(b"GGUF" * 16)
+    (tmp_path / "link.gguf").symlink_to(real)
+    os.mkfifo(tmp_path / "fifo.gguf")
+    got: list = []
+    t = threading.Thread(target=lambda: got.extend(_sha256_file(str(tmp_path / n))
+                                                   for n in ("model.gguf", "link.gguf", "fifo.gguf")), daemon=True)
+    t.start()
+    t.join(10)
+    assert not t.is_alive(), "waited on a FIFO"
+    assert got[0] and len(got[0]) == 64 and got[1:] == [None, None]

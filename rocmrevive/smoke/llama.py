@@ -20,7 +20,6 @@ import os
 import re
 import shutil
 import signal
-import stat as stat_mod
 import subprocess
 import tempfile
 import time
@@ -29,6 +28,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+from rocmrevive import fs
 from rocmrevive.errors import RevError
 from rocmrevive.smoke.gguf_model import write_tiny_llama
 from rocmrevive.smoke.llama_output import GEN_TOKENS as OUTPUT_TOKENS
@@ -298,15 +298,14 @@ _LIB = re.compile(r"^lib(ggml|llama|mtmd)[\w.+-]*\.so[\d.]*$")
 
 
 def _sha256_file(path: str, limit: int = IDENTITY_READ_LIMIT) -> str | None:
-    """sha256 of a regular file, read (never run) without waiting on a FIFO; None when not one."""
+    """sha256 of a regular file, read (never run) through ``fs.open_regular`` (no final link
+    followed, a FIFO or device refused without waiting); None when it is not one."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
+        fd = fs.open_regular(path)
+    except (OSError, RevError):   # gone, a link, a FIFO or a device: no identity, never a wait
         return None
     try:
         st = os.fstat(fd)
-        if not stat_mod.S_ISREG(st.st_mode):
-            return None
         h, left = hashlib.sha256(), limit
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 20))
@@ -341,7 +340,7 @@ def build_identity(binary: Path, model: Path) -> dict:
                 except OSError:
                     continue
                 libs[f"{folder}/{name}"] = [st.st_size, st.st_mtime_ns]
-    return {"binary": str(binary), "binary_sha256": _sha256_file(str(binary)), "libraries": libs,
+    return {"binary": str(binary), "binary_sha256": _sha256_file(str(real)), "libraries": libs,
             "model_sha256": _sha256_file(str(model))}
 
 
