@@ -161,11 +161,11 @@ def _slot_link(root: Root, bdf: str) -> dict | None:
         loc = locate(root, read_function(root, bdf))
     except (OSError, ValueError):
         return None
-    bridge = next((b for b in loc.bridges if b.role == "card-internal"), None)
-    if bridge is None or not bridge.link.known:
+    lk = loc.slot_link
+    if lk is None or not lk.known:
         return None
-    lk = bridge.link
-    return {"width": lk.width, "max_width": lk.max_width, "gts": lk.speed, "max_gts": lk.max_speed, "at": bridge.bdf}
+    return {"width": lk.width, "max_width": lk.max_width, "gts": lk.speed, "max_gts": lk.max_speed,
+            "at": loc.card_bridges[0].bdf}
 
 
 def _read_hwmon(h: CardHealth, folder: str, entries: list[str], text) -> None:
