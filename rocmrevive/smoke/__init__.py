@@ -224,21 +224,20 @@ def judge_llama(root: Root, llama_part: dict | None, *, mode: str, compare: bool
     model and device (``expect.judge_llama_run``)."""
     if not llama_part or llama_part.get("status") != PartStatus.PASSED:
         return []
-    sid = expect_mod.llama_stack(llama_part.get("identity"))
-    out = []
-    for run in llama_part.get("runs") or []:
-        if not run.get("ok"):
-            continue
-        key = expect_mod.llama_key(run, llama_part.get("devices") or [], mode)
-        out.append(expect_mod.judge_llama_run(run, key, expect_mod.read_device(root, key), sid, compare=compare))
-    return out
+    return [_judge_llama_run(root, run, llama_part, mode, compare)
+            for run in llama_part.get("runs") or [] if run.get("ok")]
+
+
+def _judge_llama_run(root: Root, run: dict, part: dict, mode: str, compare: bool = True) -> dict:
+    """One llama.cpp speed run against the record of its build, model and device."""
+    key = expect_mod.llama_key(run, part.get("devices") or [], mode)
+    return expect_mod.judge_llama_run(run, key, expect_mod.read_device(root, key),
+                                      expect_mod.llama_stack(part.get("identity")), compare=compare)
 
 
 def _llama_slow(root: Root, run: dict, part: dict, mode: str) -> bool:
     """Whether one llama.cpp speed run is slow against its record (then it is measured again)."""
-    key = expect_mod.llama_key(run, part.get("devices") or [], mode)
-    sid = expect_mod.llama_stack(part.get("identity"))
-    return bool(expect_mod.judge_llama_run(run, key, expect_mod.read_device(root, key), sid)["slow"])
+    return bool(_judge_llama_run(root, run, part, mode)["slow"])
 
 
 def _keep_llama(root: Root, speed: list[dict], llama_part: dict, when: str) -> list[str]:
