@@ -28,9 +28,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from rocmrevive.codeobj.targetid import TargetId
 from rocmrevive.errors import RevError
-from rocmrevive.hardware import gpus as gpus_mod
 from rocmrevive.hardware import health as health_mod
 from rocmrevive.rootfs import Root
 from rocmrevive.smoke import expect as expect_mod
@@ -38,7 +36,6 @@ from rocmrevive.smoke import llama as llama_mod
 from rocmrevive.smoke import record as record_mod
 from rocmrevive.smoke import torch_runner
 from rocmrevive.smoke.record import PartStatus, RunStatus
-from rocmrevive.tensile.xref import cross_reference
 
 __all__ = ["PARTS", "PartStatus", "run_smoke", "verdict"]
 
@@ -114,6 +111,10 @@ def tensile_cause(root: Root, torch_part: dict | None) -> str | None:
     path = (((torch_part or {}).get("stack") or {}).get("tensile") or {}).get("path")
     if not isinstance(path, str) or not os.path.isabs(path) or not os.path.isdir(path):
         return None
+    from rocmrevive.codeobj.targetid import TargetId  # noqa: PLC0415 - a slow verdict only (status imports this package)
+    from rocmrevive.hardware import gpus as gpus_mod  # noqa: PLC0415 - likewise
+    from rocmrevive.tensile.xref import cross_reference  # noqa: PLC0415 - likewise
+
     targets: list = []
     for text in [str(d.get("arch") or "") for d in (torch_part or {}).get("devices") or []]:
         try:
