@@ -15,8 +15,8 @@ import pytest
 
 from rocmrevive.errors import exit_code
 from rocmrevive.rootfs import Root
-from rocmrevive.smoke import verdict
 from rocmrevive.smoke.record import RECORD_PATH, read_last, write_last
+from rocmrevive.smoke.run import verdict
 
 REPO = Path(__file__).resolve().parent.parent
 

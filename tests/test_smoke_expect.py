@@ -220,7 +220,7 @@ def test_a_pass_slow_once_is_measured_again_and_passes_while_a_lasting_slowness_
 
 
 def test_a_second_pass_that_finds_a_wrong_result_fails_the_part():
-    from rocmrevive.smoke import PartStatus, _measured_again
+    from rocmrevive.smoke.run import PartStatus, _measured_again
     rec = {"type": "gemm", "device": 0, "dtype": "fp32", "case": "nn", "ok": True, "seconds": 2.0}
     first = {"status": PartStatus.PASSED, "records": [rec, {"type": "bandwidth", "device": 0, "ok": True,
                                                             "seconds": 1.0}], "failures": []}

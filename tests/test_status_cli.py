@@ -229,3 +229,27 @@ def test_a_rolled_back_replace_gives_the_file_back_to_the_earlier_transaction(m)
     m.p(x).write_bytes(b"rebuilt by someone")
     rc, doc, _ = run(m, "status")
     assert rc == 8 and doc["transactions"][0]["integrity"] == "drifted"
+
+
+def test_status_reads_the_smoke_record_without_loading_the_smoke_runners(tmp_path):
+    """`status` reads smoke's record only: the runners (PyTorch's, llama.cpp's), the speed judgement and the
+    health readers stay unloaded (they were loaded with the package before run_smoke moved to smoke/run.py)."""
+    import subprocess as _sp
+    import sys as _sys
+
+    from rocmrevive.rootfs import Root
+    from rocmrevive.smoke.record import write_last
+
+    root = tmp_path / "m"
+    root.mkdir()
+    write_last(Root(root), {"status": "passed", "finished_at": "2026-12-02T10:00:00Z", "parts": {}})
+    code = ("import sys\nfrom rocmrevive.cli.main import cli\n"
+            f"try:\n    cli.main(['--root', {str(root)!r}, '--json', 'status'], standalone_mode=False)\n"
+            "finally:\n    print(sorted(m for m in sys.modules if m.startswith('rocmrevive.smoke')), file=sys.stderr)\n")
+    r = _sp.run([_sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0 and '"last_passed_at"' in r.stdout, r.stderr
+    loaded = r.stderr.strip().splitlines()[-1]
+    assert "rocmrevive.smoke.record" in loaded, loaded
+    for heavy in ("rocmrevive.smoke.run", "rocmrevive.smoke.torch_runner", "rocmrevive.smoke.llama",
+                  "rocmrevive.smoke.expect"):
+        assert f"'{heavy}'" not in loaded, loaded

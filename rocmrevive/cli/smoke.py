@@ -57,7 +57,7 @@ def smoke(ui, want_torch, want_llama, python, llama_bin, cpu_test_mode, timeout,
     device's last pass on the same stack or its card's floor, or llama.cpp's tokens/s several
     times below its last pass with the same build and model; 3: nothing could run.
     """
-    from rocmrevive.smoke import run_smoke
+    from rocmrevive.smoke.run import run_smoke
 
     soak_s = parse_duration(soak) if soak is not None else 0.0
     explicit = {n for n, on in (("torch", want_torch), ("llama", want_llama)) if on}

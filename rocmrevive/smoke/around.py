@@ -25,7 +25,8 @@ from typing import Callable
 from rocmrevive.errors import RevError
 from rocmrevive.rootfs import Root
 from rocmrevive.smoke import expect as expect_mod
-from rocmrevive.smoke import run_smoke, torch_runner
+from rocmrevive.smoke import torch_runner
+from rocmrevive.smoke.run import run_smoke
 
 Log = Callable[[str], None]
 
