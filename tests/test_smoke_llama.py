@@ -351,6 +351,28 @@ def test_a_slower_llama_build_fails_against_its_recorded_pass(tmp_path, llama_bi
     assert j["summary"].startswith(("within ", "as fast as or faster")) and j["slow"] == []
 
 
+def test_a_slow_message_gives_the_worst_figure_its_own_ratio():
+    """The class ratio is the geometric mean of prompt processing and generation; the figures the
+    message quotes are the worst one's, so it gives that one's own ratio too (the H100 beside a GPU
+    hog, 2026-12-07: 50.52x overall, generation 55 tokens/s against 6545, which is 119x)."""
+    from rocmrevive.smoke import expect
+
+    recorded = {"llama/gen": 0.00015278652056200994, "llama/prompt": 5.111429155591903e-06}
+    data = {"key": "k", "stacks": {"s": {"recorded_at": "2026-12-07T14:20:58+00:00", "products": recorded}}}
+    run = {"label": "CUDA0", "ok": True, "prompt_best_tps": 9127.17, "gen_best_tps": 54.9796}
+    j = expect.judge_llama_run(run, "k", data, "s")
+    (p,) = j["slow"]
+    assert p["ratio"] == pytest.approx(50.5, abs=0.1)
+    assert p["message"] == ("llama.cpp on CUDA0: 50.52x the time per token of the last pass on 2026-12-07 "
+                            "with the same build and model (prompt processing and generation together; "
+                            "generation 55 tokens/s, recorded 6545: 119.05x; fails at 2x)")
+    # one figure only: the class ratio is that figure's, said once
+    one = expect.judge_llama_run({"label": "CUDA0", "ok": True, "gen_best_tps": 54.9796}, "k", data, "s")
+    assert one["slow"][0]["message"] == ("llama.cpp on CUDA0: 119.05x the time per token of the last pass on "
+                                         "2026-12-07 with the same build and model (generation 55 tokens/s, "
+                                         "recorded 6545; fails at 2x)")
+
+
 def test_the_build_identity_follows_the_program_its_libraries_and_the_model(tmp_path, model):
     from rocmrevive.smoke import expect
 
