@@ -181,3 +181,70 @@ def test_a_slow_verdict_names_the_slot_link_and_generic_only_tensile_files(tmp_p
         f"(likely cause: the Tensile folder {lib} reaches gfx906:sramecc+:xnack- only through Tensile's generic "
         "fallback kernels (`rocmrevive verify` says generic-only) | 0000:19:00.0: PCIe link x1 of x16 (at "
         "0000:17:00.0); PCIe link at 2.5 GT/s of 16 GT/s through the run (at 0000:17:00.0))"), msg
+
+
+def _kfd_users(root: Path, gpu_ids: dict[str, int], procs: dict[int, dict]) -> None:
+    """KFD's per-process folders as kfd_process.c makes them (proc/<pid>/vram_<gpu_id>: bytes), the
+    topology nodes' gpu_id, and /proc/<pid>/{comm,stat} under the machine root."""
+    nodes = root / "sys/class/kfd/kfd/topology/nodes"
+    for node in nodes.iterdir():
+        props = (node / "properties").read_text()
+        for bdf, gid in gpu_ids.items():
+            bus, devfn = int(bdf[5:7], 16), int(bdf[8:10], 16) << 3 | int(bdf[11])
+            if f"location_id {bus << 8 | devfn}\n" in props:
+                (node / "gpu_id").write_text(f"{gid}\n")
+    for pid, p in procs.items():
+        d = root / "sys/class/kfd/kfd/proc" / str(pid)
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "pasid").write_text("32769\n")
+        for gid, used in p["vram"].items():
+            (d / f"vram_{gid}").write_text(f"{used}\n")
+        pd = root / "proc" / str(pid)
+        pd.mkdir(parents=True, exist_ok=True)
+        (pd / "comm").write_bytes(p["comm"] + b"\n")
+        (pd / "stat").write_text(f"{pid} ({p['comm'].decode(errors='replace')}) S {p.get('ppid', 1)} {pid} {pid} 0\n")
+
+
+def test_other_processes_on_a_card_are_read_from_kfd_and_named_safely(tmp_path):
+    root, _ = machine(tmp_path)
+    _kfd_users(root, {GPU0: 9962, "0000:67:00.0": 34443}, {
+        4242: {"comm": b"llama-server", "vram": {9962: 12 * 2**30, 34443: 0}},
+        4300: {"comm": b"idle-kfd", "vram": {9962: 0}},                     # KFD open, no VRAM: not a user
+        4400: {"comm": b"\x1b[31mevil\x07", "vram": {34443: 2**30}},         # a name its owner chose
+        4500: {"comm": b"probe", "vram": {9962: 2**30}, "ppid": 4501},       # the smoke's own (below 4501)
+        4501: {"comm": b"rocmrevive", "vram": {}},
+    })
+    r = Root(root)
+    ids = health.gpu_ids(r)
+    assert ids == {9962: GPU0, 34443: "0000:67:00.0"}
+    users = health.read_gpu_users(r, ids, ours=4501)
+    assert users == {GPU0: [{"pid": 4242, "name": "llama-server", "vram_bytes": 12 * 2**30}],
+                     "0000:67:00.0": [{"pid": 4400, "name": "?[31mevil?", "vram_bytes": 2**30}]}
+    assert 4500 in {u["pid"] for u in health.read_gpu_users(r, ids)[GPU0]}   # without `ours` it is one more
+    samples = health.Samples()
+    samples.add(health.read_health(r), users)
+    samples.add(health.read_health(r), {})
+    card = health.read_health(r)[0].to_json()
+    summary = samples.summary()["cards"]
+    assert summary[GPU0]["others"] == [{"pid": 4242, "name": "llama-server", "vram_bytes": 12 * 2**30, "samples": 1}]
+    assert health.likely_causes(card, summary[GPU0]) == [
+        "another process on the card during the run: pid 4242 (llama-server, 12.0 GiB of VRAM)"]
+    assert health.likely_causes(card, {**summary[GPU0], "others": []}) == []
+
+
+def test_a_slow_verdict_names_another_process_on_the_card(tmp_path):
+    """The H100 run beside a GPU hog (bench/gpu_smoke_llama.sh) was slow for a reason the smoke could not
+    see: here KFD lists another process holding VRAM on the first MI50 through the run, and the exit-12
+    message and the warnings name it (the fault slows the user's torch from outside the probe)."""
+    root, _ = machine(tmp_path)
+    _kfd_users(root, {GPU0: 9962}, {5151: {"comm": b"python3", "vram": {9962: 30 * 2**30}}})
+    extra = {"ROCMREVIVE_TEST_FAULT_MIN_SIZE": "256"}
+    rc, doc, err = smoke(root, **extra)
+    assert rc == 0, err     # right results, no record yet: the record is this pass
+    assert any("another process used the card during the smoke: pid 5151 (python3), 30.0 GiB" in w
+               for w in doc["warnings"]), doc["warnings"]
+    rc, doc, err = smoke(root, fault="slow", ROCMREVIVE_TEST_FAULT_SLOW="10", **extra)
+    assert rc == 12, err
+    assert doc["error"]["message"].endswith(
+        f"(likely cause: {GPU0}: another process on the card during the run: pid 5151 (python3, 30.0 GiB of VRAM))"), \
+        doc["error"]["message"]

@@ -8,6 +8,11 @@
 - temperatures, clocks, power: ``hwmon/hwmon*/temp*_input`` (millidegrees C, ``temp*_label``
   edge/junction/mem), ``freq*_input`` (Hz, ``freq*_label`` sclk/mclk), ``power1_average`` (uW),
   and the DPM levels ``pp_dpm_sclk`` / ``pp_dpm_mclk`` (the current one starred);
+- other processes on the card: KFD's per-process folders ``/sys/class/kfd/kfd/proc/<pid>/`` with
+  ``vram_<gpu_id>`` (bytes of VRAM the process holds on that GPU; kfd_process.c, Linux 5.8+), the
+  GPU told by the topology node's ``gpu_id``; the process's name from ``/proc/<pid>/comm``, which its
+  owner sets (shown with anything but printable ASCII replaced); the smoke's own processes (those
+  descending from rocmrevive's) left out;
 - throttling: ``gpu_metrics`` (the binary table of the kernel's kgd_pp_interface.h: a 4-byte
   header {u16 size, u8 format, u8 content}; Vega 20 fills ``struct gpu_metrics_v1_0``, 80 bytes,
   its ``throttle_status`` (u32) at byte 68 after the header, 4 bytes of padding, the u64 clock
@@ -25,6 +30,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from rocmrevive.hardware.kfd import read_nodes
 from rocmrevive.hardware.pci import device_dir, list_functions, parse_link_speed, read_function
 from rocmrevive.hardware.power import parse_dpm
 from rocmrevive.hardware.sysfs import list_dir, parse_int, read_link_name, read_text
@@ -35,6 +41,8 @@ GPU_METRICS_V1_0_SIZE = 80
 THROTTLE_OFFSET_V1_0 = 68
 # (format, content) -> the table's size, for the layouts whose throttle_status is at byte 68
 THROTTLE_AT_68 = {(1, 0): GPU_METRICS_V1_0_SIZE, (1, 1): 96, (1, 2): 104, (1, 3): 120}
+KFD_PROC = "/sys/class/kfd/kfd/proc"
+MAX_ANCESTRY = 64       # a parent chain longer than this is not followed further (not ours)
 AER_FILES = {"correctable": "aer_dev_correctable", "nonfatal": "aer_dev_nonfatal", "fatal": "aer_dev_fatal"}
 
 
@@ -220,6 +228,59 @@ def compare(before: list[CardHealth], after: list[CardHealth]) -> dict:
     return {"uncorrectable": unc, "corrected": cor}
 
 
+def gpu_ids(root: Root) -> dict[int, str]:
+    """KFD's gpu_id of each GPU node -> its PCI address (the names of the per-process vram files)."""
+    return {n.gpu_id: n.bdf for n in read_nodes(root) if n.is_gpu and n.gpu_id and n.bdf}
+
+
+def shown_name(raw: str | None) -> str:
+    """A process name as its owner set it, safe to print: printable ASCII kept, the rest '?', 15 at most
+    (the kernel's TASK_COMM_LEN less its NUL)."""
+    name = (raw or "").rstrip("\n")[:15]
+    return "".join(c if " " <= c <= "~" else "?" for c in name) or "?"
+
+
+def _parent(root: Root, pid: int) -> int | None:
+    """The parent of a process from ``/proc/<pid>/stat`` (the field after the name's last ')')."""
+    text, _ = read_text(root.path(f"/proc/{pid}/stat"), limit=4096)
+    if not text or ")" not in text:
+        return None
+    fields = text[text.rfind(")") + 1:].split()
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+
+
+def descends_from(root: Root, pid: int, ancestor: int) -> bool:
+    """Whether ``ancestor`` is ``pid`` or one of its parents (the smoke's own probes and llama.cpp)."""
+    for _ in range(MAX_ANCESTRY):
+        if pid == ancestor:
+            return True
+        parent = _parent(root, pid)
+        if parent is None or parent <= 1 or parent == pid:
+            return False
+        pid = parent
+    return False
+
+
+def read_gpu_users(root: Root, ids: dict[int, str], ours: int | None = None) -> dict[str, list[dict]]:
+    """Per card (PCI address), the other processes that hold VRAM on it now: [{"pid", "name", "vram_bytes"}].
+    ``ours``: the process whose descendants are the smoke's own (left out). Kernels without the
+    per-process files (before 5.8) give {}."""
+    out: dict[str, list[dict]] = {}
+    base = root.path(KFD_PROC)
+    for name in list_dir(base):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if ours is not None and descends_from(root, pid, ours):
+            continue
+        for gid, bdf in ids.items():
+            used = parse_int(read_text(base / name / f"vram_{gid}", limit=64)[0])
+            if used and used > 0:
+                comm, _ = read_text(root.path(f"/proc/{pid}/comm"), limit=64)
+                out.setdefault(bdf, []).append({"pid": pid, "name": shown_name(comm), "vram_bytes": used})
+    return out
+
+
 class Samples:
     """Readings taken during a run: per card the range of each temperature and clock, the
     throttle bits seen, the DPM levels at their lowest."""
@@ -228,13 +289,19 @@ class Samples:
         self.count = 0
         self.cards: dict[str, dict] = {}
 
-    def add(self, readings: list[CardHealth]) -> None:
+    def add(self, readings: list[CardHealth], users: dict[str, list[dict]] | None = None) -> None:
+        """One reading of every card, and the other processes on each (``read_gpu_users``)."""
         self.count += 1
         for h in readings:
             c = self.cards.setdefault(h.bdf, {"temps_c": {}, "clocks_mhz": {}, "throttle_bits": [],
                                               "throttle_samples": 0, "power_w": None, "samples": 0,
-                                              "link": {}})
+                                              "link": {}, "others": {}})
             c["samples"] += 1
+            for u in (users or {}).get(h.bdf, []):
+                seen = c["others"].setdefault(u["pid"], {"pid": u["pid"], "name": u["name"], "vram_bytes": 0,
+                                                         "samples": 0})
+                seen["vram_bytes"] = max(seen["vram_bytes"], u["vram_bytes"])
+                seen["samples"] += 1
             link = {k: v for k, v in (("width", h.link.get("width")), ("gts", h.link.get("gts")))
                     if isinstance(v, (int, float))}
             for group, values in (("temps_c", h.temps_c), ("clocks_mhz", h.clocks_mhz), ("link", link)):
@@ -255,17 +322,25 @@ class Samples:
                   "clocks_mhz": {k: list(v) for k, v in c["clocks_mhz"].items()},
                   "link": {k: list(v) for k, v in c["link"].items()},
                   "power_w": list(c["power_w"]) if c["power_w"] else None,
+                  "others": sorted(c["others"].values(), key=lambda o: -o["vram_bytes"]),
                   "throttling": bool(c["throttle_bits"])}
             for bdf, c in self.cards.items()}}
 
 
 def likely_causes(card: dict, sampled: dict | None) -> list[str]:
-    """What in one card's readings makes products slow: a clock that stayed at its lowest DPM
-    level through the run, a slot link narrower than the card's or slower than its best through
-    the run, throttling, a hot junction.
+    """What in one card's readings makes products slow: another process on the card during the run
+    (its kernels share the card's compute units and memory bandwidth), a clock that stayed at its
+    lowest DPM level through the run, a slot link narrower than the card's or slower than its best
+    through the run, throttling, a hot junction.
     ``card``: ``CardHealth.to_json()`` after the run; ``sampled``: its ``Samples`` summary."""
     out = []
     sampled = sampled or {}
+    others = sampled.get("others") or []
+    if others:
+        named = ", ".join(f"pid {o['pid']} ({o['name']}, {o['vram_bytes'] / 2**30:.1f} GiB of VRAM)" for o in others[:3])
+        more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+        out.append(f"{'another process' if len(others) == 1 else f'{len(others)} other processes'} on the card "
+                   f"during the run: {named}{more}")
     for clk, what in (("mclk", "memory clock"), ("sclk", "shader clock")):
         levels = ((card.get("dpm") or {}).get(clk) or {}).get("levels_mhz") or []
         seen = (sampled.get("clocks_mhz") or {}).get(clk)

@@ -56,8 +56,10 @@ class _Sampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
+        ids = health_mod.gpu_ids(self.root)
         while True:
-            self.samples.add(health_mod.read_health(self.root))
+            self.samples.add(health_mod.read_health(self.root),
+                             health_mod.read_gpu_users(self.root, ids, ours=os.getpid()) if ids else None)
             if self._stop.wait(self.every):
                 return
 
@@ -81,6 +83,9 @@ def judge_health(before: list, after: list, samples: dict) -> dict:
         if c.get("throttling"):
             warnings.append(f"{bdf}: throttling in {c['throttle_samples']} of {c['samples']} readings "
                             f"(gpu_metrics throttle_status bits {', '.join(map(str, c['throttle_bits']))})")
+        for o in c.get("others") or []:
+            warnings.append(f"{bdf}: another process used the card during the smoke: pid {o['pid']} ({o['name']}), "
+                            f"{o['vram_bytes'] / 2**30:.1f} GiB of VRAM (speed figures share the card with it)")
     return {"failures": failures, "warnings": warnings, "changes": changes, "samples": samples,
             "cards": [h.to_json() for h in after]}
 
