@@ -17,7 +17,8 @@ from tests.test_contract_readonly import env
 
 BUILD_RULES = {e.answer_rule for e in by_id().values() if e.source.startswith((
     "llvm/llvm-project:clang/include/clang/Basic/DiagnosticSemaKinds.td", "llvm/llvm-project:llvm/lib/",
-    "ROCm/HIP:include/hip/hip_runtime.h", "ROCm/rocWMMA:", "Kitware/CMake:"))} | {
+    "ROCm/HIP:include/hip/hip_runtime.h", "ROCm/clr:hipamd/include/hip/amd_detail/amd_warp_sync_functions.h",
+    "ROCm/rocWMMA:", "Kitware/CMake:"))} | {
     "hiprtc-not-linked", "clang-frontend-signal"}
 
 
@@ -43,6 +44,9 @@ BUILD_RULES = {e.answer_rule for e in by_id().values() if e.source.startswith((
     ("/opt/rocm/include/hip/hip_runtime.h:66:2: error: (\"Must define exactly one of __HIP_PLATFORM_AMD__ or "
      "__HIP_PLATFORM_NVIDIA__\");", "hip-platform-undefined"),
     ("/usr/bin/ld: jit.o: in function `main': undefined reference to `hiprtcCreateProgram'", "hiprtc-not-linked"),
+    ("/opt/rocm-7.0.0/include/hip/amd_detail/amd_warp_sync_functions.h:297:62: error: static assertion failed due to "
+     "requirement 'sizeof(unsigned int) == 8': The mask must be a 64-bit integer. Implicitly promoting a smaller integer "
+     "is almost always an error.", "hip-warp-sync-mask-64bit"),
     ("/opt/rocm/include/rocwmma/internal/config.hpp:76:15: error: static assertion failed: Unsupported architecture",
      "rocwmma-unsupported-arch"),
     ("/opt/rocm-6.2.4/include/rocwmma/internal/config.hpp:71:15: error: static_assert failed \"Unsupported architecture\"",
@@ -88,6 +92,7 @@ def test_build_messages_are_recognised_by_their_entries(line, rule):
     "Please submit a bug report to the maintainer",
     # rocWMMA's words without rocWMMA's file: another library's static_assert
     "foo.cpp:3:1: error: static assertion failed: Unsupported architecture",
+    "kernel.cu:9:3: error: static assertion failed: The mask must be a 32-bit integer",
 ])
 def test_near_misses_are_not_recognised(line):
     d = explain_line(line)
