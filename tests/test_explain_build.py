@@ -18,8 +18,8 @@ from tests.test_contract_readonly import env
 BUILD_RULES = {e.answer_rule for e in by_id().values() if e.source.startswith((
     "llvm/llvm-project:clang/include/clang/Basic/DiagnosticSemaKinds.td", "llvm/llvm-project:llvm/lib/",
     "ROCm/HIP:include/hip/hip_runtime.h", "ROCm/clr:hipamd/include/hip/amd_detail/amd_warp_sync_functions.h",
-    "ROCm/rocWMMA:", "Kitware/CMake:"))} | {
-    "hiprtc-not-linked", "clang-frontend-signal"}
+    "ROCm/rocWMMA:", "Kitware/CMake:"))} | {"hiprtc-not-linked", "clang-frontend-signal", "ggml-hip-hipcc-legacy",
+                                          "ggml-hip-static"}
 
 
 @pytest.mark.parametrize("line,rule", [
@@ -57,12 +57,16 @@ BUILD_RULES = {e.answer_rule for e in by_id().values() if e.source.startswith((
     ("  Failed to find ROCm root directory.", "cmake-hip-rocm-root"),
     ("  The HIPCXX environment variable is set to the hipcc wrapper:", "cmake-hip-compiler-is-hipcc"),
     ("  Failed to find a default HIP architecture.", "cmake-hip-no-default-arch"),
+    # llama.cpp's HIP checks as CMake prints them (its paragraphs wrapped at 80 columns)
+    ("  Setting hipcc as the C++ compiler is legacy behavior.  Prefer setting the HIP", "ggml-hip-hipcc-legacy"),
+    ("  Static linking not supported for HIP/ROCm", "ggml-hip-static"),
 ])
 def test_build_messages_are_recognised_by_their_entries(line, rule):
     d = explain_line(line)
     assert (d.rule if d else None) == rule
     if d is not None:
         assert d.fix and not d.fixable_by_rocmrevive and d.why_not
+        assert d.fix.startswith("nothing") == (d.severity.value == "harmless")
 
 
 @pytest.mark.parametrize("line", [
