@@ -114,6 +114,7 @@ def test_a_compile_killed_for_memory_names_both_causes_and_an_llvm_oom_is_the_ro
     killed = explain_text("clang++: error: unable to execute command: Killed\n"
                           "clang++: error: clang frontend command failed due to signal (use -v to see invocation)")
     assert [d.rule for d in killed] == ["clang-frontend-signal"]
+    assert killed[0].details["tool"] == "clang frontend"
     assert [c["id"] for c in killed[0].details["causes"]] == ["compiler-crash", "killed-out-of-memory"]
     assert "Killed" in killed[0].details["causes"][1]["check"] and "MAX_JOBS" in killed[0].fix
     oom = explain_text("LLVM ERROR: out of memory\nAllocation failed\n"
