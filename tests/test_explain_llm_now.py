@@ -204,6 +204,27 @@ def test_vllm_backend_override_and_xgmi_are_harmless_and_never_first():
     assert quiet["vllm-xgmi-detection-failed"].severity == "harmless"
 
 
+@pytest.mark.parametrize("line", [
+    "(APIServer pid=71) WARNING 10-02 11:00:00 [model.py:1682] Your device 'AMD Radeon Graphics' (with compute "
+    "capability 9.0) doesn't support torch.bfloat16. Falling back to torch.float16 for compatibility.",
+    "WARNING 03-01 10:00:00 [config.py:2768] Your AMD Instinct MI50/MI60 device (with compute capability 9.0) doesn't "
+    "support torch.bfloat16. Falling back to torch.float16 for compatibility.",
+])
+def test_the_bf16_fallback_of_vllm_gfx906_is_harmless_in_both_wordings(line):
+    d = explain_line(line)
+    assert d.rule == "vllm-bf16-falls-back-to-fp16" and d.severity == "harmless" and "--dtype float16" in d.fix
+
+
+def test_the_bf16_fallback_never_comes_before_an_error():
+    text = ("WARNING [model.py:1682] Your device 'AMD Radeon Graphics' (with compute capability 9.0) doesn't support "
+            "torch.bfloat16. Falling back to torch.float16 for compatibility.\n"
+            "torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "15.98 GiB of which 1.10 GiB is free.\n")
+    got = explain_text(text)
+    assert got[0].severity == "error" and got[-1].rule == "vllm-bf16-falls-back-to-fp16"
+    _quiet_after_errors(got)
+
+
 # ------------------------------------------------------------------------------------------
 # near misses: no answer
 
@@ -227,6 +248,7 @@ def test_vllm_backend_override_and_xgmi_are_harmless_and_never_first():
     "failed to load model weights from disk cache, retrying",
     "unable to allocate memory buffer",
     "no backends are configured",
+    "Your device 'cpu' doesn't support torch.float16. Falling back to torch.float32 for compatibility.",
 ])
 def test_near_misses_are_not_recognised(line):
     assert explain_line(line) is None
