@@ -131,6 +131,14 @@ def test_ollama_030_drops_the_gfx906_and_runs_on_the_cpu():
     assert got[1].severity == "context"
 
 
+def test_the_cpu_line_of_ollama_up_to_0_12_3_is_the_same_context():
+    old = ('time=2025-08-01T10:00:00Z level=INFO source=types.go:130 msg="inference compute" id=0 library=cpu '
+           'variant=avx2 compute="" driver=0.0 name="" total="62.7 GiB" available="58.1 GiB"')
+    assert explain_line(old).rule == "ollama-inference-compute-cpu"
+    # a GPU whose library is named cpu-something is not the CPU line
+    assert explain_line(old.replace("library=cpu", "library=cpuhelper")) is None
+
+
 def test_a_mangled_dash_still_reads_as_the_dropped_device():
     line = 'msg="dropping ROCm device \u00e2\u20ac\u201d no rocblas support for gfx target" gfx_target=gfx906'
     assert explain_line(line).rule == "ollama-rocm-device-dropped"
