@@ -97,6 +97,21 @@ main: exiting due to model loading error
     assert server.details["path"] == "/models/qwen2.5-32b-q4_k_m.gguf" and server.severity == "context"
 
 
+def test_no_kernel_image_is_the_missing_gfx906_code_and_its_epilogue_follows():
+    text = ("ROCm error: no kernel image is available for execution on the device\n"
+            "  current device: 0, in function ggml_cuda_compute_forward at ggml/src/ggml-cuda/ggml-cuda.cu:2512\n"
+            "  err\n"
+            "/src/llama.cpp/ggml/src/ggml-cuda/ggml-cuda.cu:84: ROCm error\n")
+    got = explain_text(GGML_START + text)
+    assert got[0].rule == "ggml-no-kernel-image" and "AMDGPU_TARGETS=gfx906" in got[0].fix
+    follows = {d.rule: (d.details.get("explained_by") or {}).get("rule") for d in got}
+    assert follows["ggml-error-location"] == follows["ggml-abort"] == "ggml-no-kernel-image"
+    _quiet_after_errors(got)
+    # in an Ollama log the answer points at Ollama's bundled backend
+    ollama = explain_text("ollama serve\n" + text)[0]
+    assert ollama.rule == "ggml-no-kernel-image" and "Ollama's bundled libggml-hip" in ollama.fix
+
+
 def test_the_pinned_memory_warning_is_harmless_in_both_of_its_shapes():
     for line in ("ggml_cuda_host_malloc: failed to allocate 2048.00 MiB of pinned memory: out of memory",
                  "WARNING: failed to allocate 512.00 MB of pinned memory: invalid argument"):
