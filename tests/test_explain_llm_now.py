@@ -188,6 +188,27 @@ def test_the_discovery_failure_names_its_causes_with_their_checks(line, cause):
     assert ("exit status N" in check) == (cause == "runner-error")
 
 
+def test_the_watchdog_timeout_is_the_cause_of_the_discovery_failure_after_it():
+    text = ('time=2026-08-30T09:12:33Z level=WARN source=runner.go:584 msg="llama-server GPU discovery watchdog timed '
+            'out" OLLAMA_LIBRARY_PATH="[/usr/lib/ollama /usr/lib/ollama/rocm_v7_2]" extra_envs=map[] '
+            'error="context deadline exceeded"\n'
+            'time=2026-08-30T09:12:33Z level=INFO source=runner.go:522 msg="failure during llama-server GPU discovery" '
+            'OLLAMA_LIBRARY_PATH="[/usr/lib/ollama /usr/lib/ollama/rocm_v7_2]" extra_envs=map[] '
+            'error="context deadline exceeded" detail=""\n')
+    assert _rules(text) == [("ollama-discovery-watchdog", None), ("ollama-discovery-failure", "ollama-discovery-watchdog")]
+
+
+def test_the_override_warning_names_the_variable_and_is_context():
+    text = ('time=2026-01-02T10:00:00Z level=WARN source=runner.go:536 msg="user overrode visible devices" '
+            'HSA_OVERRIDE_GFX_VERSION=9.0.8\n'
+            'time=2026-01-02T10:00:00Z level=WARN source=runner.go:540 msg="if GPUs are not correctly discovered, unset '
+            'and try again"\n')
+    got = explain_text(text)
+    assert len(got) == 1 and got[0].rule == "ollama-override-visible-devices" and got[0].lines == [1, 2]
+    assert got[0].severity == "context" and got[0].details["var"] == "HSA_OVERRIDE_GFX_VERSION"
+    assert "systemctl edit ollama" in got[0].fix
+
+
 def test_the_system_memory_refusal_names_the_dropped_gpu_as_a_cause():
     d = explain_line("Error: model requires more system memory (35.2 GiB) than is available (30.9 GiB)")
     assert d.rule == "ollama-system-memory" and d.details["need"] == "35.2 GiB" and d.details["free"] == "30.9 GiB"
@@ -271,6 +292,8 @@ def test_the_bf16_fallback_never_comes_before_an_error():
     "failed to load model weights from disk cache, retrying",
     "unable to allocate memory buffer",
     "no backends are configured",
+    "the user overrode the settings",
+    "discovery watchdog started",
     "Your device 'cpu' doesn't support torch.float16. Falling back to torch.float32 for compatibility.",
 ])
 def test_near_misses_are_not_recognised(line):
