@@ -142,8 +142,6 @@ NEGATIVES = [
     HEADER,
     "",
     "rocBLAS info: loading TensileLibrary_lazy_gfx906.dat",
-    "ggml_cuda_init: found 2 ROCm devices:",
-    "  Device 0: AMD Radeon Graphics, gfx906:sramecc+:xnack- (0x906), VMM: no, Wave Size: 64",
     "NCCL INFO Bootstrap : Using eth0:192.168.1.10<0>",
     "z292:58192:58200 [2] NCCL INFO [node_id = 4; gpu_id = 9962; location_id = 51200]",
     "llama_model_load: loaded meta data with 19 key-value pairs",
