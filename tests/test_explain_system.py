@@ -16,6 +16,7 @@ from rocmrevive.diagnose.explain import explain_text
 
 SYSTEM = ("amdsmi-driver-not-initialized", "amdsmi-no-gpu-devices", "amdsmi-no-cpu-devices", "amdsmi-cli-not-supported",
           "amdsmi-status-not-supported", "amdsmi-library-not-found", "docker-device-not-found", "docker-gpus-no-driver",
+          "docker-group-not-in-image",
           "k8s-amdgpu-driver-unavailable", "k8s-partition-file-missing", "dpkg-rocm-file-conflict",
           "rocm-sdk-target-family-unavailable", "rocm-sdk-missing-libraries", "rocm-sdk-libraries-tests-skipped",
           "rocm-sdk-version-mismatch", "rocm-sdk-devel-missing", "onnxruntime-provider-unavailable")
@@ -50,6 +51,9 @@ ANSWERED = [
      "docker-gpus-no-driver"),
     ('Error response from daemon: could not select device driver "nvidia" with capabilities: [[gpu]]',
      "docker-gpus-no-driver"),
+    ("docker: Error response from daemon: unable to find group render: no matching entries in group file.",
+     "docker-group-not-in-image"),
+    ("Error response from daemon: unable to find group video: no matching entries in group file", "docker-group-not-in-image"),
     ("F1207 09:12:03.482113       1 amdgpu.go:159] amdgpu driver unavailable. exiting with exit code 2. error: stat "
      "/sys/module/amdgpu/drivers/: no such file or directory", "k8s-amdgpu-driver-unavailable"),
     ("W1207 09:12:03.482113       1 amdgpu.go:186] Failed to read 'current_compute_partition' file at "
@@ -105,6 +109,8 @@ NEAR_MISSES = [
     'error gathering device information while adding custom device "/dev/dri": not a device node',  # not a missing node
     'could not select device driver "" with capabilities: [[compute utility]]',
     "docker: Error response from daemon: unknown or invalid runtime name: nvidia.",
+    "docker: Error response from daemon: unable to find group docker: no matching entries in group file.",
+    "unable to find user rocm: no matching entries in passwd file",
     " trying to overwrite '/usr/share/xsessions/enlightenment.desktop', which is also in package enlightenment-data",
     " trying to overwrite '/usr/lib/python3/dist-packages/ship/__init__.py', which is also in package python3-ship 1.0-1",
     "trying to overwrite directory '/opt/rocm-6.3.1/lib' in package hip-runtime-amd 6.3.1 with nondirectory",
@@ -190,6 +196,12 @@ def test_docker_desktop_on_windows_keeps_only_what_applies_there():
     assert d.fix.startswith("on Windows") and "native Docker Engine" in d.fix and "rocmrevive" not in d.fix
     linux = explain_text(paste.replace("PS C:\\Users\\me> ", "$ "))[0]
     assert "rocmrevive doctor" in linux.fix and "lsmod" in linux.fix
+
+
+def test_a_group_missing_in_the_image_is_answered_with_the_hosts_numeric_ids():
+    d = explain_text("docker: Error response from daemon: unable to find group render: no matching entries in group "
+                     "file.")[0]
+    assert "getent group render" in d.fix and "image" in d.cause and "host's group ids" in d.cause
 
 
 def test_therock_answers_name_the_gfx906_device_extra():
