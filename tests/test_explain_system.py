@@ -65,9 +65,9 @@ ANSWERED = [
      "/sys/module/amdgpu/drivers/pci:amdgpu/0000:43:00.0/current_memory_partition: no such file or directory",
      "k8s-partition-file-missing"),
     (" trying to overwrite '/opt/rocm-6.3.1/lib/llvm/bin/clang-offload-bundler', which is also in package "
-     "rocm-llvm6.3.1 18.0.0.24491.60301-48~22.04", "dpkg-rocm-file-conflict"),  # dpkg up to 1.22
+     "rocm-llvm6.3.1 18.0.0.24491.60301-48~22.04", "dpkg-rocm-file-conflict"),  # dpkg before 1.22.12
     ("trying to overwrite '/usr/lib/x86_64-linux-gnu/libamdhip64.so.6', which is also in package libamdhip64-6 "
-     "(5.7.1-5)", "dpkg-rocm-file-conflict"),  # dpkg 1.23+: the version in parentheses; a ROCm package as owner
+     "(5.7.1-5)", "dpkg-rocm-file-conflict"),  # dpkg 1.22.12+: the version in parentheses; a ROCm package as owner
     ("ValueError: Requested ROCM_SDK_TARGET_FAMILY=gfx906 is not available in the distribution (available: "
      "gfx110X-all, gfx94X-dcgpu)", "rocm-sdk-target-family-unavailable"),
     ("ModuleNotFoundError: Missing required rocm libraries. Please refer to Python setup instructions, reinstall your "
