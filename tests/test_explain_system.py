@@ -66,8 +66,8 @@ ANSWERED = [
      "k8s-partition-file-missing"),
     (" trying to overwrite '/opt/rocm-6.3.1/lib/llvm/bin/clang-offload-bundler', which is also in package "
      "rocm-llvm6.3.1 18.0.0.24491.60301-48~22.04", "dpkg-rocm-file-conflict"),  # dpkg before 1.22.12
-    ("trying to overwrite '/usr/lib/x86_64-linux-gnu/libamdhip64.so.6', which is also in package libamdhip64-6 "
-     "(5.7.1-5)", "dpkg-rocm-file-conflict"),  # dpkg 1.22.12+: the version in parentheses; a ROCm package as owner
+    ("trying to overwrite '/usr/lib/x86_64-linux-gnu/libamdhip64.so.5.7.31921', which is also in package "
+     "libamdhip64-5 (5.7.1-3)", "dpkg-rocm-file-conflict"),  # dpkg 1.22.12+: the version in parentheses; a ROCm package as owner
     ("ValueError: Requested ROCM_SDK_TARGET_FAMILY=gfx906 is not available in the distribution (available: "
      "gfx110X-all, gfx94X-dcgpu)", "rocm-sdk-target-family-unavailable"),
     ("ModuleNotFoundError: Missing required rocm libraries. Please refer to Python setup instructions, reinstall your "
