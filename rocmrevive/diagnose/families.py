@@ -126,9 +126,12 @@ _FAMILY_TEXT = {
 def hipblaslt_files(line: str, arch: str | None, path: str | None) -> Diagnosis:
     """hipBLASLt looked for its kernel files for this GPU and found none. AMD builds hipBLASLt for
     gfx90a, gfx94x, gfx11/12 only: on gfx906 this is expected, PyTorch falls back to rocBLAS
-    (hipBLAS), and it matters only when hipBLASLt is forced."""
+    (hipBLAS), and it matters only when hipBLASLt is forced. On a gfx906 the line is harmless (hipBLASLt
+    never had gfx906 kernels), so it never takes the root-cause place from an error in the same paste; where
+    hipBLASLt is forced, the error that follows (rocBLAS's "No hipBLASLt solution found") is answered itself."""
+    severity = Severity.HARMLESS if (arch or "").split(":", 1)[0] == "gfx906" else Severity.WARNING
     return Diagnosis(
-        "hipblaslt-no-files", Severity.WARNING, "hipBLASLt", arch,
+        "hipblaslt-no-files", severity, "hipBLASLt", arch,
         "hipBLASLt has no kernel files for this GPU (AMD builds it for gfx90a, gfx94x and gfx11/12 only): "
         "on gfx906 this line is expected, and GEMMs go through rocBLAS (hipBLAS) instead",
         "nothing, unless hipBLASLt is forced: unset ROCBLAS_USE_HIPBLASLT and TORCH_BLAS_PREFER_HIPBLASLT "
