@@ -36,6 +36,16 @@ def test_hipblaslts_load_line_is_harmless_on_gfx906(text, arch):
     assert by_id()["hipblaslt-could-not-load"].answer_rule == d.rule
 
 
+def test_rocm_libraries_quoted_directory_form_is_harmless_where_the_paste_names_gfx906():
+    paste = ('rocblaslt warning: No paths matched "/opt/rocm/lib/hipblaslt/library". Make sure that '
+             "HIPBLASLT_TENSILE_LIBPATH is set correctly.\n"
+             'rocblaslt error: Cannot read "/opt/rocm/lib/hipblaslt/library/TensileLibrary_lazy_gfx906.dat": No such '
+             "file or directory\n"
+             'rocblaslt error: Could not load "/opt/rocm/lib/hipblaslt/library/TensileLibrary_lazy_gfx906.dat"\n')
+    (d,) = explain_text(paste)  # one answer for the three lines of one cause
+    assert d.rule == "hipblaslt-no-files" and d.severity.value == "harmless" and d.arch == "gfx906"
+
+
 def test_on_another_gpu_the_same_line_stays_a_warning():
     (d,) = explain_text('rocblaslt error: Could not load "/opt/rocm/lib/hipblaslt/library/TensileLibrary_lazy_gfx1201.dat"')
     assert d.rule == "hipblaslt-no-files" and d.severity.value == "warning"
@@ -106,3 +116,13 @@ def test_the_cli_answers_with_json_and_exit_code():
     assert out["diagnoses"][0]["severity"] == "harmless" and out["diagnoses"][0]["fixable_by_rocmrevive"] is False
     miss = runner.invoke(cli, ["explain", "rocblaslt error: Could not initialize Tensile library"])
     assert miss.exit_code == 3
+
+
+def test_where_hipblaslt_is_forced_rocblas_error_is_the_answer():
+    paste = ("rocblaslt error: Cannot read /opt/rocm/lib/hipblaslt/library/TensileLibrary_lazy_gfx906.dat: No such "
+             "file or directory\n"
+             "rocblaslt error: Could not load /opt/rocm/lib/hipblaslt/library/TensileLibrary_lazy_gfx906.dat\n"
+             "rocBLAS error: No hipBLASLt solution found\n")
+    found = explain_text(paste)
+    assert [d.rule for d in found] == ["rocblas-no-hipblaslt-solution", "hipblaslt-no-files"]
+    assert "ROCBLAS_USE_HIPBLASLT" in found[0].fix
