@@ -126,3 +126,18 @@ def test_where_hipblaslt_is_forced_rocblas_error_is_the_answer():
     found = explain_text(paste)
     assert [d.rule for d in found] == ["rocblas-no-hipblaslt-solution", "hipblaslt-no-files"]
     assert "ROCBLAS_USE_HIPBLASLT" in found[0].fix
+
+
+def test_with_a_hipblas_status_error_the_hipblaslt_line_is_its_cause():
+    # hipBLASLt's load lines, then the failed call as PyTorch (hipified TORCH_CUDABLAS_CHECK) reports it
+    paste = ("rocblaslt warning: No paths matched /home/me/venv/lib/python3.10/site-packages/torch/lib/hipblaslt/"
+             "library/*gfx906*co. Make sure that HIPBLASLT_TENSILE_LIBPATH is set correctly.\n"
+             "RuntimeError: CUDA error: HIPBLAS_STATUS_NOT_SUPPORTED when calling `hipblasLtMatmul(ltHandle, "
+             "computeDesc.descriptor(), &alpha_val, mat1_ptr, Adesc.descriptor())`\n")
+    (d,) = explain_text(paste)
+    assert d.rule == "hipblaslt-no-files" and d.severity.value == "error" and d.arch == "gfx906"
+    assert "TORCH_BLAS_PREFER_HIPBLASLT=0" in d.fix and "DISABLE_ADDMM_HIP_LT=1" in d.fix
+    assert "called anyway" in d.cause and not d.fixable_by_rocmrevive
+    # HIPBLAS_STATUS_SUCCESS is no failure: the line stays harmless
+    (ok,) = explain_text(paste.replace("HIPBLAS_STATUS_NOT_SUPPORTED", "HIPBLAS_STATUS_SUCCESS"))
+    assert ok.severity.value == "harmless"
