@@ -25,10 +25,11 @@ def _explain(*args: str):
     return r.returncode, json.loads(r.stdout)
 
 
-def test_hipblaslt_finding_no_gfx906_files_is_an_expected_warning():
+def test_hipblaslt_finding_no_gfx906_files_is_harmless():
     rc, doc = _explain(RULES_FROM[0][1])
     (d,) = doc["diagnoses"]
-    assert rc == 0 and d["rule"] == "hipblaslt-no-files" and d["severity"] == "warning"
+    # harmless on gfx906 since the tenth pass (hipBLASLt never had gfx906 kernels); a warning for other GPUs
+    assert rc == 0 and d["rule"] == "hipblaslt-no-files" and d["severity"] == "harmless"
     assert d["library"] == "hipBLASLt" and d["arch"] == "gfx906"
     assert "ROCBLAS_USE_HIPBLASLT" in d["fix"] and "rocBLAS" in d["cause"]
     assert d["details"]["searched"].endswith("*gfx906*co")

@@ -104,6 +104,7 @@ class Context:
     gpu_init_failed: bool = False  # the paste holds the kernel's own word that a GPU did not initialise
     windows: str | None = None     # the words that show the paste comes from Windows (C:\\, a .dll, "HIP SDK")
     queue_error: bool = False      # the paste shows a GPU queue's asynchronous error (not an API call's status)
+    blas_status_failed: bool = False  # the paste shows a hipBLAS/hipBLASLt call's failed status (HIPBLAS_STATUS_<error>)
 
 
 # ------------------------------------------------------------------------------------------

@@ -123,15 +123,30 @@ _FAMILY_TEXT = {
 }
 
 
-def hipblaslt_files(line: str, arch: str | None, path: str | None) -> Diagnosis:
+def hipblaslt_files(line: str, arch: str | None, path: str | None, used: bool = False) -> Diagnosis:
     """hipBLASLt looked for its kernel files for this GPU and found none. AMD builds hipBLASLt for
     gfx90a, gfx94x, gfx11/12 only: on gfx906 this is expected, PyTorch falls back to rocBLAS
-    (hipBLAS), and it matters only when hipBLASLt is forced."""
+    (hipBLAS), and it matters only when hipBLASLt is used anyway. On a gfx906 the line alone is harmless
+    (hipBLASLt never had gfx906 kernels), so it never takes the root-cause place from an error in the same
+    paste; where the paste shows a hipBLAS/hipBLASLt call's failed status (``used``: PyTorch's
+    ``HIPBLAS_STATUS_...``), hipBLASLt was called on a GPU it has no kernels for, and this is that error's cause.
+    rocBLAS's own "No hipBLASLt solution found" (ROCBLAS_USE_HIPBLASLT) is answered by its own entry."""
+    searched = {"searched": path} if path else {}
+    why_not = "no hipBLASLt source has gfx906 kernels; rocBLAS, which does, is what rocmrevive installs"
+    if used:
+        return Diagnosis(
+            "hipblaslt-no-files", Severity.ERROR, "hipBLASLt", arch,
+            "hipBLASLt has no kernel files for this GPU (AMD builds it for gfx90a, gfx94x and gfx11/12 only), and "
+            "the hipBLAS status error in the same paste shows it was called anyway: its GEMM has no kernel to run, "
+            "so the call fails",
+            "keep PyTorch off hipBLASLt: export TORCH_BLAS_PREFER_HIPBLASLT=0 DISABLE_ADDMM_HIP_LT=1 and unset "
+            "ROCBLAS_USE_HIPBLASLT (a PyTorch ROCm build that checks the GPU first, with its 'Attempting to use "
+            "hipBLASLt on an unsupported architecture' fallback, does this itself); rocmrevive verify checks the "
+            "rocBLAS files the GEMMs use then", False, why_not, searched)
+    severity = Severity.HARMLESS if (arch or "").split(":", 1)[0] == "gfx906" else Severity.WARNING
     return Diagnosis(
-        "hipblaslt-no-files", Severity.WARNING, "hipBLASLt", arch,
+        "hipblaslt-no-files", severity, "hipBLASLt", arch,
         "hipBLASLt has no kernel files for this GPU (AMD builds it for gfx90a, gfx94x and gfx11/12 only): "
         "on gfx906 this line is expected, and GEMMs go through rocBLAS (hipBLAS) instead",
         "nothing, unless hipBLASLt is forced: unset ROCBLAS_USE_HIPBLASLT and TORCH_BLAS_PREFER_HIPBLASLT "
-        "(or set them to 0); rocmrevive verify checks the rocBLAS files the GEMMs use", False,
-        "no hipBLASLt source has gfx906 kernels; rocBLAS, which does, is what rocmrevive installs",
-        {"searched": path} if path else {})
+        "(or set them to 0); rocmrevive verify checks the rocBLAS files the GEMMs use", False, why_not, searched)
