@@ -14,7 +14,7 @@ from rocmrevive.cli.main import cli
 from rocmrevive.diagnose.catalogue import by_id, sources
 from rocmrevive.diagnose.explain import explain_text
 
-CORE = ("hip-internal-error-host-thread", "hsa-memory-critical-error", "hsa-gpu-core-dump-failed",
+CORE = ("hip-internal-error-host-thread", "hip-missing-co-isa-line", "hsa-memory-critical-error", "hsa-gpu-core-dump-failed",
         "hsa-gpu-core-dump-create-failed", "hsa-gpu-core-dump-debugger", "hsa-scratch-limit-clamped",
         "miopen-hipmemgetinfo-workaround", "miopen-alloc-out-of-memory", "rccl-duplicate-gpu",
         "rccl-invalid-device-count")
@@ -23,6 +23,8 @@ ANSWERED = [
     (":0:hip_memory.cpp           :615 : 2417830925 us:  An internal error has occurred. This may be due to "
      "insufficient memory.", "hip-internal-error-host-thread"),
     ("An internal error has occurred. This may be due to insufficient memory.", "hip-internal-error-host-thread"),
+    (":1:hip_fatbin.cpp           :116 : 2417830926 us:       amdgcn-amd-amdhsa--gfx906:sramecc+:xnack-",
+     "hip-missing-co-isa-line"),
     ("Memory critical error by agent node-2 (Agent handle: 0x55d0c8a1b2e0) on address 0x7fa4b6200000. Reason: "
      "Memory in use. ", "hsa-memory-critical-error"),
     ("GPU core dump failed", "hsa-gpu-core-dump-failed"),
@@ -48,7 +50,7 @@ def test_the_core_runtimes_lines_are_answered_by_their_entries(text, rule):
     e = by_id()[rule]
     assert d.library == e.component and d.severity == e.severity
     assert not d.fixable_by_rocmrevive and d.why_not  # none of these is rocmrevive's to fix
-    assert "rocmrevive install" not in d.fix
+    assert "rocmrevive install" not in d.fix and "rocmrevive verify" not in d.fix
 
 
 NEAR_MISSES = [
@@ -56,6 +58,8 @@ NEAR_MISSES = [
     "hipErrorOutOfMemory: out of memory",
     "Memory access fault by GPU node-1 (Agent handle: 0x1) on address 0x2. Reason: Page not present or supervisor "
     "privilege.",  # the fault, answered by its own rule, not by the free-denied entry
+    "     amdgcn-amd-amdhsa--gfx906:sramecc+:xnack-",  # a target alone, without HIP's hip_fatbin.cpp prefix
+    ":1:hip_code_object.cpp      :116 : 1 us:      amdgcn-amd-amdhsa--gfx906",  # another file's line
     "Memory critical error by agent",  # no node, handle, address: a paraphrase
     "GPU core dump skipped because PC Sampling active",
     "Failed to create core dump",
@@ -115,6 +119,15 @@ def test_a_duplicate_gpu_names_its_two_causes_each_with_its_check():
     causes = d.details["causes"]
     assert [c["id"] for c in causes] == ["no-set-device", "same-visible-device"] and all(c["check"] for c in causes)
     assert d.details["busid"] == "c3000" and d.details["rank"] == "3" and d.details["other"] == "1"
+
+
+def test_the_target_lines_follow_the_missing_co_line_that_explains_them():
+    paste = (":1:hip_fatbin.cpp           :113 : 2417830925 us:  Missing CO for these ISAs - \n"
+             ":1:hip_fatbin.cpp           :116 : 2417830926 us:       amdgcn-amd-amdhsa--gfx906:sramecc+:xnack-\n")
+    found = explain_text(paste)
+    assert [d.rule for d in found] == ["hip-no-binary-for-gpu", "hip-missing-co-isa-line"]
+    assert found[1].details["explained_by"]["rule"] == "hip-no-binary-for-gpu"
+    assert found[1].details["isa"] == "amdgcn-amd-amdhsa--gfx906:sramecc+:xnack-"
 
 
 def test_the_memory_critical_error_explains_the_abort_after_it():
