@@ -17,7 +17,7 @@ from rocmrevive.diagnose.explain import explain_text
 CORE = ("hip-internal-error-host-thread", "hip-missing-co-isa-line", "hsa-memory-critical-error", "hsa-gpu-core-dump-failed",
         "hsa-gpu-core-dump-create-failed", "hsa-gpu-core-dump-debugger", "hsa-scratch-limit-clamped",
         "miopen-hipmemgetinfo-workaround", "miopen-alloc-out-of-memory", "rccl-duplicate-gpu",
-        "rccl-invalid-device-count")
+        "rccl-invalid-rank", "rccl-invalid-device-count")
 
 ANSWERED = [
     (":0:hip_memory.cpp           :615 : 2417830925 us:  An internal error has occurred. This may be due to "
@@ -39,6 +39,8 @@ ANSWERED = [
     ("mi50box:41237:41237 [1] NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 43000",
      "rccl-duplicate-gpu"),
     ("node01:9911:9911 [0] NCCL WARN invalid device count (0) requested", "rccl-invalid-device-count"),
+    ("node01:9911:9911 [0] NCCL WARN Invalid rank requested : 4/4", "rccl-invalid-rank"),
+    ("node02:771:771 [0] NCCL WARN Invalid rank requested : -1/2", "rccl-invalid-rank"),
 ]
 
 
@@ -76,6 +78,9 @@ NEAR_MISSES = [
     "mi50box:1:1 [0] NCCL INFO P2P is disabled between connected GPUs 0 and 1.",
     "mi50box:1:1 [0] NCCL WARN invalid device ordinal",
     "Duplicate GPU detected",
+    "node01:1:1 [0] NCCL WARN Invalid device count requested : -1",  # ncclCommInitAll's own check, not counted
+    "node01:1:1 [0] NCCL WARN rank 4 exceeds ndev=4",
+    "Invalid rank requested",
     "rocprofiler-register failed for hip with error code 2: invalid argument",  # compiled off in CLR
 ]
 
