@@ -65,6 +65,8 @@ class Entry:
     covers: int = 1                # how many of the source's formats this entry's pattern recognises
     check_path: bool = False       # the action starts with the command that checks the file the line names
     causes: tuple[dict, ...] = ()  # where the sources give the message several causes: each with the check that tells it
+    needs: str | None = None       # a pattern the paste must hold elsewhere: the line alone names no program (a bare stoi)
+    needs_example: str | None = None  # a line of the paste that shows it, for the entry's tests
     pattern: re.Pattern = field(default=re.compile(""), compare=False)
 
     @property
@@ -113,7 +115,8 @@ def _entry(raw: dict) -> Entry:
         why_not=raw.get("why_not"), rule=raw.get("rule"), explains=tuple(raw.get("explains", ())),
         when=tuple(raw.get("when", ())), pattern_text=pat, covers=int(raw.get("covers", 1)),
         check_path=bool(raw.get("check_path", False)),
-        causes=tuple(dict(c) for c in raw.get("causes", ())))
+        causes=tuple(dict(c) for c in raw.get("causes", ())), needs=raw.get("needs"),
+        needs_example=raw.get("needs_example"))
     object.__setattr__(e, "pattern", re.compile(pat if pat else pattern_of(e.format)))
     return e
 
@@ -191,6 +194,8 @@ def problems() -> list[str]:
                     not all(isinstance(v, str) and v for v in c.values()) or c.get("from", "queue") not in ("queue", "call"):
                 out.append(f"{e.id}: a cause needs an id, a cause and the check that tells it apart (and 'from' "
                            "queue or call, where only one of them gives it)")
+        if e.needs and not (e.needs_example and re.search(e.needs, e.needs_example)):
+            out.append(f"{e.id}: needs a paste line (needs_example) that its 'needs' pattern finds")
         if len(e.causes) == 1:
             out.append(f"{e.id}: one cause is no list of causes (write it in meaning)")
         if e.severity == Severity.HARMLESS and not e.action.startswith("nothing"):
@@ -231,7 +236,7 @@ def layer_of(rule: str) -> int:
 def match_entry(line: str, ctx: Context) -> Diagnosis | None:
     """The diagnosis of a line by a catalogue entry answered from its data, or None."""
     for e in entries():
-        if e.rule is not None:
+        if e.rule is not None or (e.needs and not re.search(e.needs, ctx.text)):
             continue
         m = e.pattern.search(line)
         if m:

@@ -105,6 +105,7 @@ class Context:
     windows: str | None = None     # the words that show the paste comes from Windows (C:\\, a .dll, "HIP SDK")
     queue_error: bool = False      # the paste shows a GPU queue's asynchronous error (not an API call's status)
     blas_status_failed: bool = False  # the paste shows a hipBLAS/hipBLASLt call's failed status (HIPBLAS_STATUS_<error>)
+    text: str = field(default="", repr=False)  # the whole paste (an entry that needs another line of it, a program's name)
 
 
 # ------------------------------------------------------------------------------------------

@@ -660,7 +660,7 @@ def context_of(text: str, fixable_processors: Iterable[str] = ("gfx906",)) -> Co
     ctx = Context(arch=None, fixable_processors=tuple(fixable_processors),
                   gpu_init_failed=bool(_INIT_FAILED.search(text)), windows=win.group(0) if win else None,
                   queue_error=bool(_QUEUE_ERROR.search(text)),
-                  blas_status_failed=bool(_BLAS_STATUS_FAILED.search(text)))
+                  blas_status_failed=bool(_BLAS_STATUS_FAILED.search(text)), text=text)
     for ln in text.splitlines():
         ctx.arch = ctx.arch or norm_arch(ln)
         if ctx.rocm is None:
