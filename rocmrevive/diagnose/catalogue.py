@@ -236,7 +236,7 @@ def layer_of(rule: str) -> int:
 def match_entry(line: str, ctx: Context) -> Diagnosis | None:
     """The diagnosis of a line by a catalogue entry answered from its data, or None."""
     for e in entries():
-        if e.rule is not None or (e.needs and not re.search(e.needs, ctx.text)):
+        if e.rule is not None or (e.needs and not ctx.holds(e.needs)):
             continue
         m = e.pattern.search(line)
         if m:

@@ -106,6 +106,14 @@ class Context:
     queue_error: bool = False      # the paste shows a GPU queue's asynchronous error (not an API call's status)
     blas_status_failed: bool = False  # the paste shows a hipBLAS/hipBLASLt call's failed status (HIPBLAS_STATUS_<error>)
     text: str = field(default="", repr=False)  # the whole paste (an entry that needs another line of it, a program's name)
+    needs_found: dict[str, bool] = field(default_factory=dict, repr=False)  # entry 'needs' pattern -> in text
+
+    def holds(self, pattern: str) -> bool:
+        """Whether the whole paste holds ``pattern`` (searched once per paste, not once per line)."""
+        found = self.needs_found.get(pattern)
+        if found is None:
+            found = self.needs_found[pattern] = re.search(pattern, self.text) is not None
+        return found
 
 
 # ------------------------------------------------------------------------------------------
