@@ -574,3 +574,46 @@ def test_the_ras_fatal_interrupt_explains_the_reset_after_it():
     found = explain_text(paste)
     assert found[0].rule == "amdgpu-ras-uncorrectable" and found[0].severity.value == "error"
     assert found[1].details.get("explained_by", {}).get("rule") == "amdgpu-ras-uncorrectable"
+
+
+def test_the_literal_key_of_a_pattern_is_text_every_match_holds():
+    """explain searches an entry's (or a rule's) pattern only in lines holding its key: the longest literal run
+    of the pattern's top-level sequence. A pattern that ignores case, or whose top level is an alternation, has
+    none (every line is searched, as before)."""
+    import re
+
+    from rocmrevive.diagnose.catalogue import required_literal
+    from rocmrevive.diagnose.explain import _rules_keyed
+
+    assert required_literal(re.compile(r"rocBLAS error: Cannot read (?P<p>\S+)")) == "rocBLAS error: Cannot read "
+    assert required_literal(re.compile(r"abc(?:def)?ghijk\d+xy")) == "ghijk"
+    assert required_literal(re.compile(r"(?i)invalid device function")) is None
+    assert required_literal(re.compile(r"invalid device function", re.I)) is None
+    assert required_literal(re.compile(r"out of memory|OOM killer")) is None
+    assert required_literal(re.compile(r"ab\s+cd")) is None            # runs shorter than 4 characters: no key
+    keyed = [e for e in catalogue.entries() if e.key]
+    assert len(keyed) > 200
+    for e in keyed:   # every entry's example line holds its key, and is answered (the tests above)
+        assert e.key in e.filled(), (e.id, e.key)
+        m = e.pattern.search(e.filled())
+        assert m is None or e.key in m.group(0), e.id
+    assert sum(1 for _, k in _rules_keyed() if k) >= 20
+
+
+def test_a_long_log_gives_the_same_answers_with_and_without_the_keys(monkeypatch):
+    from dataclasses import replace
+
+    from rocmrevive.diagnose import explain
+
+    lines = [f"level=INFO source=server.go:{i} msg=\"request served\"" for i in range(300)]
+    lines[120] = "HIP error: invalid device function"
+    lines[240] = ("rocBLAS error: Cannot read /opt/rocm-6.4.1/lib/rocblas/library/TensileLibrary.dat: No such file or "
+                  "directory for GPU arch : gfx906")
+    text = "\n".join(lines + [e.filled() for e in catalogue.entries()[:60]])
+    keyed = [(d.rule, d.lines) for d in explain.explain_text(text)]
+    unkeyed = tuple(replace(e, key=None, pattern=e.pattern) for e in catalogue._answered_from_data())
+    rules = tuple((r, None) for r, _ in explain._rules_keyed())
+    monkeypatch.setattr(catalogue, "_answered_from_data", lambda: unkeyed)
+    monkeypatch.setattr(explain, "_rules_keyed", lambda: rules)
+    assert [(d.rule, d.lines) for d in explain.explain_text(text)] == keyed
+    assert len(keyed) > 20

@@ -68,6 +68,7 @@ class Entry:
     needs: str | None = None       # a pattern the paste must hold elsewhere: the line alone names no program (a bare stoi)
     needs_example: str | None = None  # a line of the paste that shows it, for the entry's tests
     pattern: re.Pattern = field(default=re.compile(""), compare=False)
+    key: str | None = field(default=None, compare=False)   # literal text every match holds (a cheap test first)
 
     @property
     def answer_rule(self) -> str:
@@ -118,13 +119,54 @@ def _entry(raw: dict) -> Entry:
         causes=tuple(dict(c) for c in raw.get("causes", ())), needs=raw.get("needs"),
         needs_example=raw.get("needs_example"))
     object.__setattr__(e, "pattern", re.compile(pat if pat else pattern_of(e.format)))
+    object.__setattr__(e, "key", required_literal(e.pattern))
     return e
+
+
+def _regex_parser():
+    """The standard library's regular-expression parser (re._parser since Python 3.11, sre_parse before)."""
+    import importlib  # noqa: PLC0415 - once, when the catalogue loads
+
+    for name in ("re._parser", "sre_parse"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    return None
+
+
+def required_literal(pattern: re.Pattern, shortest: int = 4) -> str | None:
+    """The longest run of literal characters in the pattern's top-level sequence: text every match holds,
+    so a line without it needs no search. None where there is none that long, where the pattern ignores case,
+    or where the parser is not there (every line is searched then, as before)."""
+    parser = _regex_parser()
+    if parser is None or pattern.flags & re.IGNORECASE:
+        return None
+    try:
+        tree = parser.parse(pattern.pattern)
+    except Exception:  # noqa: BLE001 - a pattern compile() took: no key, the search stays
+        return None
+    if tree.state.flags & re.IGNORECASE:
+        return None
+    best = run = ""
+    for op, arg in tree:
+        if op is parser.LITERAL:
+            run += chr(arg)
+        else:
+            best, run = max(best, run, key=len), ""
+    best = max(best, run, key=len)
+    return best if len(best) >= shortest else None
 
 
 @lru_cache(maxsize=1)
 def entries() -> tuple[Entry, ...]:
     data = tomllib.loads(resources.files("rocmrevive").joinpath("data/messages.toml").read_text())
     return tuple(_entry(raw) for raw in data["message"])
+
+
+@lru_cache(maxsize=1)
+def _answered_from_data() -> tuple[Entry, ...]:
+    return tuple(e for e in entries() if e.rule is None)
 
 
 @dataclass(frozen=True)
@@ -235,8 +277,8 @@ def layer_of(rule: str) -> int:
 
 def match_entry(line: str, ctx: Context) -> Diagnosis | None:
     """The diagnosis of a line by a catalogue entry answered from its data, or None."""
-    for e in entries():
-        if e.rule is not None or (e.needs and not ctx.holds(e.needs)):
+    for e in _answered_from_data():
+        if (e.key is not None and e.key not in line) or (e.needs and not ctx.holds(e.needs)):
             continue
         m = e.pattern.search(line)
         if m:

@@ -12,9 +12,10 @@ fixes it, or why nothing (in rocmrevive) can. The texts come from real reports
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Iterable
 
-from rocmrevive.diagnose.catalogue import EPILOGUE, explained_by, layer_of, match_entry, sharpen
+from rocmrevive.diagnose.catalogue import EPILOGUE, explained_by, layer_of, match_entry, required_literal, sharpen
 from rocmrevive.diagnose.diagnosis import (
     HIP_ERRORS,
     Context,
@@ -604,13 +605,21 @@ RULES: tuple[Rule, ...] = tuple(Rule(i, re.compile(p), f.builder(i) if isinstanc
 
 # ------------------------------------------------------------------------------------------
 
+@lru_cache(maxsize=1)
+def _rules_keyed() -> tuple[tuple[Rule, str | None], ...]:
+    """Each rule with the literal text every match of its pattern holds (a line without it is not searched)."""
+    return tuple((r, required_literal(r.pattern)) for r in RULES)
+
+
 def explain_line(line: str, ctx: Context | None = None) -> Diagnosis | None:
     """The diagnosis of one line, or None when nothing recognises it: first the catalogue's messages
     answered from data (data/messages.toml), then the rules, then the failure families."""
     ctx = ctx or Context()
     d = match_entry(line, ctx)
     if d is None:
-        for rule in RULES:
+        for rule, key in _rules_keyed():
+            if key is not None and key not in line:
+                continue
             m = rule.pattern.search(line)
             if m:
                 d = rule.build(m, ctx)
