@@ -110,3 +110,25 @@ def test_the_cli_answers_the_review_fixes_in_json():
                  "[DECODE] WARN: Illegal instruction detected: 00000013 at PC=00000004"):
         got = runner.invoke(cli, ["--json", "explain", miss])
         assert got.exit_code == 3, (miss, got.output)
+
+
+def test_lemonades_llama_server_exit_is_not_answered_as_ollamas():
+    # lemonade runs llama.cpp's llama-server itself and says so in its own words; the Ollama entry's action
+    # (journalctl -u ollama, Ollama's lib/ollama folder) is not that owner's
+    assert explain_text("[Error] (WrappedServer) llama-server process has terminated with exit code: 134") == []
+    for text in ("Error: llama runner process has terminated: exit status 2",
+                 "Error: 500 Internal Server Error: llama-server process has terminated: signal: killed",
+                 'msg="Load failed" error="llama runner process has terminated with exit code -1"'):
+        assert [d.rule for d in explain_text(text)] == ["ollama-runner-terminated"], text
+
+
+def test_pytorchs_cuda_error_no_kernel_image_is_not_given_llamacpps_rebuild():
+    # llama.cpp's ggml_cuda_error prints 'CUDA error: ...' (before its ROCm rename) at the start of its line;
+    # PyTorch raises the same words as RuntimeError, where rebuilding llama.cpp is the wrong way
+    paste = ("Traceback (most recent call last):\n"
+             '  File "/home/u/venv/lib/python3.10/site-packages/torch/nn/modules/conv.py", line 456, in forward\n'
+             "RuntimeError: CUDA error: no kernel image is available for execution on the device\n")
+    assert all(d.rule != "ggml-no-kernel-image" for d in explain_text(paste))
+    for text in ("CUDA error: no kernel image is available for execution on the device",
+                 "ggml_cuda_compute_forward: ROCm error: no kernel image is available for execution on the device"):
+        assert [d.rule for d in explain_text(text)] == ["ggml-no-kernel-image"], text
