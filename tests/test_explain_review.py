@@ -132,3 +132,24 @@ def test_pytorchs_cuda_error_no_kernel_image_is_not_given_llamacpps_rebuild():
     for text in ("CUDA error: no kernel image is available for execution on the device",
                  "ggml_cuda_compute_forward: ROCm error: no kernel image is available for execution on the device"):
         assert [d.rule for d in explain_text(text)] == ["ggml-no-kernel-image"], text
+
+
+def test_hashcat_on_windows_gets_no_linux_command():
+    # hashcat's actions named both systems ('...; on Windows: ...'), so a Windows paste kept the Linux steps
+    # (ldconfig, /etc/OpenCL/vendors, /etc/ld.so.conf.d, rocm-opencl-runtime); each now has its own Windows action
+    paste = ("PS C:\\hashcat-7.1.2> .\\hashcat.exe -I\n"
+             "clGetPlatformIDs(): CL_PLATFORM_NOT_FOUND_KHR\n"
+             "ATTENTION! No OpenCL, HIP or CUDA compatible platform found.\n"
+             "Unsupported AMD HIP runtime version '4.2' detected! Falling back to OpenCL...\n"
+             "Failed to initialize the AMD main driver HIP runtime library. Please install the AMD HIP SDK.\n")
+    found = explain_text(paste)
+    assert sorted(d.rule for d in found) == ["hashcat-hip-library-missing", "hashcat-hip-runtime-too-old",
+                                             "hashcat-no-runtime", "hashcat-platform-not-found"]
+    for d in found:
+        fix = d.fix or ""
+        assert "Windows" in fix, (d.rule, fix)
+        for linux in ("ldconfig", "/etc/", "rocm-opencl-runtime", "hip-runtime-amd", "/opt/rocm", "sudo"):
+            assert linux not in fix, (d.rule, linux, fix)
+    # the same lines from Linux keep the Linux steps
+    linux = explain_text(paste.split("\n", 1)[1])
+    assert any("ldconfig" in (d.fix or "") for d in linux if d.rule == "hashcat-hip-library-missing")
