@@ -648,8 +648,9 @@ _INIT_FAILED = re.compile(r"Fatal error during GPU init|Failed to load psp firmw
 # on Windows (exec_posix.go: a code of 1<<16 or more, "windows uses large hex numbers"); an NTSTATUS error value
 # (0xC0000000 and up: Microsoft's ntstatus.h, [MS-ERREF] 2.3.1; 0xC0000005 is STATUS_ACCESS_VIOLATION) as a process's
 # exit code or status is Windows' too. A bare 0xC0000005 elsewhere in a line may be an address, so it takes the words
-# 'exit status' or 'exit code' (or the word NTSTATUS) before it.
-_WINDOWS = re.compile(r"(?<![A-Za-z])[A-Z]:\\(?=[A-Za-z_$])|\b[\w.-]+\.(?:dll|DLL)\b|\bHIP SDK\b"
+# 'exit status' or 'exit code' (or the word NTSTATUS) before it. hashcat 7 prints 'Please install the AMD HIP SDK.'
+# on Linux too (backend.c, where libamdhip64.so or libhiprtc.so does not load), so those words say nothing of Windows.
+_WINDOWS = re.compile(r"(?<![A-Za-z])[A-Z]:\\(?=[A-Za-z_$])|\b[\w.-]+\.(?:dll|DLL)\b|\bHIP SDK\b(?<!install the AMD HIP SDK)"
                       r"|\bProgram Files\b|\bamd_windows\.go\b"
                       r"|\bexit status 0x[0-9a-fA-F]{5,8}\b"
                       r"|\bexit (?:status|code)\b[:=]?[ \t]*(?:-?[0-9]+[ \t]*\(0x[cC][0-9a-fA-F]{7}\)|0x[cC][0-9a-fA-F]{7}\b)"
