@@ -189,3 +189,21 @@ def test_cli_argument_file_and_stdin(tmp_path):
 
     r = CliRunner().invoke(cli, ["--json", "explain", "--file", str(tmp_path / "absent.log")])
     assert r.exit_code == 2
+
+
+def test_a_lone_abort_is_no_answer_but_follows_a_failure_it_ends():
+    """bash's "Aborted (core dumped)" names no failure: a paste whose only recognised line it is gets no answer
+    (exit 3, as for a paste with nothing recognised), rather than "the cause is in the lines before" about lines
+    explain could not read; after a recognised failure it is listed as following from it."""
+    unknown = ("terminate called after throwing an instance of 'std::runtime_error'\n"
+               "  what():  some library's own error text\nAborted (core dumped)")
+    assert explain_text(unknown) == [] and explain_text("Aborted (core dumped)") == []
+    assert explain_line("Aborted (core dumped)").rule == "process-aborted"   # the line itself is still known
+    r = CliRunner().invoke(cli, ["--json", "explain", unknown])
+    assert r.exit_code == 3 and json.loads(r.stdout)["error"]["code"] == "NOTHING_SUPPORTED", r.output
+    known = "HIP error: invalid device function\nAborted (core dumped)"
+    found = explain_text(known)
+    assert [d.rule for d in found][-1] == "process-aborted"
+    assert found[-1].details["explained_by"]["line"] == 1
+    r = CliRunner().invoke(cli, ["--json", "explain", known])
+    assert r.exit_code == 0, r.output

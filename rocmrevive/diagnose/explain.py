@@ -705,6 +705,12 @@ def on_windows(d: Diagnosis, word: str) -> None:
                "release's notes list the cards and drivers it supports")
 
 
+# lines any program prints when it stops (bash's siglist.c "Aborted (core dumped)"): beside a recognised failure they
+# follow from it; alone they name no failure, so a paste that holds nothing else is not recognised (exit 3), rather
+# than answered "the cause is in the lines before" about lines explain could not read
+SAYS_NOTHING_ALONE = frozenset({"process-aborted"})
+
+
 def explain_text(text: str, *, fixable_processors: Iterable[str] = ("gfx906",)) -> list[Diagnosis]:
     """Every recognised failure in ``text``; one diagnosis per rule, library and arch, with the
     numbers of all the lines that gave it. A GPU target, application or ROCm version named anywhere in
@@ -726,6 +732,8 @@ def explain_text(text: str, *, fixable_processors: Iterable[str] = ("gfx906",)) 
         d.lines, d.text = [no], ln.strip()
         out[key] = d
     found = list(out.values())
+    if all(d.rule in SAYS_NOTHING_ALONE for d in found):
+        return []   # only the shell's "Aborted": no failure is recognised (its cause is in lines no entry knows)
     present = {d.rule: d for d in found}
     roots = explained_by()
     for d in found:
