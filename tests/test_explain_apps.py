@@ -4,14 +4,10 @@ OpenCL driver's build log, clinfo). Each answered text is the application's own 
 each near miss is a text those entries must NOT answer (a wrong answer is worse than none)."""
 from __future__ import annotations
 
-import json
-
 import pytest
-from click.testing import CliRunner
 
-from rocmrevive.cli.main import cli
-from rocmrevive.diagnose.catalogue import by_id
 from rocmrevive.diagnose.explain import explain_text
+from tests.explain_checks import answered_alone, cause_ids, explain_cli
 
 NINTH = ("ocl-code-object-load-failed", "clinfo-no-platforms", "hashcat-platform-not-found", "hashcat-no-runtime",
          "hashcat-hip-runtime-too-old", "hashcat-hip-library-missing", "hashcat-no-devices", "blender-hip-rdna-required",
@@ -41,11 +37,7 @@ ANSWERED = [
 
 @pytest.mark.parametrize("text,rule", ANSWERED)
 def test_the_applications_lines_are_answered_by_their_entries(text, rule):
-    found = explain_text(text)
-    assert [d.rule for d in found] == [rule]
-    d = found[0]
-    assert d.fix and d.why_not and not d.fixable_by_rocmrevive  # none of these is rocmrevive's to fix
-    assert d.library == by_id()[rule].component
+    answered_alone(text, rule)
 
 
 # near misses: other statuses, other counts, other programs' texts with some of the same words
@@ -91,8 +83,7 @@ def test_several_causes_each_with_its_check():
     for text, ids in (("No devices found/left.", ["no-gpu-listed", "all-devices-skipped", "filtered-out"]),
                       ("Torch is not able to use GPU; add --skip-torch-cuda-test to COMMANDLINE_ARGS variable to "
                        "disable this check", ["not-a-rocm-build", "hip-sees-no-gpu"])):
-        causes = explain_text(text)[0].details["causes"]
-        assert [c["id"] for c in causes] == ids and all(c["check"] for c in causes)
+        assert cause_ids(text) == ids
 
 
 def test_hashcats_runtime_lines_come_before_no_devices_and_explain_it():
@@ -124,12 +115,9 @@ def test_blender_answers_name_the_application_limit_not_rocm():
 
 
 def test_the_cli_answers_with_json_and_exit_code():
-    runner = CliRunner()
-    res = runner.invoke(cli, ["--json", "explain", "HIP backend requires compute capability 10.1 or up, but found "
-                              "9.0. Your GPU is not supported."])
-    assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    code, out = explain_cli("HIP backend requires compute capability 10.1 or up, but found 9.0. Your GPU is not "
+                            "supported.")
+    assert code == 0 and out, out
     assert out["recognised"] == 1 and [d["rule"] for d in out["diagnoses"]] == ["blender-hip-compute-capability"]
     assert out["diagnoses"][0]["fixable_by_rocmrevive"] is False and "9.0" in out["diagnoses"][0]["text"]
-    miss = runner.invoke(cli, ["explain", "Number of platforms                               2"])
-    assert miss.exit_code == 3
+    assert explain_cli("Number of platforms                               2")[0] == 3

@@ -5,14 +5,11 @@ entries must NOT answer (a wrong answer is worse than none); the context lines a
 the root-cause place from it."""
 from __future__ import annotations
 
-import json
-
 import pytest
-from click.testing import CliRunner
 
-from rocmrevive.cli.main import cli
 from rocmrevive.diagnose.catalogue import by_id, sources
 from rocmrevive.diagnose.explain import explain_text
+from tests.explain_checks import answered_alone, explain_cli
 
 CORE = ("hip-internal-error-host-thread", "hip-missing-co-isa-line", "hsa-memory-critical-error", "hsa-gpu-core-dump-failed",
         "hsa-gpu-core-dump-create-failed", "hsa-gpu-core-dump-debugger", "hsa-scratch-limit-clamped",
@@ -46,12 +43,8 @@ ANSWERED = [
 
 @pytest.mark.parametrize("text,rule", ANSWERED)
 def test_the_core_runtimes_lines_are_answered_by_their_entries(text, rule):
-    found = explain_text(text)
-    assert [d.rule for d in found] == [rule]
-    d = found[0]
-    e = by_id()[rule]
-    assert d.library == e.component and d.severity == e.severity
-    assert not d.fixable_by_rocmrevive and d.why_not  # none of these is rocmrevive's to fix
+    d = answered_alone(text, rule)
+    assert d.severity == by_id()[rule].severity
     assert "rocmrevive install" not in d.fix and "rocmrevive verify" not in d.fix
 
 
@@ -156,13 +149,10 @@ def test_the_source_rows_name_what_was_read():
 
 
 def test_the_cli_answers_with_json_and_exit_code():
-    runner = CliRunner()
-    res = runner.invoke(cli, ["--json", "explain", "node01:9911:9911 [0] NCCL WARN Duplicate GPU detected : rank 1 "
-                              "and rank 0 both on CUDA device 43000"])
-    assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    code, out = explain_cli("node01:9911:9911 [0] NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA "
+                            "device 43000")
+    assert code == 0 and out, out
     assert out["recognised"] == 1 and [d["rule"] for d in out["diagnoses"]] == ["rccl-duplicate-gpu"]
     assert out["diagnoses"][0]["fixable_by_rocmrevive"] is False
     assert [c["id"] for c in out["diagnoses"][0]["details"]["causes"]] == ["no-set-device", "same-visible-device"]
-    miss = runner.invoke(cli, ["explain", "MIOpen(HIP): Warning [default_allocator] hipMalloc 4096 status: 1"])
-    assert miss.exit_code == 3
+    assert explain_cli("MIOpen(HIP): Warning [default_allocator] hipMalloc 4096 status: 1")[0] == 3

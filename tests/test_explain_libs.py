@@ -4,14 +4,11 @@ miss is a text these entries must NOT answer (a wrong answer is worse than none)
 root-cause place from an error in the same paste."""
 from __future__ import annotations
 
-import json
-
 import pytest
-from click.testing import CliRunner
 
-from rocmrevive.cli.main import cli
 from rocmrevive.diagnose.catalogue import by_id, sources
 from rocmrevive.diagnose.explain import explain_text
+from tests.explain_checks import explain_cli
 
 LIBS = ("hipblaslt-could-not-load",)
 
@@ -107,15 +104,12 @@ def test_the_source_rows_count_the_libraries():
 
 
 def test_the_cli_answers_with_json_and_exit_code():
-    runner = CliRunner()
-    res = runner.invoke(cli, ["--json", "explain", 'rocblaslt error: Could not load "/opt/rocm/lib/hipblaslt/library/'
-                              'TensileLibrary_lazy_gfx906.dat"'])
-    assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    code, out = explain_cli('rocblaslt error: Could not load "/opt/rocm/lib/hipblaslt/library/'
+                            'TensileLibrary_lazy_gfx906.dat"')
+    assert code == 0 and out, out
     assert out["recognised"] == 1 and [d["rule"] for d in out["diagnoses"]] == ["hipblaslt-no-files"]
     assert out["diagnoses"][0]["severity"] == "harmless" and out["diagnoses"][0]["fixable_by_rocmrevive"] is False
-    miss = runner.invoke(cli, ["explain", "rocblaslt error: Could not initialize Tensile library"])
-    assert miss.exit_code == 3
+    assert explain_cli("rocblaslt error: Could not initialize Tensile library")[0] == 3
 
 
 def test_where_hipblaslt_is_forced_rocblas_error_is_the_answer():

@@ -3,13 +3,10 @@ found wrong (a line of another program answered with an entry's gfx906 cause, a 
 Windows, a cause the entry did not name) and now must stay right."""
 from __future__ import annotations
 
-import json
-
 import pytest
-from click.testing import CliRunner
 
-from rocmrevive.cli.main import cli
 from rocmrevive.diagnose.explain import explain_text
+from tests.explain_checks import explain_cli
 
 # hashcat 7 on Linux with ROCm's OpenCL and without libamdhip64.so/libhiprtc.so: it warns (backend.c prints these
 # two texts while it lists an AMD OpenCL device, on every platform), then finds nothing left to run on
@@ -101,15 +98,12 @@ def test_memory_critical_error_names_selinux_in_a_container_as_a_cause():
 
 
 def test_the_cli_answers_the_review_fixes_in_json():
-    runner = CliRunner()
-    res = runner.invoke(cli, ["--json", "explain"], input=HASHCAT_LINUX)
-    assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    code, out = explain_cli(HASHCAT_LINUX, stdin=True)
+    assert code == 0 and out, out
     assert all("Windows" not in (d.get("why_not") or "") for d in out["diagnoses"])
     for miss in ("LLVM ERROR: Cannot select: 0x1: v8i32 = X86ISD::VPERMV 0x2, 0x3",
                  "[DECODE] WARN: Illegal instruction detected: 00000013 at PC=00000004"):
-        got = runner.invoke(cli, ["--json", "explain", miss])
-        assert got.exit_code == 3, (miss, got.output)
+        assert explain_cli(miss)[0] == 3, miss
 
 
 def test_lemonades_llama_server_exit_is_not_answered_as_ollamas():

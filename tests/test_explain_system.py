@@ -5,14 +5,10 @@ text is the tool's own line as its source prints it, with the prefixes a log put
 those entries must NOT answer (another device, another package, another status: a wrong answer is worse than none)."""
 from __future__ import annotations
 
-import json
-
 import pytest
-from click.testing import CliRunner
 
-from rocmrevive.cli.main import cli
-from rocmrevive.diagnose.catalogue import by_id
 from rocmrevive.diagnose.explain import explain_text
+from tests.explain_checks import answered_alone, cause_ids, explain_cli
 
 SYSTEM = ("amdsmi-driver-not-initialized", "amdsmi-no-gpu-devices", "amdsmi-no-cpu-devices", "amdsmi-cli-not-supported",
           "amdsmi-status-not-supported", "amdsmi-library-not-found", "docker-device-not-found", "docker-gpus-no-driver",
@@ -92,11 +88,7 @@ ANSWERED = [
 
 @pytest.mark.parametrize("text,rule", ANSWERED)
 def test_the_systems_lines_are_answered_by_their_entries(text, rule):
-    found = explain_text(text)
-    assert [d.rule for d in found] == [rule]
-    d = found[0]
-    assert d.fix and d.why_not and not d.fixable_by_rocmrevive  # none of these is rocmrevive's to fix
-    assert d.library == by_id()[rule].component
+    d = answered_alone(text, rule)
     if d.severity.value == "harmless":
         assert d.fix.startswith("nothing")
 
@@ -155,8 +147,7 @@ def test_several_causes_each_with_its_check():
              ["no-device-on-host", "daemon-in-a-vm"]),
             ("trying to overwrite '/opt/rocm-6.4.1/lib/libamdhip64.so.6', which is also in package hip-runtime-amd "
              "6.4.43483.60401-83~24.04", ["two-rocm-releases", "third-party-rocm-package"])):
-        causes = explain_text(text)[0].details["causes"]
-        assert [c["id"] for c in causes] == ids and all(c["check"] for c in causes)
+        assert cause_ids(text) == ids
 
 
 def test_a_harmless_line_never_takes_the_root_cause_place():
@@ -213,18 +204,13 @@ def test_therock_answers_name_the_gfx906_device_extra():
 
 
 def test_the_cli_answers_with_json_and_exit_code():
-    runner = CliRunner()
-    res = runner.invoke(cli, ["--json", "explain", AMDSMI_NO_DRIVER])
-    assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    code, out = explain_cli(AMDSMI_NO_DRIVER)
+    assert code == 0 and out, out
     assert out["recognised"] == 3
     first = out["diagnoses"][0]
     assert first["rule"] == "amdsmi-driver-not-initialized" and first["fixable_by_rocmrevive"] is False
     assert [c["id"] for c in first["details"]["causes"]][:1] == ["amdgpu-not-loaded"]
     assert out["diagnoses"][2]["severity"] == "harmless"
-    miss = runner.invoke(cli, ["explain", "No GPUs on machine"])
-    assert miss.exit_code == 3
-    harmless = runner.invoke(cli, ["--json", "explain", "AMDSMI has returned error '-1002' - 'Command not supported' "
-                                   "Error code: -1002"])
-    assert harmless.exit_code == 0
-    assert json.loads(harmless.output)["diagnoses"][0]["fix"].startswith("nothing")
+    assert explain_cli("No GPUs on machine")[0] == 3
+    code, harmless = explain_cli("AMDSMI has returned error '-1002' - 'Command not supported' Error code: -1002")
+    assert code == 0 and harmless and harmless["diagnoses"][0]["fix"].startswith("nothing")

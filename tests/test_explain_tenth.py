@@ -4,14 +4,11 @@ clients, CuPy's hipRTC compile error, vendor-reset's Vega 20 reset in a VM. Each
 as its source prints it; each near miss is a text those entries must NOT answer (a wrong answer is worse than none)."""
 from __future__ import annotations
 
-import json
-
 import pytest
-from click.testing import CliRunner
 
-from rocmrevive.cli.main import cli
 from rocmrevive.diagnose.catalogue import by_id
 from rocmrevive.diagnose.explain import explain_line, explain_text
+from tests.explain_checks import answered_alone, explain_cli
 
 TENTH = ("tensile-client-stoi-metrics", "tensile-benchmark-exited", "rocfft-plan-node-failed", "rocfft-assertion",
          "rocfft-plan-execution-failure", "cupy-hiprtc-compilation", "vendor-reset-vega20-mode1-failed",
@@ -44,11 +41,7 @@ ANSWERED = [
 
 @pytest.mark.parametrize("text,rule", ANSWERED)
 def test_the_programs_lines_are_answered_by_their_entries(text, rule):
-    found = explain_text(text)
-    assert [d.rule for d in found] == [rule]
-    d = found[0]
-    assert d.fix and d.why_not and not d.fixable_by_rocmrevive  # none of these is rocmrevive's to fix
-    assert d.library == by_id()[rule].component and "rocmrevive" not in d.fix
+    assert "rocmrevive" not in answered_alone(text, rule).fix
 
 
 # near misses: the same words from other programs, other statuses, bare aborts, generic test-framework lines
@@ -136,19 +129,16 @@ def test_vendor_resets_unanswered_smu_message_means_the_card_was_not_reset():
 
 
 def test_the_cli_answers_with_json_and_exit_code():
-    runner = CliRunner()
     paste = ("terminate called after throwing an instance of 'std::invalid_argument'\n  what():  stoi\n"
              f"./run.sh: line 5: 335465 Aborted                 (core dumped) {TENSILE_RUN}\n"
              "> UserWarning: ClientWriter Benchmark Process exited with code 134\n")
-    res = runner.invoke(cli, ["--json", "explain"], input=paste)
-    assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    code, out = explain_cli(paste, stdin=True)
+    assert code == 0 and out, out
     assert [d["rule"] for d in out["diagnoses"]] == ["tensile-client-stoi-metrics", "tensile-benchmark-exited"]
     assert out["diagnoses"][0]["fixable_by_rocmrevive"] is False
     assert out["diagnoses"][1]["details"]["explained_by"]["rule"] == "tensile-client-stoi-metrics"
-    res = runner.invoke(cli, ["--json", "explain", "cupy_backends.cuda.libs.nvrtc.NVRTCError: HIPRTC_ERROR_COMPILATION (6)"])
-    assert res.exit_code == 0 and len(json.loads(res.output)["diagnoses"][0]["details"]["causes"]) == 2
+    code, out = explain_cli("cupy_backends.cuda.libs.nvrtc.NVRTCError: HIPRTC_ERROR_COMPILATION (6)")
+    assert code == 0 and out and len(out["diagnoses"][0]["details"]["causes"]) == 2
     for miss in ("  what():  stoi", "[  FAILED  ] random_real_3d/random_params.vs_fftw/0, where",
                  "myapp: /src/myapp/library/src/plan.cpp:120: int plan(): Assertion `n > 0' failed."):
-        got = runner.invoke(cli, ["--json", "explain", miss])
-        assert got.exit_code == 3, (miss, got.output)
+        assert explain_cli(miss)[0] == 3, miss
