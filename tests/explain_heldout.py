@@ -1291,9 +1291,9 @@ L_UNSETTLED = {
 # set L's one wrong answer, mended after L was measured at 5aca6e9: a Kokkos program's uncaught exception (its own
 # hipErrorCapturedEvent text, which no entry knows) ended by the shell's "Aborted (core dumped)", which alone was answered
 # "the program stopped; the cause is in the lines before" -- an answer that names no failure, about lines explain could
-# not read. A paste whose only recognised line is that abort (bash's siglist.c; explain.py SAYS_NOTHING_ALONE) is now not
+# not read. A paste whose only recognised line is that abort (bash's siglist.c; its entry's `alone = false`, explain.py says_nothing) is now not
 # recognised (exit 3). The text leaves the count as the earlier ones did; its `want` stays as written (empty).
 MOVED_OUT_11 = {
     "ROCm/legacy-rocm-build#4670 (Radeon Pro VII, ROCm 6.4, Ubuntu 24.04, Kokkos HIP backend in CI)":
-        "a lone process-aborted says nothing (explain.py SAYS_NOTHING_ALONE; bash's siglist.c)",
+        "a lone process-aborted says nothing (its entry's `alone = false`, explain.py says_nothing; bash's siglist.c)",
 }

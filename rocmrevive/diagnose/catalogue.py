@@ -67,6 +67,7 @@ class Entry:
     causes: tuple[dict, ...] = ()  # where the sources give the message several causes: each with the check that tells it
     needs: str | None = None       # a pattern the paste must hold elsewhere: the line alone names no program (a bare stoi)
     needs_example: str | None = None  # a line of the paste that shows it, for the entry's tests
+    alone: bool = True             # false: names no failure by itself (the shell's abort): a paste holding only it is unanswered
     pattern: re.Pattern = field(default=re.compile(""), compare=False)
     key: str | None = field(default=None, compare=False)   # literal text every match holds (a cheap test first)
 
@@ -117,7 +118,7 @@ def _entry(raw: dict) -> Entry:
         when=tuple(raw.get("when", ())), pattern_text=pat, covers=int(raw.get("covers", 1)),
         check_path=bool(raw.get("check_path", False)),
         causes=tuple(dict(c) for c in raw.get("causes", ())), needs=raw.get("needs"),
-        needs_example=raw.get("needs_example"))
+        needs_example=raw.get("needs_example"), alone=bool(raw.get("alone", True)))
     object.__setattr__(e, "pattern", re.compile(pat if pat else pattern_of(e.format)))
     object.__setattr__(e, "key", required_literal(e.pattern))
     return e

@@ -15,7 +15,15 @@ import re
 from functools import lru_cache
 from typing import Iterable
 
-from rocmrevive.diagnose.catalogue import EPILOGUE, explained_by, layer_of, match_entry, required_literal, sharpen
+from rocmrevive.diagnose.catalogue import (
+    EPILOGUE,
+    by_rule,
+    explained_by,
+    layer_of,
+    match_entry,
+    required_literal,
+    sharpen,
+)
 from rocmrevive.diagnose.diagnosis import (
     HIP_ERRORS,
     Context,
@@ -705,10 +713,12 @@ def on_windows(d: Diagnosis, word: str) -> None:
                "release's notes list the cards and drivers it supports")
 
 
-# lines any program prints when it stops (bash's siglist.c "Aborted (core dumped)"): beside a recognised failure they
-# follow from it; alone they name no failure, so a paste that holds nothing else is not recognised (exit 3), rather
-# than answered "the cause is in the lines before" about lines explain could not read
-SAYS_NOTHING_ALONE = frozenset({"process-aborted"})
+def says_nothing(found: list[Diagnosis]) -> bool:
+    """Whether every diagnosis is of an entry that names no failure by itself (``alone = false``: the shell's
+    "Aborted (core dumped)"): such a paste is not recognised (exit 3), rather than answered "the cause is in the
+    lines before" about lines explain could not read; beside a recognised failure those lines follow from it."""
+    entries = by_rule()
+    return all(d.rule in entries and not entries[d.rule].alone for d in found)
 
 
 def explain_text(text: str, *, fixable_processors: Iterable[str] = ("gfx906",)) -> list[Diagnosis]:
@@ -732,8 +742,8 @@ def explain_text(text: str, *, fixable_processors: Iterable[str] = ("gfx906",)) 
         d.lines, d.text = [no], ln.strip()
         out[key] = d
     found = list(out.values())
-    if all(d.rule in SAYS_NOTHING_ALONE for d in found):
-        return []   # only the shell's "Aborted": no failure is recognised (its cause is in lines no entry knows)
+    if says_nothing(found):
+        return []
     present = {d.rule: d for d in found}
     roots = explained_by()
     for d in found:
