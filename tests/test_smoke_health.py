@@ -248,3 +248,28 @@ def test_a_slow_verdict_names_another_process_on_the_card(tmp_path):
     assert doc["error"]["message"].endswith(
         f"(likely cause: {GPU0}: another process on the card during the run: pid 5151 (python3, 30.0 GiB of VRAM))"), \
         doc["error"]["message"]
+
+
+def test_a_fifo_where_an_attribute_should_be_is_a_problem_not_a_wait(tmp_path):
+    """A machine folder given with --root may be a user's: a FIFO planted at a sensor, the gpu_metrics table and a
+    KFD process's VRAM file is named as a problem at once (the shared sysfs reader opens O_NONBLOCK and checks fstat);
+    before, the first open waited for a writer forever."""
+    import threading
+
+    root, dev = machine(tmp_path)
+    hw = next((dev / "hwmon").iterdir())
+    for f in (hw / "temp1_input", dev / "gpu_metrics"):
+        f.unlink()
+        os.mkfifo(f)
+    _kfd_users(root, {GPU0: 9962}, {4242: {"comm": b"x", "vram": {}}})
+    os.mkfifo(root / "sys/class/kfd/kfd/proc/4242/vram_9962")
+    out: list = []
+    t = threading.Thread(target=lambda: out.append((health.read_health(Root(root)),
+                                                    health.read_gpu_users(Root(root), {9962: GPU0}))), daemon=True)
+    t.start()
+    t.join(timeout=20)
+    assert out, "a FIFO made the reader wait"
+    cards, users = out[0]
+    assert any("temp1_input is not a regular file" in p for p in cards[0].problems), cards[0].problems
+    assert any("gpu_metrics is not a regular file" in p for p in cards[0].problems)
+    assert cards[0].gpu_metrics is None and "edge" not in cards[0].temps_c and users == {}

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from rocmrevive.hardware.kfd import read_nodes
 from rocmrevive.hardware.pci import device_dir, list_functions, parse_link_speed, read_function
 from rocmrevive.hardware.power import parse_dpm
-from rocmrevive.hardware.sysfs import list_dir, parse_int, read_link_name, read_text
+from rocmrevive.hardware.sysfs import list_dir, parse_int, read_bytes, read_link_name, read_text
 from rocmrevive.hardware.topology import locate
 from rocmrevive.rootfs import Root
 
@@ -114,14 +114,6 @@ def parse_gpu_metrics(data: bytes) -> tuple[str | None, int | None]:
     return version, None
 
 
-def _read_bytes(path, limit: int = 4096) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read(limit)
-    except OSError:
-        return None
-
-
 def read_card(root: Root, bdf: str) -> CardHealth:
     real, _ = device_dir(root, bdf)
     h = CardHealth(bdf)
@@ -155,7 +147,9 @@ def read_card(root: Root, bdf: str) -> CardHealth:
     slot = _slot_link(root, bdf)
     if slot is not None:   # the card's own slot (doctor's link-narrow reads the same bridge)
         h.link = slot
-    raw = _read_bytes(real / "gpu_metrics")
+    raw, problem = read_bytes(real / "gpu_metrics", limit=4096)
+    if problem:
+        h.problems.append(problem)
     if raw:
         h.gpu_metrics, h.throttle_status = parse_gpu_metrics(raw)
     return h

@@ -9,26 +9,44 @@ into a problem string for the device being read, never an exception.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 MAX_ATTR = 1 << 20  # sysfs attributes are one page; refuse to slurp anything huge
 
 
-def read_text(path: Path, *, limit: int = MAX_ATTR) -> tuple[str | None, str | None]:
-    """(text, None), (None, None) when the file is missing, or (None, problem)."""
+def read_bytes(path: Path, *, limit: int = MAX_ATTR) -> tuple[bytes | None, str | None]:
+    """(bytes, None), (None, None) when the file is missing, or (None, problem). Opened ``O_NONBLOCK`` and
+    checked with ``fstat`` before a byte is read: a FIFO or a device planted where an attribute should be (a
+    machine folder given with --root may be a user's) is a problem line, never a wait."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)
-    except FileNotFoundError:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except (FileNotFoundError, NotADirectoryError):
         return None, None
-    except NotADirectoryError:
-        return None, None
-    except IsADirectoryError:
-        return None, f"{path.name} is a directory, not a file"
     except OSError as exc:
         return None, f"cannot read {path.name}: {exc.strerror or exc}"
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            return None, f"{path.name} is a directory, not a file"
+        if not stat.S_ISREG(mode):
+            return None, f"{path.name} is not a regular file (a FIFO, socket or device): not read"
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        return None, f"cannot read {path.name}: {exc.strerror or exc}"
+    finally:
+        os.close(fd)
     if len(data) > limit:
         return None, f"{path.name} is larger than {limit} bytes"
+    return data, None
+
+
+def read_text(path: Path, *, limit: int = MAX_ATTR) -> tuple[str | None, str | None]:
+    """(text, None), (None, None) when the file is missing, or (None, problem) (``read_bytes``'s, or not text)."""
+    data, problem = read_bytes(path, limit=limit)
+    if data is None:
+        return None, problem
     try:
         return data.decode("utf-8"), None
     except UnicodeDecodeError:
