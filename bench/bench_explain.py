@@ -18,7 +18,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,18 +45,10 @@ def the_log(lines: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def _unkeyed():
-    """The catalogue and the rules with no literal keys: every pattern searched in every line."""
-    entries = tuple(replace(e, key=None) for e in catalogue.entries())
-    for e, orig in zip(entries, catalogue.entries()):
-        object.__setattr__(e, "pattern", orig.pattern)
-    return entries, tuple((r, None) for r, _ in explain._rules_keyed())
-
-
 def use(entries, rules) -> None:
     """The entries and rules explain reads (its module globals, looked up at each call)."""
-    catalogue._answered_from_data = lambda: entries  # type: ignore[assignment]
-    explain._rules_keyed = lambda: rules  # type: ignore[assignment]
+    catalogue.keyed_from_data = lambda: entries  # type: ignore[assignment]
+    explain.rules_keyed = lambda: rules  # type: ignore[assignment]
 
 
 def main(argv: list[str]) -> int:
@@ -65,10 +56,9 @@ def main(argv: list[str]) -> int:
     text = the_log(lines)
     rounds = 3
     explain.explain_text("warm up")
-    keyed_entries, keyed_rules = catalogue._answered_from_data(), explain._rules_keyed()
-    unkeyed_entries, unkeyed_rules = _unkeyed()
-    unkeyed_entries = tuple(e for e in unkeyed_entries if e.rule is None)
-    keys = sorted({e.key for e in keyed_entries if e.key} | {k for _, k in keyed_rules if k})
+    keyed_entries, keyed_rules = catalogue.keyed_from_data(), explain.rules_keyed()
+    unkeyed_entries, unkeyed_rules = catalogue.answered_from_data(), explain._UNKEYED_RULES
+    keys = sorted({k for _, k in keyed_entries if k} | {k for _, k in keyed_rules if k})
     best = {"keyed": 1e9, "unkeyed": 1e9, "grep": 1e9}
     answers = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -583,7 +583,7 @@ def test_the_literal_key_of_a_pattern_is_text_every_match_holds():
     import re
 
     from rocmrevive.diagnose.catalogue import required_literal
-    from rocmrevive.diagnose.explain import _rules_keyed
+    from rocmrevive.diagnose.explain import rules_keyed
 
     assert required_literal(re.compile(r"rocBLAS error: Cannot read (?P<p>\S+)")) == "rocBLAS error: Cannot read "
     assert required_literal(re.compile(r"abc(?:def)?ghijk\d+xy")) == "ghijk"
@@ -591,18 +591,16 @@ def test_the_literal_key_of_a_pattern_is_text_every_match_holds():
     assert required_literal(re.compile(r"invalid device function", re.I)) is None
     assert required_literal(re.compile(r"out of memory|OOM killer")) is None
     assert required_literal(re.compile(r"ab\s+cd")) is None            # runs shorter than 4 characters: no key
-    keyed = [e for e in catalogue.entries() if e.key]
+    keyed = [(e, key) for e, key in catalogue.keyed_from_data() if key]
     assert len(keyed) > 200
-    for e in keyed:   # every entry's example line holds its key, and is answered (the tests above)
-        assert e.key in e.filled(), (e.id, e.key)
+    for e, key in keyed:   # every entry's example line holds its key, and is answered (the tests above)
+        assert key in e.filled(), (e.id, key)
         m = e.pattern.search(e.filled())
-        assert m is None or e.key in m.group(0), e.id
-    assert sum(1 for _, k in _rules_keyed() if k) >= 20
+        assert m is None or key in m.group(0), e.id
+    assert sum(1 for _, k in rules_keyed() if k) >= 20
 
 
 def test_a_long_log_gives_the_same_answers_with_and_without_the_keys(monkeypatch):
-    from dataclasses import replace
-
     from rocmrevive.diagnose import explain
 
     lines = [f"level=INFO source=server.go:{i} msg=\"request served\"" for i in range(300)]
@@ -610,10 +608,19 @@ def test_a_long_log_gives_the_same_answers_with_and_without_the_keys(monkeypatch
     lines[240] = ("rocBLAS error: Cannot read /opt/rocm-6.4.1/lib/rocblas/library/TensileLibrary.dat: No such file or "
                   "directory for GPU arch : gfx906")
     text = "\n".join(lines + [e.filled() for e in catalogue.entries()[:60]])
+    assert len(text.splitlines()) >= explain.KEYS_FROM   # long enough for the keys to be read
     keyed = [(d.rule, d.lines) for d in explain.explain_text(text)]
-    unkeyed = tuple(replace(e, key=None, pattern=e.pattern) for e in catalogue._answered_from_data())
-    rules = tuple((r, None) for r, _ in explain._rules_keyed())
-    monkeypatch.setattr(catalogue, "_answered_from_data", lambda: unkeyed)
-    monkeypatch.setattr(explain, "_rules_keyed", lambda: rules)
+    monkeypatch.setattr(catalogue, "keyed_from_data", catalogue.answered_from_data)
+    monkeypatch.setattr(explain, "rules_keyed", lambda: explain._UNKEYED_RULES)
     assert [(d.rule, d.lines) for d in explain.explain_text(text)] == keyed
     assert len(keyed) > 20
+
+
+def test_a_short_paste_does_without_the_keys():
+    """Reading the keys costs about 40 ms once: a paste shorter than KEYS_FROM lines searches every line instead."""
+    from rocmrevive.diagnose import explain
+
+    catalogue.keyed_from_data.cache_clear()
+    explain.rules_keyed.cache_clear()
+    assert explain.explain_text("HIP error: invalid device function")[0].rule == "torch-invalid-device-function"
+    assert catalogue.keyed_from_data.cache_info().currsize == 0 and explain.rules_keyed.cache_info().currsize == 0

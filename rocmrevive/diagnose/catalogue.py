@@ -69,7 +69,6 @@ class Entry:
     needs_example: str | None = None  # a line of the paste that shows it, for the entry's tests
     alone: bool = True             # false: names no failure by itself (the shell's abort): a paste holding only it is unanswered
     pattern: re.Pattern = field(default=re.compile(""), compare=False)
-    key: str | None = field(default=None, compare=False)   # literal text every match holds (a cheap test first)
 
     @property
     def answer_rule(self) -> str:
@@ -120,7 +119,6 @@ def _entry(raw: dict) -> Entry:
         causes=tuple(dict(c) for c in raw.get("causes", ())), needs=raw.get("needs"),
         needs_example=raw.get("needs_example"), alone=bool(raw.get("alone", True)))
     object.__setattr__(e, "pattern", re.compile(pat if pat else pattern_of(e.format)))
-    object.__setattr__(e, "key", required_literal(e.pattern))
     return e
 
 
@@ -166,8 +164,16 @@ def entries() -> tuple[Entry, ...]:
 
 
 @lru_cache(maxsize=1)
-def _answered_from_data() -> tuple[Entry, ...]:
-    return tuple(e for e in entries() if e.rule is None)
+def answered_from_data() -> tuple[tuple[Entry, str | None], ...]:
+    """The entries answered from their data, each with no key: every line is searched (a short paste)."""
+    return tuple((e, None) for e in entries() if e.rule is None)
+
+
+@lru_cache(maxsize=1)
+def keyed_from_data() -> tuple[tuple[Entry, str | None], ...]:
+    """The same entries, each with its pattern's literal key (``required_literal``), made on the first long paste:
+    reading the keys costs about 40 ms once, each saves a search in every line that lacks it."""
+    return tuple((e, required_literal(e.pattern)) for e, _ in answered_from_data())
 
 
 @dataclass(frozen=True)
@@ -278,8 +284,8 @@ def layer_of(rule: str) -> int:
 
 def match_entry(line: str, ctx: Context) -> Diagnosis | None:
     """The diagnosis of a line by a catalogue entry answered from its data, or None."""
-    for e in _answered_from_data():
-        if (e.key is not None and e.key not in line) or (e.needs and not ctx.holds(e.needs)):
+    for e, key in keyed_from_data() if ctx.long else answered_from_data():
+        if (key is not None and key not in line) or (e.needs and not ctx.holds(e.needs)):
             continue
         m = e.pattern.search(line)
         if m:

@@ -106,6 +106,7 @@ class Context:
     queue_error: bool = False      # the paste shows a GPU queue's asynchronous error (not an API call's status)
     blas_status_failed: bool = False  # the paste shows a hipBLAS/hipBLASLt call's failed status (HIPBLAS_STATUS_<error>)
     text: str = field(default="", repr=False)  # the whole paste (an entry that needs another line of it, a program's name)
+    long: bool = False             # a long paste: the patterns' literal keys are worth reading (explain.KEYS_FROM)
     needs_found: dict[str, bool] = field(default_factory=dict, repr=False)  # entry 'needs' pattern -> in text
 
     def holds(self, pattern: str) -> bool:
