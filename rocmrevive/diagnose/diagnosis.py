@@ -104,10 +104,9 @@ class Context:
     gpu_init_failed: bool = False  # the paste holds the kernel's own word that a GPU did not initialise
     windows: str | None = None     # the words that show the paste comes from Windows (C:\\, a .dll, "HIP SDK")
     queue_error: bool = False      # the paste shows a GPU queue's asynchronous error (not an API call's status)
-    blas_status_failed: bool = False  # the paste shows a hipBLAS/hipBLASLt call's failed status (HIPBLAS_STATUS_<error>)
     text: str = field(default="", repr=False)  # the whole paste (an entry that needs another line of it, a program's name)
     long: bool = False             # a long paste: the patterns' literal keys are worth reading (explain.KEYS_FROM)
-    needs_found: dict[str, bool] = field(default_factory=dict, repr=False)  # entry 'needs' pattern -> in text
+    needs_found: dict[str, bool] = field(default_factory=dict, repr=False)  # a pattern -> whether the paste holds it
 
     def holds(self, pattern: str) -> bool:
         """Whether the whole paste holds ``pattern`` (searched once per paste, not once per line)."""

@@ -561,7 +561,7 @@ RULES: tuple[Rule, ...] = tuple(Rule(i, re.compile(p), f.builder(i) if isinstanc
     ("hipblaslt-no-files",
      r"\brocblaslt (?:warning|error): (?:No paths matched (?P<path>\S+?)\.?(?:\s|$)|Cannot read|Could not load)",
      lambda m, ctx: hipblaslt_files(m.string, arch_of(m, ctx), m.groupdict().get("path"),
-                                    used=ctx.blas_status_failed)),
+                                    used=ctx.holds(BLAS_STATUS_FAILED))),
     ("hip-no-device", r"no ROCm-capable device is detected|\bhipErrorNoDevice\b", _r_no_device),
     ("rccl-iommu-warning", r"NCCL WARN Missing \"iommu=pt\"", _r_iommu),
     ("rccl-fine-grain-warning", r"NCCL WARN Missing \"HSA_FORCE_FINE_GRAIN_PCIE=1\"", _r_fine_grain),
@@ -673,7 +673,7 @@ _WINDOWS = re.compile(r"(?<![A-Za-z])[A-Z]:\\(?=[A-Za-z_$])|\b[\w.-]+\.(?:dll|DL
 _QUEUE_ERROR = re.compile(r"inactivated due to async error|\bcallbackQueue\b|Queue error state in GPU agent"
                           r"|\(Out of VGPRs;?\)")
 # a hipBLAS or hipBLASLt call's failed status, as PyTorch's TORCH_CUDABLAS_CHECK (hipified) or an application prints it
-_BLAS_STATUS_FAILED = re.compile(r"\bHIPBLAS_STATUS_(?!SUCCESS\b)[A-Z_]+\b")
+BLAS_STATUS_FAILED = r"\bHIPBLAS_STATUS_(?!SUCCESS\b)[A-Z_]+\b"
 
 
 def context_of(text: str, fixable_processors: Iterable[str] = ("gfx906",)) -> Context:
@@ -683,8 +683,7 @@ def context_of(text: str, fixable_processors: Iterable[str] = ("gfx906",)) -> Co
     win = _WINDOWS.search(text)
     ctx = Context(arch=None, fixable_processors=tuple(fixable_processors),
                   gpu_init_failed=bool(_INIT_FAILED.search(text)), windows=win.group(0) if win else None,
-                  queue_error=bool(_QUEUE_ERROR.search(text)),
-                  blas_status_failed=bool(_BLAS_STATUS_FAILED.search(text)), text=text)
+                  queue_error=bool(_QUEUE_ERROR.search(text)), text=text)
     for ln in text.splitlines():
         ctx.arch = ctx.arch or norm_arch(ln)
         if ctx.rocm is None:
