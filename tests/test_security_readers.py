@@ -291,3 +291,46 @@ def test_a_kpack_folder_that_is_a_link_is_not_followed(tmp_path):
     (tree / ".kpack" / "blas_lib_gfx906.kpack").write_bytes(b"KPAK")
     (tree / ".kpack" / "link.kpack").symlink_to(elsewhere / "blas_lib_gfx906.kpack")
     assert kpack_files(tree) == [tree / ".kpack" / "blas_lib_gfx906.kpack"]
+
+
+# --- the machine's sysfs under --root (the shared attribute reader) ----------------------------
+
+def test_a_users_fifos_in_a_root_machine_folder_are_problems_not_waits(arena):
+    """A machine folder given with --root that the attacker can write: the attacker (the real account, no root
+    groups) replaces a GPU's sysfs attributes (its PCI ids and link, its hwmon temperature, its gpu_metrics) with
+    FIFOs. Root's detect and the smoke's health reader finish with problem lines; the old reader's first open waited
+    for a writer for ever."""
+    from rocmrevive.hardware import health
+
+    m = build("dual-mi50", arena.base / "m")
+    dev = (m / "sys/bus/pci/devices/0000:19:00.0").resolve()
+    hw = dev / "hwmon" / "hwmon0"
+    hw.mkdir(parents=True, exist_ok=True)
+    (hw / "temp1_input").write_text("40000\n")
+    (dev / "gpu_metrics").write_bytes(b"\0" * 80)
+    attrs = [dev / "current_link_width", dev / "max_link_width", dev / "gpu_metrics", hw / "temp1_input"]
+    for d in {a.parent for a in attrs}:
+        os.chown(d, arena.uid, arena.gid)
+
+    def plant():
+        for a in attrs:
+            if a.exists():
+                a.unlink()
+            os.mkfifo(a, 0o666)
+    arena.as_attacker(plant)
+    assert all(stat.S_ISFIFO(a.lstat().st_mode) for a in attrs)
+    import threading
+
+    out: list = []   # read in a thread: a blocking open of a FIFO is not broken by SIGALRM's handler
+    t = threading.Thread(target=lambda: out.append(health.read_health(Root(m))), daemon=True)
+    t.start()
+    t.join(timeout=HANG)
+    assert out, "the health reader waited on the attacker's FIFO"
+    cards = out[0]
+    gpu = next(c for c in cards if c.bdf == "0000:19:00.0")
+    assert any("not a regular file" in p for p in gpu.problems), gpu.problems
+    assert gpu.gpu_metrics is None and "temp1" not in gpu.temps_c
+    rc, doc, err = run_cli(["--root", str(m), "detect"], timeout=HANG)
+    assert doc is not None and rc in (0, 3), (rc, err[-2000:])
+    assert "not a regular file" in json.dumps(doc), json.dumps(doc)[:2000]
+    assert arena.victim_intact()
