@@ -147,3 +147,36 @@ def test_hashcat_on_windows_gets_no_linux_command():
     # the same lines from Linux keep the Linux steps
     linux = explain_text(paste.split("\n", 1)[1])
     assert any("ldconfig" in (d.fix or "") for d in linux if d.rule == "hashcat-hip-library-missing")
+
+
+_TORCH_CUDA_WORDING = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+
+
+@pytest.mark.parametrize("context", [
+    "torch 2.0.1+rocm5.4.2\n",                                                     # a ROCm wheel's version
+    "OSError: loading /opt/rocm-5.4.2/lib/librocblas.so\n",                         # ROCm's folder
+    "$ HIP_VISIBLE_DEVICES=0 python3 train.py\n",                                   # HIP's own variable
+    "  Name:                    gfx906\n",                                          # rocminfo's target
+])
+def test_pytorchs_cuda_wording_of_no_kernel_image_is_answered_where_the_paste_shows_rocm(context):
+    found = explain_text(context + _TORCH_CUDA_WORDING)
+    assert [d.rule for d in found] == ["torch-no-kernel-image-cuda-wording"]
+    assert "gfx906" in found[0].cause and "rocmrevive audit" in (found[0].fix or "")
+    code, out = explain_cli(context + _TORCH_CUDA_WORDING, stdin=True)
+    assert code == 0 and out and out["diagnoses"][0]["rule"] == "torch-no-kernel-image-cuda-wording"
+
+
+@pytest.mark.parametrize("paste", [
+    # NVIDIA's: a CUDA wheel, an NVIDIA card, CUDA's notes (ComfyUI, an RTX 2060 with 2.7.1+cu128)
+    "torch 2.7.1+cu128, NVIDIA GeForce RTX 2060\n" + _TORCH_CUDA_WORDING
+    + "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "
+      "incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+      "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n",
+    # no word of either: the words alone are NVIDIA's as much as AMD's
+    _TORCH_CUDA_WORDING,
+    'File "/home/u/venv/lib/python3.10/site-packages/torch/nn/modules/conv.py", line 456, in forward\n'
+    + _TORCH_CUDA_WORDING,
+])
+def test_pytorchs_cuda_wording_without_rocm_in_the_paste_is_not_answered(paste):
+    assert explain_text(paste) == []
+    assert explain_cli(paste, stdin=True)[0] == 3
