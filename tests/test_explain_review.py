@@ -28,6 +28,24 @@ def test_hashcats_hip_sdk_words_on_linux_do_not_make_the_paste_windows():
     assert devices.fix and not devices.fix.startswith("on Windows") and "rocminfo" in devices.fix
 
 
+def test_a_warning_never_comes_before_an_error_of_the_same_paste():
+    # hashcat warns that HIP did not load (it goes on with OpenCL), then stops with no device left: the error is the
+    # answer, the warning before it comes after it (both are hashcat's, layer 3: only the severity orders them)
+    found = explain_text(HASHCAT_LINUX)
+    assert [(d.rule, d.severity.value) for d in found] == [("hashcat-no-devices", "error"),
+                                                          ("hashcat-hip-library-missing", "warning")]
+    code, out = explain_cli(HASHCAT_LINUX, stdin=True)
+    assert code == 0 and out and out["diagnoses"][0]["rule"] == "hashcat-no-devices"
+    # a warning of a lower layer (the kernel's small BAR, layer 0) does not come before a library's error (layer 2)
+    # either, and a harmless line comes after both
+    paste = ("/usr/share/libdrm/amdgpu.ids: No such file or directory\n"
+             "amdgpu 0000:03:00.0: amdgpu: Not enough PCI address space for a large BAR.\n"
+             "rocBLAS error: Could not initialize Tensile host: No devices found\n")
+    assert [(d.rule, d.severity.value) for d in explain_text(paste)] == [
+        ("rocblas-tensile-init-no-devices", "error"), ("amdgpu-small-bar", "warning"),
+        ("libdrm-amdgpu-ids-missing", "harmless")]
+
+
 def test_hashcat_with_a_windows_drive_path_is_still_windows():
     paste = "PS C:\\hashcat-7.1.2> .\\hashcat.exe -I\n" + HASHCAT_LINUX
     found = explain_text(paste)
