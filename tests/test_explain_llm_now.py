@@ -269,6 +269,34 @@ def test_the_bf16_fallback_never_comes_before_an_error():
     _quiet_after_errors(got)
 
 
+@pytest.mark.parametrize("line", [
+    "(APIServer pid=71) WARNING 10-02 11:00:00 [model.py:1682] Your device 'AMD Instinct MI50/MI60' (with compute "
+    "capability 9.0) doesn't support torch.bfloat16. Falling back to torch.float32 for compatibility.",
+    "WARNING 03-01 10:00:00 [config.py:2768] Your AMD Radeon Graphics device (with compute capability 9.0) doesn't "
+    "support torch.bfloat16. Falling back to torch.float32 for compatibility.",
+])
+def test_the_bf16_fallback_to_float32_is_a_warning_that_says_what_it_costs(line):
+    # Gemma 2/3, PLaMo 2, GLM-4: vLLM counts float16 unstable for them, so vllm-gfx906 loads them in float32
+    d = explain_line(line)
+    assert d.rule == "vllm-bf16-falls-back-to-fp32" and d.severity == "warning"
+    assert "twice the memory" in d.cause and "Gemma" in d.cause and "refuses --dtype float16" in d.fix
+    # the out-of-memory error it can lead to is the answer, the warning after it
+    got = explain_text(line + "\ntorch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+                       "total capacity of 31.98 GiB of which 1.10 GiB is free.\n")
+    assert [g.severity.value for g in got] == ["error", "warning"] and got[1].rule == "vllm-bf16-falls-back-to-fp32"
+
+
+@pytest.mark.parametrize("line", [
+    # a platform without float16 (vLLM's CPU backend), not gfx906's missing bfloat16
+    "WARNING [model.py:1682] Your device 'cpu' doesn't support torch.float16. Falling back to torch.float32 for "
+    "compatibility.",
+    "WARNING [model.py:1682] Your device 'cpu' doesn't support torch.float16. Falling back to torch.bfloat16 for "
+    "compatibility.",
+])
+def test_other_dtype_fallbacks_are_not_gfx906s(line):
+    assert explain_text(line) == []
+
+
 # ------------------------------------------------------------------------------------------
 # near misses: no answer
 

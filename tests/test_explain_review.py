@@ -28,6 +28,24 @@ def test_hashcats_hip_sdk_words_on_linux_do_not_make_the_paste_windows():
     assert devices.fix and not devices.fix.startswith("on Windows") and "rocminfo" in devices.fix
 
 
+def test_a_warning_never_comes_before_an_error_of_the_same_paste():
+    # hashcat warns that HIP did not load (it goes on with OpenCL), then stops with no device left: the error is the
+    # answer, the warning before it comes after it (both are hashcat's, layer 3: only the severity orders them)
+    found = explain_text(HASHCAT_LINUX)
+    assert [(d.rule, d.severity.value) for d in found] == [("hashcat-no-devices", "error"),
+                                                          ("hashcat-hip-library-missing", "warning")]
+    code, out = explain_cli(HASHCAT_LINUX, stdin=True)
+    assert code == 0 and out and out["diagnoses"][0]["rule"] == "hashcat-no-devices"
+    # a warning of a lower layer (the kernel's small BAR, layer 0) does not come before a library's error (layer 2)
+    # either, and a harmless line comes after both
+    paste = ("/usr/share/libdrm/amdgpu.ids: No such file or directory\n"
+             "amdgpu 0000:03:00.0: amdgpu: Not enough PCI address space for a large BAR.\n"
+             "rocBLAS error: Could not initialize Tensile host: No devices found\n")
+    assert [(d.rule, d.severity.value) for d in explain_text(paste)] == [
+        ("rocblas-tensile-init-no-devices", "error"), ("amdgpu-small-bar", "warning"),
+        ("libdrm-amdgpu-ids-missing", "harmless")]
+
+
 def test_hashcat_with_a_windows_drive_path_is_still_windows():
     paste = "PS C:\\hashcat-7.1.2> .\\hashcat.exe -I\n" + HASHCAT_LINUX
     found = explain_text(paste)
@@ -147,3 +165,36 @@ def test_hashcat_on_windows_gets_no_linux_command():
     # the same lines from Linux keep the Linux steps
     linux = explain_text(paste.split("\n", 1)[1])
     assert any("ldconfig" in (d.fix or "") for d in linux if d.rule == "hashcat-hip-library-missing")
+
+
+_TORCH_CUDA_WORDING = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+
+
+@pytest.mark.parametrize("context", [
+    "torch 2.0.1+rocm5.4.2\n",                                                     # a ROCm wheel's version
+    "OSError: loading /opt/rocm-5.4.2/lib/librocblas.so\n",                         # ROCm's folder
+    "$ HIP_VISIBLE_DEVICES=0 python3 train.py\n",                                   # HIP's own variable
+    "  Name:                    gfx906\n",                                          # rocminfo's target
+])
+def test_pytorchs_cuda_wording_of_no_kernel_image_is_answered_where_the_paste_shows_rocm(context):
+    found = explain_text(context + _TORCH_CUDA_WORDING)
+    assert [d.rule for d in found] == ["torch-no-kernel-image-cuda-wording"]
+    assert "gfx906" in found[0].cause and "rocmrevive audit" in (found[0].fix or "")
+    code, out = explain_cli(context + _TORCH_CUDA_WORDING, stdin=True)
+    assert code == 0 and out and out["diagnoses"][0]["rule"] == "torch-no-kernel-image-cuda-wording"
+
+
+@pytest.mark.parametrize("paste", [
+    # NVIDIA's: a CUDA wheel, an NVIDIA card, CUDA's notes (ComfyUI, an RTX 2060 with 2.7.1+cu128)
+    "torch 2.7.1+cu128, NVIDIA GeForce RTX 2060\n" + _TORCH_CUDA_WORDING
+    + "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "
+      "incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+      "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n",
+    # no word of either: the words alone are NVIDIA's as much as AMD's
+    _TORCH_CUDA_WORDING,
+    'File "/home/u/venv/lib/python3.10/site-packages/torch/nn/modules/conv.py", line 456, in forward\n'
+    + _TORCH_CUDA_WORDING,
+])
+def test_pytorchs_cuda_wording_without_rocm_in_the_paste_is_not_answered(paste):
+    assert explain_text(paste) == []
+    assert explain_cli(paste, stdin=True)[0] == 3

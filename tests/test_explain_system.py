@@ -214,3 +214,36 @@ def test_the_cli_answers_with_json_and_exit_code():
     assert explain_cli("No GPUs on machine")[0] == 3
     code, harmless = explain_cli("AMDSMI has returned error '-1002' - 'Command not supported' Error code: -1002")
     assert code == 0 and harmless and harmless["diagnoses"][0]["fix"].startswith("nothing")
+
+
+# ------------------------------------------------------------------------------------------
+# libdrm's amdgpu.ids table (amdgpu_asic_id.c: fopen's failure, "%s: %s" with the path libdrm was built with)
+
+@pytest.mark.parametrize("line", [
+    "/usr/share/libdrm/amdgpu.ids: No such file or directory",
+    "/opt/amdgpu/share/libdrm/amdgpu.ids: No such file or directory",
+    "[rank0]: /tmp/build/share/libdrm/amdgpu.ids: Permission denied",
+])
+def test_a_missing_amdgpu_ids_table_is_harmless_and_says_why(line):
+    d = answered_alone(line, "libdrm-amdgpu-ids-missing")
+    assert d.severity.value == "harmless" and d.fix.startswith("nothing") and "marketing name" in d.cause
+
+
+def test_a_missing_amdgpu_ids_table_is_never_the_root_cause_of_a_failure():
+    paste = ("/usr/share/libdrm/amdgpu.ids: No such file or directory\n"
+             "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!\n"
+             "Aborted (core dumped)\n")
+    found = explain_text(paste)
+    # the failure first, the harmless line after it (the abort follows from the failure: listed last)
+    assert [d.rule for d in found] == ["hip-no-binary-for-gpu", "libdrm-amdgpu-ids-missing", "process-aborted"]
+    code, out = explain_cli(paste, stdin=True)
+    assert code == 0 and out and out["diagnoses"][0]["rule"] == "hip-no-binary-for-gpu"
+
+
+@pytest.mark.parametrize("text", [
+    "cp: cannot stat '/usr/share/libdrm/amdgpu.ids': No such file or directory",  # a copy that failed, not libdrm
+    "/usr/share/hwdata/pci.ids: No such file or directory",                       # another table
+    "/usr/share/libdrm/amdgpu.ids: line 3: Invalid format",                       # not fopen's strerror
+])
+def test_other_words_about_ids_files_are_not_libdrms(text):
+    assert explain_text(text) == []

@@ -726,13 +726,17 @@ def says_nothing(found: list[Diagnosis]) -> bool:
     return all(d.rule in entries and not entries[d.rule].alone for d in found)
 
 
+# the order of severities in an answer: errors, then warnings, then harmless and context lines
+_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.HARMLESS: 2, Severity.CONTEXT: 2}
+
+
 def explain_text(text: str, *, fixable_processors: Iterable[str] = ("gfx906",)) -> list[Diagnosis]:
     """Every recognised failure in ``text``; one diagnosis per rule, library and arch, with the
     numbers of all the lines that gave it. A GPU target, application or ROCm version named anywhere in
     the text fills in for lines that name none. The root causes come first: a diagnosis another one in
     the paste explains (the catalogue's ``explains``) is listed after it, with ``details["explained_by"]``;
-    the rest in the order of their layer (kernel, runtime, library, application, epilogue), then of lines,
-    harmless and context lines after the failures."""
+    the rest errors first, then warnings, then harmless and context lines, each in the order of their layer (kernel,
+    runtime, library, application, epilogue), then of lines."""
     lines = text.splitlines()
     ctx = context_of(text, fixable_processors)
     ctx.long = len(lines) >= KEYS_FROM
@@ -770,7 +774,6 @@ def explain_text(text: str, *, fixable_processors: Iterable[str] = ("gfx906",)) 
                                                                 ("windows", ctx.windows)) if v})
         if ctx.windows:
             on_windows(d, ctx.windows)
-    # a harmless line or a context line is never the root cause of a paste that holds a failure
-    quiet = (Severity.HARMLESS, Severity.CONTEXT)
-    return sorted(found, key=lambda d: ("explained_by" in d.details, d.severity in quiet, layer_of(d.rule),
-                                        d.lines[0]))
+    # a warning (works, degraded) is never the root cause of a paste that holds an error, nor a harmless or a context
+    # line of a paste that holds either: the severity orders before the layer
+    return sorted(found, key=lambda d: ("explained_by" in d.details, _RANK[d.severity], layer_of(d.rule), d.lines[0]))
