@@ -39,6 +39,8 @@ ANSWERED = [
 def test_the_loaders_refusal_of_a_rocm_library_is_answered_with_its_causes(text, rule, lib):
     d = answered_alone(text, rule)
     assert d.details["lib"] == lib
+    # a library copied in for gfx906 is what rocmrevive's own install replaces, checked before it writes
+    assert "sudo rocmrevive install --check" in d.fix and "ABI check" in d.fix
     if rule == "rocm-hip6-symbol-runtime-older":
         assert "older than 6.0" in d.cause and "ldd" in d.fix and "rocmrevive rollback" in d.fix
     else:
