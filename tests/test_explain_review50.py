@@ -37,3 +37,29 @@ def test_the_loader_answers_say_install_check_only_shows_and_install_applies(lin
     assert re.search(r"sudo rocmrevive install(?! --check)\b", fix), fix
     code, out = explain_cli(line + "\n", stdin=True)
     assert code == 0 and out and "install --check: it adds" not in out["diagnoses"][0]["fix"]
+
+
+# ------------------------------------------------------------------------------------------
+# PyTorch's "CUDA error: no kernel image" is answered as ROCm's only where the paste shows ROCm: collect_env's
+# report prints 'HIP runtime version: N/A' on every NVIDIA build (torch/utils/collect_env.py), which shows no ROCm
+
+_CUDA_WORDING = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+_NVIDIA_COLLECT_ENV = ("Collecting environment information...\n"
+                       "PyTorch version: 2.7.0+cu126\nIs debug build: False\nCUDA used to build PyTorch: 12.6\n"
+                       "ROCM used to build PyTorch: N/A\n\nOS: Ubuntu 24.04.2 LTS (x86_64)\n"
+                       "Is CUDA available: True\nCUDA runtime version: 12.8.93\n"
+                       "GPU models and configuration: GPU 0: NVIDIA GeForce RTX 5090\n"
+                       "Nvidia driver version: 570.124.06\ncuDNN version: Could not collect\n"
+                       "HIP runtime version: N/A\nMIOpen runtime version: N/A\nIs XNNPACK available: True\n")
+
+
+def test_an_nvidia_collect_env_report_does_not_make_cuda_wording_rocms():
+    paste = _CUDA_WORDING + "\n" + _NVIDIA_COLLECT_ENV
+    assert explain_text(paste) == []
+    assert explain_cli(paste, stdin=True)[0] == 3
+
+
+def test_a_rocm_collect_env_report_still_shows_rocm():
+    paste = (_CUDA_WORDING + "CUDA used to build PyTorch: N/A\nROCM used to build PyTorch: 6.1.40091-a8dbc0c19\n"
+             "HIP runtime version: 6.1.40091\nMIOpen runtime version: 3.1.0\n")
+    assert [d.rule for d in explain_text(paste)] == ["torch-no-kernel-image-cuda-wording"]
