@@ -63,3 +63,30 @@ def test_a_rocm_collect_env_report_still_shows_rocm():
     paste = (_CUDA_WORDING + "CUDA used to build PyTorch: N/A\nROCM used to build PyTorch: 6.1.40091-a8dbc0c19\n"
              "HIP runtime version: 6.1.40091\nMIOpen runtime version: 3.1.0\n")
     assert [d.rule for d in explain_text(paste)] == ["torch-no-kernel-image-cuda-wording"]
+
+
+# ------------------------------------------------------------------------------------------
+# vLLM's float32 fallback is printed on NVIDIA's Pascal/Volta/Turing cards too (platforms/cuda.py lists float16 and
+# float32 below capability 8.0, so a Gemma 2/3 or GLM-4 falls to float32 on a T4 or V100) and on a CPU without
+# bfloat16: the entry's MI50/gfx906 answer is only for an AMD device
+
+@pytest.mark.parametrize("line", [
+    "WARNING 10-02 11:00:00 [model.py:1682] Your device 'Tesla T4' (with compute capability 7.5) doesn't support "
+    "torch.bfloat16. Falling back to torch.float32 for compatibility.",
+    "WARNING 10-02 11:00:00 [model.py:1682] Your device 'Tesla V100-SXM2-32GB' (with compute capability 7.0) doesn't "
+    "support torch.bfloat16. Falling back to torch.float32 for compatibility.",
+    "WARNING 10-02 11:00:01 [model.py:1682] Your device 'CPU' doesn't support torch.bfloat16. Falling back to "
+    "torch.float32 for compatibility.",
+])
+def test_the_float32_fallback_of_another_vendors_device_is_not_answered_as_gfx906(line):
+    assert explain_text(line) == []
+
+
+@pytest.mark.parametrize("line", [
+    "(APIServer pid=71) WARNING 10-02 11:00:00 [model.py:1682] Your device 'AMD Instinct MI50/MI60' (with compute "
+    "capability 9.0) doesn't support torch.bfloat16. Falling back to torch.float32 for compatibility.",
+    "WARNING 10-02 11:00:00 [model.py:1682] Your device 'AMD Radeon VII' (with compute capability 9.0) doesn't support "
+    "torch.bfloat16. Falling back to torch.float32 for compatibility.",
+])
+def test_the_float32_fallback_of_an_amd_device_is_still_answered(line):
+    assert [d.rule for d in explain_text(line)] == ["vllm-bf16-falls-back-to-fp32"]
