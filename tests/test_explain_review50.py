@@ -90,3 +90,29 @@ def test_the_float32_fallback_of_another_vendors_device_is_not_answered_as_gfx90
 ])
 def test_the_float32_fallback_of_an_amd_device_is_still_answered(line):
     assert [d.rule for d in explain_text(line)] == ["vllm-bf16-falls-back-to-fp32"]
+
+
+# ------------------------------------------------------------------------------------------
+# the severity order (errors before warnings) must not put a consequence before its cause: TheRock's rocm_sdk warns
+# that the framework was compiled against another ROCm release than the environment's rocm package (a warning),
+# and the loader then refuses a library of that framework for a ROCm symbol (an error): the mismatch is the cause
+
+_THEROCK_WARNING = ("/home/u/venv/lib/python3.12/site-packages/rocm_sdk/__init__.py:120: UserWarning: The program was "
+                    "compiled against a ROCm version matching '7\\.10\\.0.*' but the installed ROCm version in this "
+                    "Python environment is 7.9.0rc20251008. This incompatibility may result in unexpected behavior\n"
+                    "  warnings.warn(\n")
+
+
+@pytest.mark.parametrize("refusal,rule", [
+    ("ImportError: /home/u/venv/lib/python3.12/site-packages/torch/lib/libtorch_hip.so: undefined symbol: "
+     "hipblasLtMatmulAlgoGetHeuristic", "rocm-library-undefined-symbol"),
+    ("ImportError: /home/u/venv/lib/python3.12/site-packages/_rocm_sdk_core/lib/libamdhip64.so.7: version `hip_7.1' "
+     "not found (required by /home/u/venv/lib/python3.12/site-packages/torch/lib/libtorch_hip.so)",
+     "rocm-library-version-not-found"),
+])
+def test_therocks_version_mismatch_is_the_cause_of_the_loaders_refusal(refusal, rule):
+    found = explain_text(_THEROCK_WARNING + refusal + "\n")
+    assert [d.rule for d in found] == ["rocm-sdk-version-mismatch", rule]
+    assert found[1].details["explained_by"] == {"rule": "rocm-sdk-version-mismatch", "line": 1}
+    code, out = explain_cli(_THEROCK_WARNING + refusal + "\n", stdin=True)
+    assert code == 0 and out and out["diagnoses"][0]["rule"] == "rocm-sdk-version-mismatch"
