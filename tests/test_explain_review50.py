@@ -116,3 +116,22 @@ def test_therocks_version_mismatch_is_the_cause_of_the_loaders_refusal(refusal, 
     assert found[1].details["explained_by"] == {"rule": "rocm-sdk-version-mismatch", "line": 1}
     code, out = explain_cli(_THEROCK_WARNING + refusal + "\n", stdin=True)
     assert code == 0 and out and out["diagnoses"][0]["rule"] == "rocm-sdk-version-mismatch"
+
+
+# vLLM's float32 fallback for a bfloat16 model (a warning) doubles the weights' memory; the out-of-memory error that
+# follows in the same log (an error) is its consequence: the fallback is the answer, the OOM follows from it
+
+_FP32 = ("(APIServer pid=71) WARNING 10-02 11:00:00 [model.py:1682] Your device 'AMD Instinct MI50/MI60' (with compute "
+         "capability 9.0) doesn't support torch.bfloat16. Falling back to torch.float32 for compatibility.\n")
+_OOM = ("torch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 31.98 GiB "
+        "of which 1.10 GiB is free.\n")
+
+
+def test_vllms_float32_fallback_is_the_cause_of_the_out_of_memory_after_it():
+    found = explain_text(_FP32 + _OOM)
+    assert [d.rule for d in found] == ["vllm-bf16-falls-back-to-fp32", "gpu-out-of-memory"]
+    assert found[1].details["explained_by"] == {"rule": "vllm-bf16-falls-back-to-fp32", "line": 1}
+    code, out = explain_cli(_FP32 + _OOM, stdin=True)
+    assert code == 0 and out and out["diagnoses"][0]["rule"] == "vllm-bf16-falls-back-to-fp32"
+    # the out-of-memory error alone keeps its own answer
+    assert [d.rule for d in explain_text(_OOM)] == ["gpu-out-of-memory"]
