@@ -135,3 +135,32 @@ def test_vllms_float32_fallback_is_the_cause_of_the_out_of_memory_after_it():
     assert code == 0 and out and out["diagnoses"][0]["rule"] == "vllm-bf16-falls-back-to-fp32"
     # the out-of-memory error alone keeps its own answer
     assert [d.rule for d in explain_text(_OOM)] == ["gpu-out-of-memory"]
+
+
+# ------------------------------------------------------------------------------------------
+# glibc names the object that NEEDS the symbol only when it binds a reference (dl-lookup.c with the referencing map:
+# loading, lazy binding). dlsym() on a handle looks the name up in that handle's scope and names the handle
+# (dl-sym.c do_sym: undef_map = the handle), the library that LACKS it; Python's ctypes raises that dlerror() as
+# AttributeError. The loader entries' answers (the library named was built with HIP 6 headers, ldd it, two releases
+# mixed) are about the object that needs the symbol, so the ctypes form must not get them
+
+@pytest.mark.parametrize("line", [
+    # a ctypes binding written for HIP 6 asking a ROCm 5 libamdhip64 for an R0600 function
+    "AttributeError: /opt/rocm/lib/libamdhip64.so: undefined symbol: hipGetDevicePropertiesR0600",
+    # a binding asking the installed libamdhip64 for a function of a later release
+    "AttributeError: /opt/rocm/lib/libamdhip64.so.6: undefined symbol: hipMemcpyBatchAsync",
+    "    AttributeError: /opt/rocm-6.2.0/lib/librocblas.so.4: undefined symbol: rocblas_gemm_ex3",
+])
+def test_ctypes_dlsym_refusal_names_the_library_that_lacks_the_symbol_and_is_not_answered_as_a_load(line):
+    assert explain_text(line) == []
+
+
+@pytest.mark.parametrize("line,rule", [
+    ("OSError: /opt/rocm/lib/libhipblas.so.2: undefined symbol: rocsolver_sgetrf", "rocm-library-undefined-symbol"),
+    ("ImportError: /opt/venv/lib/python3.12/site-packages/torch/lib/libtorch_hip.so: undefined symbol: "
+     "hipGetDevicePropertiesR0600", "rocm-hip6-symbol-runtime-older"),
+    ('msg="failed to load" error="/usr/lib/ollama/rocm/libggml-hip.so: undefined symbol: hipblasGemmEx_v2"',
+     "rocm-library-undefined-symbol"),
+])
+def test_load_time_refusals_are_still_answered(line, rule):
+    assert [d.rule for d in explain_text(line)] == [rule]
