@@ -164,3 +164,23 @@ def test_ctypes_dlsym_refusal_names_the_library_that_lacks_the_symbol_and_is_not
 ])
 def test_load_time_refusals_are_still_answered(line, rule):
     assert [d.rule for d in explain_text(line)] == [rule]
+
+
+# ------------------------------------------------------------------------------------------
+# the C/C++ runtime refusal's checks told the owner to read 'the path after the first colon'; in the bare dlerror()
+# form (Ollama's error="...", a program printing dlerror) nothing but ' version ...' follows the first colon, and the
+# only path after it is the ROCm library's, which is never the system's C++ runtime: the check must name the path
+# that lacks the version, the one just before ': version'
+
+@pytest.mark.parametrize("line", [
+    "/home/u/miniconda3/envs/x/lib/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by "
+    "/opt/rocm/lib/libamdhip64.so.6)",
+    'msg="failed to load" error="/lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.32\' not found '
+    '(required by /usr/lib/ollama/rocm/libhipblas.so.2)"',
+])
+def test_the_c_runtime_checks_name_the_path_that_lacks_the_version(line):
+    (d,) = explain_text(line)
+    assert d.rule == "rocm-library-needs-newer-libc"
+    for c in d.details["causes"]:
+        assert "after the first colon" not in c["check"], c
+        assert "before ': version" in c["check"], c
