@@ -184,3 +184,11 @@ def test_the_c_runtime_checks_name_the_path_that_lacks_the_version(line):
     for c in d.details["causes"]:
         assert "after the first colon" not in c["check"], c
         assert "before ': version" in c["check"], c
+
+
+def test_the_amdgpu_ids_entry_names_the_libdrm_release_that_first_reads_the_file():
+    # mesa-drm 7e6bf88c 'amdgpu: move asic id table to a separate file' (first in libdrm-2.4.82) brought the fopen of
+    # amdgpu.ids and its '%s: %s' line; before it the table was compiled in and nothing could be missing
+    from rocmrevive.diagnose.catalogue import by_id
+    versions = by_id()["libdrm-amdgpu-ids-missing"].versions
+    assert versions.startswith("libdrm 2.4.82+") and "2.4.79" not in versions
