@@ -192,3 +192,27 @@ def test_the_amdgpu_ids_entry_names_the_libdrm_release_that_first_reads_the_file
     from rocmrevive.diagnose.catalogue import by_id
     versions = by_id()["libdrm-amdgpu-ids-missing"].versions
     assert versions.startswith("libdrm 2.4.82+") and "2.4.79" not in versions
+
+
+# ------------------------------------------------------------------------------------------
+# LLVM's linker (ld.lld, which ROCm's clang and -fuse-ld=lld use) and mold say a link-time undefined symbol as
+# '<linker>: error: undefined symbol: <name>': that is the link entry's failure (hip6-symbol-older-runtime), not the
+# loader's refusal of an object named 'error'
+
+@pytest.mark.parametrize("paste", [
+    "ld.lld: error: undefined symbol: hipGetDevicePropertiesR0600\n>>> referenced by main.cpp\n"
+    ">>>               /tmp/main-abc.o:(main)\n"
+    "clang++: error: linker command failed with exit code 1 (use -v to see invocation)\n",
+    "mold: error: undefined symbol: hipChooseDeviceR0600\n>>> referenced by bench.o\n",
+])
+def test_lld_and_molds_link_time_r0600_error_is_the_link_entrys(paste):
+    found = explain_text(paste)
+    assert [d.rule for d in found] == ["hip6-symbol-older-runtime"]
+    assert found[0].details["symbol"] in ("hipGetDevicePropertiesR0600", "hipChooseDeviceR0600")
+
+
+def test_a_main_program_named_by_argv0_is_still_the_loaders():
+    # a main program's name is argv[0] (dl-lookup.c: _dl_argv[0] for the main map's empty name), no dot or slash
+    found = explain_text("bench: symbol lookup error: bench: undefined symbol: hipGetDevicePropertiesR0600, "
+                         "version hip_6.0")
+    assert [d.rule for d in found] == ["rocm-hip6-symbol-runtime-older"] and found[0].details["lib"] == "bench"
