@@ -280,10 +280,11 @@ def test_the_bf16_fallback_to_float32_is_a_warning_that_says_what_it_costs(line)
     d = explain_line(line)
     assert d.rule == "vllm-bf16-falls-back-to-fp32" and d.severity == "warning"
     assert "twice the memory" in d.cause and "Gemma" in d.cause and "refuses --dtype float16" in d.fix
-    # the out-of-memory error it can lead to is the answer, the warning after it
+    # the out-of-memory error it can lead to follows from it (its explains): the warning is the answer, the error after
     got = explain_text(line + "\ntorch.OutOfMemoryError: HIP out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
                        "total capacity of 31.98 GiB of which 1.10 GiB is free.\n")
-    assert [g.severity.value for g in got] == ["error", "warning"] and got[1].rule == "vllm-bf16-falls-back-to-fp32"
+    assert [g.severity.value for g in got] == ["warning", "error"] and got[0].rule == "vllm-bf16-falls-back-to-fp32"
+    assert got[1].details["explained_by"]["rule"] == "vllm-bf16-falls-back-to-fp32"
 
 
 @pytest.mark.parametrize("line", [

@@ -774,6 +774,7 @@ def explain_text(text: str, *, fixable_processors: Iterable[str] = ("gfx906",)) 
                                                                 ("windows", ctx.windows)) if v})
         if ctx.windows:
             on_windows(d, ctx.windows)
-    # a warning (works, degraded) is never the root cause of a paste that holds an error, nor a harmless or a context
-    # line of a paste that holds either: the severity orders before the layer
+    # a warning (works, degraded) does not by itself come before an error, nor a harmless or a context line before
+    # either: the severity orders before the layer. A warning that causes an error says so with ``explains``
+    # (the error is then explained_by it and sorts after)
     return sorted(found, key=lambda d: ("explained_by" in d.details, _RANK[d.severity], layer_of(d.rule), d.lines[0]))
