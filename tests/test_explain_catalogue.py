@@ -591,6 +591,11 @@ def test_the_literal_key_of_a_pattern_is_text_every_match_holds():
     assert required_literal(re.compile(r"invalid device function", re.I)) is None
     assert required_literal(re.compile(r"out of memory|OOM killer")) is None
     assert required_literal(re.compile(r"ab\s+cd")) is None            # runs shorter than 4 characters: no key
+    # a group matched once is opened (its literal joins the run around it); a repeated group or one with flags is not
+    assert required_literal(re.compile(r"(?P<path>(?:/\w+)*/libdrm/amdgpu\.ids): (?P<r>\w+)")) == "/libdrm/amdgpu.ids: "
+    assert required_literal(re.compile(r"(?:x|y)(?P<s>hip\w+R0600)\b")) == "R0600"
+    assert required_literal(re.compile(r"(?:abcdef)+xy")) is None
+    assert required_literal(re.compile(r"(?i:abcdef)gh")) is None
     keyed = [(e, key) for e, key in catalogue.keyed_from_data() if key]
     assert len(keyed) > 200
     for e, key in keyed:   # every entry's example line holds its key, and is answered (the tests above)

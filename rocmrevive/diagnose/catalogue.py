@@ -135,7 +135,7 @@ def _regex_parser():
 
 
 def required_literal(pattern: re.Pattern, shortest: int = 4) -> str | None:
-    """The longest run of literal characters in the pattern's top-level sequence: text every match holds,
+    """The longest run of literal characters in the pattern's top-level sequence (its groups opened): text every match holds,
     so a line without it needs no search. None where there is none that long, where the pattern ignores case,
     or where the parser is not there (every line is searched then, as before)."""
     parser = _regex_parser()
@@ -148,13 +148,24 @@ def required_literal(pattern: re.Pattern, shortest: int = 4) -> str | None:
     if tree.state.flags & re.IGNORECASE:
         return None
     best = run = ""
-    for op, arg in tree:
+    for op, arg in _top_level(tree, parser):
         if op is parser.LITERAL:
             run += chr(arg)
         else:
             best, run = max(best, run, key=len), ""
     best = max(best, run, key=len)
     return best if len(best) >= shortest else None
+
+
+def _top_level(seq, parser):
+    """The top-level sequence with its groups opened: a group matched once is part of the sequence (the
+    literal in ``(?P<path>.../libdrm/amdgpu\\.ids)`` is every match's too); a group that changes the flags
+    stays closed."""
+    for op, arg in seq:
+        if op is parser.SUBPATTERN and not arg[1] and not arg[2]:
+            yield from _top_level(arg[3], parser)
+        else:
+            yield op, arg
 
 
 @lru_cache(maxsize=1)
