@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from rocmrevive.diagnose import explain as explain_mod
 from rocmrevive.diagnose.explain import explain_text
 from tests.explain_heldout import (
     EMITTERS,
@@ -27,8 +28,11 @@ from tests.explain_heldout import (
     HELDOUT_K_COMMIT,
     HELDOUT_L,
     HELDOUT_L_COMMIT,
+    HELDOUT_M,
+    HELDOUT_M_COMMIT,
     K_UNSETTLED,
     L_UNSETTLED,
+    M_UNSETTLED,
     MOVED_OUT,
     MOVED_OUT_3,
     MOVED_OUT_4,
@@ -40,6 +44,7 @@ from tests.explain_heldout import (
     MOVED_OUT_9_APPS,
     MOVED_OUT_10,
     MOVED_OUT_11,
+    MOVED_OUT_12,
     MOVED_OUT_B,
     MOVED_OUT_D,
 )
@@ -62,7 +67,9 @@ def _measure(texts) -> dict:
     out: dict = {"right": [], "wrong": [], "silent": []}
     for src, text, want in texts:
         found = explain_text(text)
-        if not found:
+        # silent: nothing recognised, or only warnings/harmless lines beside a failure explain names as not recognised
+        # (both exit 3: the tool claims no answer)
+        if not found or explain_mod.unexplained_failure(text, found):
             out["silent"].append(src)
             continue
         first = found[0]
@@ -537,11 +544,11 @@ def test_set_l_as_measured_at_the_frozen_catalogue(monkeypatch):
     # uncaught hipErrorCapturedEvent ended by the shell's "Aborted (core dumped)", which alone was answered "the cause is
     # in the lines before". Silent: NaNs in a chipset-slot Radeon VII, a miner's, OBS's AMF, two Julia packages' and
     # ROCgdb's own lines, ROCm's post-install 'hipfc not found, but that is OK', libomptarget's processor mismatch.
-    from rocmrevive.diagnose import explain as explain_mod
 
     assert HELDOUT_L_COMMIT == "5aca6e9" and len(HELDOUT_L) == 10 and len(L_UNSETTLED) == 4
     with monkeypatch.context() as m:   # as at 5aca6e9: a lone abort was an answer
         m.setattr(explain_mod, "says_nothing", lambda found: False)
+        m.setattr(explain_mod, "unexplained_failure", lambda text, found: None)   # nor this stop's rule
         first = _measure(HELDOUT_L)
         settled = _measure([t for t in HELDOUT_L if t[0] not in L_UNSETTLED])
     assert [rule for _, rule in first["right"]] == ["hsa-memory-access-fault"]
@@ -583,3 +590,31 @@ def test_the_counted_texts_by_who_printed_them():
         got = _measure([t for t in counted if EMITTERS[t[0]][0] == cls])
         figures[cls] = (len(got["right"]), len(got["wrong"]), len(got["silent"]))
     assert figures == {"R": (18, 0, 0), "S": (5, 0, 12), "A": (0, 0, 18)}
+
+
+def test_set_m_as_measured_at_the_frozen_catalogue(monkeypatch):
+    # gathered blind after this stop's entries (92 new queries, ~890 results looked at, ~60 gfx906 owners' threads met, nearly
+    # all already used by A-L): 2 texts. want by a third person from the threads and the catalogue frozen at 5c67509, read
+    # not run. At 5c67509: 0 right, 1 wrong, 1 silent. Wrong: vLLM on an MI60 whose failure is LLVM's 'stack frame size
+    # exceeds limit' in Triton's compile (not recognised) was answered by the hipBLASLt fallback warning above it. Silent:
+    # Unsloth's installer skipping bitsandbytes (no gfx906 kernels).
+    assert HELDOUT_M_COMMIT == "5c67509" and len(HELDOUT_M) == 2 and len(M_UNSETTLED) == 1
+    with monkeypatch.context() as m:   # as at 5c67509: no unexplained_failure
+        m.setattr(explain_mod, "unexplained_failure", lambda text, found: None)
+        first = _measure(HELDOUT_M)
+    assert first["right"] == [] and first["wrong"] == [(next(iter(MOVED_OUT_12)), "torch-hipblaslt-unsupported")]
+    assert len(first["silent"]) == 1
+    # mended in the tool: that paste names its failure line as not recognised (exit 3); the text left the count
+    now = _measure(HELDOUT_M)
+    assert now["right"] == now["wrong"] == [] and len(now["silent"]) == 2
+    assert explain_mod.unexplained_failure(HELDOUT_M[0][1], explain_text(HELDOUT_M[0][1]))[0] == 3
+
+
+def test_the_figures_with_set_m():
+    # A-L as counted (53 texts, 23 right) and M without its mended text: 54 texts, 23 right (43 %), 0 wrong, 31 silent
+    moved = (MOVED_OUT_7, MOVED_OUT_8, MOVED_OUT_9)
+    counted = (_all_counted() + _counted(HELDOUT_G, MOVED_OUT_5, MOVED_OUT_9_APPS) + _counted(HELDOUT_H, MOVED_OUT_6)
+               + _counted(HELDOUT_I, *moved) + _counted(HELDOUT_J, *moved) + _counted(HELDOUT_K, MOVED_OUT_10)
+               + _counted(HELDOUT_L, MOVED_OUT_11) + _counted(HELDOUT_M, MOVED_OUT_12))
+    got = _measure(counted)
+    assert (len(counted), len(got["right"]), len(got["wrong"]), len(got["silent"])) == (54, 23, 0, 31)

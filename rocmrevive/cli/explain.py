@@ -10,6 +10,7 @@ from rocmrevive.cli.ui import Outcome
 from rocmrevive.errors import RevError
 
 MAX_INPUT = 64 << 20  # a log larger than this is read only up to here
+MAX_SHOWN = 500  # characters of an unrecognised failure line shown back
 USAGE = ("nothing to explain: the text is empty; usage: rocmrevive explain 'MESSAGE' | --file LOG | "
          "PROGRAM 2>&1 | rocmrevive explain")
 
@@ -26,21 +27,29 @@ def explain(ui, text, files):
     TEXT is the message (quote it), or use --file LOG, or pipe a program's output in:
     `python train.py 2>&1 | rocmrevive explain`. Messages are matched by their structure, so
     other paths, versions and GPU targets are recognised too. Several lines are answered root
-    cause first. Exit 0 when something was recognised, 3 when nothing was, 2 when the text is empty.
+    cause first. Exit 0 when something was recognised, 3 when nothing was (or only warnings and
+    harmless lines, beside a failure line it does not know: that line is named), 2 when the text is empty.
     """
-    from rocmrevive.diagnose.explain import explain_text
+    from rocmrevive.diagnose.explain import explain_text, unexplained_failure
 
     def work() -> Outcome:
         body = read_input(text, files)
         if not body.strip():
             raise RevError("USAGE", USAGE)
         found = explain_text(body)
+        missed = unexplained_failure(body, found)
         data = {"recognised": len(found), "lines_read": len(body.splitlines()),
-                "diagnoses": [d.to_json() for d in found]}
+                "diagnoses": [d.to_json() for d in found],
+                "unexplained": {"line": missed[0], "text": missed[1][:MAX_SHOWN]} if missed else None}
         if not found:
             return Outcome(data=data, render=None, code="NOTHING_SUPPORTED",
                            message="no known ROCm failure recognised in the text "
                                    "(if it is one, please report it with the full message)")
+        if missed:   # only warnings, harmless or context lines recognised beside a failure that is not
+            return Outcome(data=data, render=lambda con: _render(con, found, missed), code="NOTHING_SUPPORTED",
+                           message=f"the failure in line {missed[0]} is not a known ROCm failure; the lines recognised "
+                                   "above are warnings or harmless and do not explain it (if it is a ROCm failure, "
+                                   "please report it with the full message)")
         return Outcome(data=data, render=lambda con: _render(con, found))
 
     ui.run("explain", work)
@@ -72,13 +81,16 @@ def _one_message(words) -> bool:
     return all(" " not in w for w in words)
 
 
-def _render(con, found) -> None:
+def _render(con, found, missed: tuple[int, str] | None = None) -> None:
     from rich.markup import escape
 
     from rocmrevive.diagnose.diagnosis import Severity
 
     colour = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.CONTEXT: "cyan",
               Severity.HARMLESS: "green"}
+    if missed:
+        con.print(f"[red]not recognised[/] line {missed[0]}: the failure")
+        con.print(f"  {missed[1][:MAX_SHOWN]}", markup=False, style="dim")
     for d in found:
         lines = ", ".join(map(str, d.lines[:5])) + (" …" if len(d.lines) > 5 else "")
         head = f"[{colour.get(d.severity, 'white')}]{d.severity}[/] line {lines}: [bold]{escape(d.library)}[/]"

@@ -726,6 +726,32 @@ def says_nothing(found: list[Diagnosis]) -> bool:
     return all(d.rule in entries and not entries[d.rule].alone for d in found)
 
 
+# A line that states a failure outright, whoever printed it: a compiler's or assembler's diagnostic ("error:",
+# "fatal error:", also after a file:line: location), Ollama's and Go's "Error:" and "panic:", an uncaught exception
+# (Python's "XError:"/"XException:" and its Traceback, C++'s "terminate called"), a failed assertion, a crash
+# ("Segmentation fault"). Not an answer: it only tells that a paste's failure is none of the lines recognised when
+# those are all warnings, harmless or context lines (unexplained_failure). Log-level words (ERROR:, level=error,
+# E0000) are left out: tools print them for consequences and notices as much as for the failure itself.
+FAILURE_LINE = re.compile(
+    r"(?:^|[\s:)\]])(?:fatal )?error: |^\s*(?:Error|panic): |^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception): "
+    r"|^\s*Traceback \(most recent call last\):|^\s*terminate called after throwing|\bAssertion .+ failed"
+    r"|\bSegmentation fault\b")
+
+
+def unexplained_failure(text: str, found: list[Diagnosis]) -> tuple[int, str] | None:
+    """The first line of ``text`` that states a failure (FAILURE_LINE) which explain did not recognise, when every
+    diagnosis found is a warning, a harmless or a context line: (line number, the line). Such a paste's failure is
+    not known, and answering its warnings first would read as the cause (vLLM's hipBLASLt fallback warning above
+    LLVM's 'stack frame size exceeds limit' in Triton's compile). None when a failure was recognised."""
+    if not found or any(d.severity == Severity.ERROR for d in found):
+        return None
+    known = {n for d in found for n in d.lines}
+    for no, ln in enumerate(text.splitlines(), 1):
+        if no not in known and FAILURE_LINE.search(ln):
+            return no, ln.strip()
+    return None
+
+
 # the order of severities in an answer: errors, then warnings, then harmless and context lines
 _RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.HARMLESS: 2, Severity.CONTEXT: 2}
 
