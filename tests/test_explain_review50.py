@@ -216,3 +216,14 @@ def test_a_main_program_named_by_argv0_is_still_the_loaders():
     found = explain_text("bench: symbol lookup error: bench: undefined symbol: hipGetDevicePropertiesR0600, "
                          "version hip_6.0")
     assert [d.rule for d in found] == ["rocm-hip6-symbol-runtime-older"] and found[0].details["lib"] == "bench"
+
+
+def test_a_rocm_soname_inside_a_longer_name_is_not_a_rocm_library():
+    # rocm-library-not-found had no boundary before the soname (a doubt the stop-50 review left): another library
+    # whose name ends in a ROCm soname is not ROCm's
+    assert explain_text("./app: error while loading shared libraries: mylibamdhip64.so.6: cannot open shared object "
+                        "file: No such file or directory") == []
+    for text in ("./app: error while loading shared libraries: libamdhip64.so.6: cannot open shared object file: No "
+                 "such file or directory",
+                 "OSError: /opt/rocm/lib/librocblas.so.4: cannot open shared object file: No such file or directory"):
+        assert [d.rule for d in explain_text(text)] == ["rocm-library-not-found"], text
