@@ -66,12 +66,13 @@ def _right(src: str, first, want: set) -> bool:
 def _measure(texts) -> dict:
     out: dict = {"right": [], "wrong": [], "silent": []}
     for src, text, want in texts:
-        found = explain_text(text)
+        got = explain_mod.answer(text)
         # silent: nothing recognised, or only warnings/harmless lines beside a failure explain names as not recognised
-        # (both exit 3: the tool claims no answer)
-        if not found or explain_mod.unexplained_failure(text, found):
+        # (both the CLI's exit 3: the tool claims no answer)
+        if not got.answered:
             out["silent"].append(src)
             continue
+        found = got.found
         first = found[0]
         out["right" if _right(src, first, want) else "wrong"].append((src, first.rule))
     return out

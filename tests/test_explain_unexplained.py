@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from rocmrevive.cli.main import cli
-from rocmrevive.diagnose.explain import FAILURE_LINE, explain_text, unexplained_failure
+from rocmrevive.diagnose.explain import FAILURE_LINE, answer, explain_text, unexplained_failure
 from tests.explain_checks import explain_cli
 
 HIPBLASLT = ("/opt/vllm/vllm/model_executor/layers/linear.py:135: UserWarning: Attempting to use hipBLASLt on an "
@@ -26,6 +26,8 @@ def test_warnings_beside_an_unknown_failure_are_no_answer():
     assert doc["unexplained"] == {"line": 3, "text": STACK}
     assert [d["rule"] for d in doc["diagnoses"]] == ["torch-hipblaslt-unsupported"]   # still read, not the answer
     assert "line 3" in doc["error"]["message"]
+    got = answer(text)   # what the CLI and the held-out measure read
+    assert not got.answered and got.unexplained == (3, STACK) and got.found[0].rule == "torch-hipblaslt-unsupported"
 
 
 def test_the_human_answer_names_the_line_and_shows_it_escaped():
@@ -48,7 +50,7 @@ def test_the_human_answer_names_the_line_and_shows_it_escaped():
 ])
 def test_a_recognised_failure_or_no_failure_line_keeps_the_answer(other):
     text = "\n".join([HIPBLASLT, other])
-    assert unexplained_failure(text, explain_text(text)) is None
+    assert unexplained_failure(text, explain_text(text)) is None and answer(text).answered
     code, doc = explain_cli(text, stdin=True)
     assert code == 0 and doc["unexplained"] is None
 

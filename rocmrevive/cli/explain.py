@@ -30,14 +30,14 @@ def explain(ui, text, files):
     cause first. Exit 0 when something was recognised, 3 when nothing was (or only warnings and
     harmless lines, beside a failure line it does not know: that line is named), 2 when the text is empty.
     """
-    from rocmrevive.diagnose.explain import explain_text, unexplained_failure
+    from rocmrevive.diagnose.explain import answer
 
     def work() -> Outcome:
         body = read_input(text, files)
         if not body.strip():
             raise RevError("USAGE", USAGE)
-        found = explain_text(body)
-        missed = unexplained_failure(body, found)
+        got = answer(body)
+        found, missed = got.found, got.unexplained
         data = {"recognised": len(found), "lines_read": len(body.splitlines()),
                 "diagnoses": [d.to_json() for d in found],
                 "unexplained": {"line": missed[0], "text": missed[1][:MAX_SHOWN]} if missed else None}

@@ -122,6 +122,7 @@ def _entry(raw: dict) -> Entry:
     return e
 
 
+@lru_cache(maxsize=1)
 def _regex_parser():
     """The standard library's regular-expression parser (re._parser since Python 3.11, sre_parse before)."""
     import importlib  # noqa: PLC0415 - once, when the catalogue loads

@@ -12,6 +12,7 @@ fixes it, or why nothing (in rocmrevive) can. The texts come from real reports
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
@@ -750,6 +751,24 @@ def unexplained_failure(text: str, found: list[Diagnosis]) -> tuple[int, str] | 
         if no not in known and FAILURE_LINE.search(ln):
             return no, ln.strip()
     return None
+
+
+@dataclass
+class Answer:
+    """What explain answers a paste: the diagnoses (root causes first) and, where every one of them is a warning,
+    harmless or context line, the first line that states a failure explain did not recognise (``unexplained``).
+    ``answered``: a failure was recognised (the CLI's exit 0); otherwise exit 3."""
+    found: list[Diagnosis]
+    unexplained: tuple[int, str] | None = None
+
+    @property
+    def answered(self) -> bool:
+        return bool(self.found) and self.unexplained is None
+
+
+def answer(text: str, *, fixable_processors: Iterable[str] = ("gfx906",)) -> Answer:
+    found = explain_text(text, fixable_processors=fixable_processors)
+    return Answer(found, unexplained_failure(text, found))
 
 
 # the order of severities in an answer: errors, then warnings, then harmless and context lines
