@@ -8,6 +8,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -228,13 +229,21 @@ def _run(*args: str, stdin: str | None = None):
 
 
 @pytest.mark.parametrize("args,stdin", [(["explain", ""], None), (["explain", "   "], None),
-                                        (["explain"], " \n\t\n"), (["explain", "--file", "/dev/null"], None)])
+                                        (["explain"], " \n\t\n"),
+                                        (["explain", "--file", str(Path(__file__).parent / "fixtures" / "empty.log")], None)])
 def test_empty_or_blank_text_gets_a_usage_line_and_exit_2(args, stdin):
     r = _run(*args, stdin=stdin)
     assert r.returncode == 2 and "usage: rocmrevive explain" in r.stderr and r.stdout == ""
     r = _run("--json", *args, stdin=stdin)
     doc = json.loads(r.stdout)
     assert r.returncode == 2 and doc["error"]["code"] == "USAGE" and "usage:" in doc["error"]["message"]
+
+
+def test_a_device_named_with_file_is_refused_in_one_line():
+    # a device (/dev/zero: 64 MiB of NULs read; /dev/tty: a wait) is no log: one USAGE line, exit 2
+    r = _run("--json", "explain", "--file", "/dev/zero")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 2 and doc["error"]["code"] == "USAGE" and "a device" in doc["error"]["message"]
 
 
 def test_the_command_answers_a_paste_root_cause_first():

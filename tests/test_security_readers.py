@@ -334,3 +334,31 @@ def test_a_users_fifos_in_a_root_machine_folder_are_problems_not_waits(arena):
     assert doc is not None and rc in (0, 3), (rc, err[-2000:])
     assert "not a regular file" in json.dumps(doc), json.dumps(doc)[:2000]
     assert arena.victim_intact()
+
+
+# --- explain --file (root reads a log another user names) ----------------------------------------
+
+def test_explain_never_waits_on_a_users_fifo_nor_reads_through_a_users_link(arena):
+    """Root runs `rocmrevive explain --file` on a log in the attacker's home. The attacker (the real account) puts a
+    FIFO there: the old reader's open() waited for a writer for ever (here: the subprocess times out); now one USAGE
+    line, exit 2. A link at the log's name to a root-only file holding a failure line: refused the same way, and not a
+    byte of root's file is shown (explain names an unrecognised failure line it reads)."""
+    secret = arena.base / "secret.log"   # root's, outside the victim folder the arena hashes
+    secret.write_text("UserWarning: Attempting to use hipBLASLt on an unsupported architecture!\n"
+                      "error: root's secret line\n")
+    os.chmod(secret, 0o600)
+
+    def plant():
+        os.mkfifo(arena.home / "ollama.log", 0o666)
+        os.symlink(secret, arena.home / "server.log")
+    arena.as_attacker(plant)
+    for name, words in (("ollama.log", "a FIFO"), ("server.log", "symbolic link")):
+        rc, doc, err = run_cli(["explain", "--file", str(arena.home / name)], timeout=HANG)
+        msg = one_line_error(rc, doc, err, "USAGE")
+        assert words in msg and "secret" not in json.dumps(doc), msg
+    ok = arena.home / "real.log"
+    ok.write_text("rocBLAS error: Cannot read /opt/rocm/lib/rocblas/library/TensileLibrary.dat: No such file or "
+                  "directory for GPU arch : gfx906\n")
+    rc, doc, err = run_cli(["explain", "--file", str(ok)], timeout=HANG)
+    assert rc == 0 and doc["diagnoses"][0]["rule"] == "rocblas-tensile-missing", (rc, err[-1000:])
+    assert arena.victim_intact()

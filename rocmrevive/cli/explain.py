@@ -1,6 +1,7 @@
 """``rocmrevive explain``: recognise known ROCm failure messages and say what fixes them."""
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -63,16 +64,36 @@ def read_input(text, files) -> str:
         if f == "-":
             parts.append(sys.stdin.read(MAX_INPUT))
             continue
-        try:
-            with open(f, encoding="utf-8", errors="replace") as fh:
-                parts.append(fh.read(MAX_INPUT))
-        except OSError as exc:
-            raise RevError("USAGE", f"--file {f}: {exc.strerror or exc}") from None
+        parts.append(_read_log(f))
     if not parts:
         if sys.stdin is None or sys.stdin.isatty():
             raise RevError("USAGE", "give the message as an argument, with --file LOG, or on standard input")
         parts.append(sys.stdin.read(MAX_INPUT))
     return "\n".join(parts)
+
+
+def _read_log(path: str) -> str:
+    """A log named with --file, read as a file another user may control (explain runs as root too): never through
+    a link at its name, never a FIFO or a device (opened ``O_NONBLOCK`` and ``fstat``-checked, so nothing waits on a
+    writer), the first MAX_INPUT bytes. Each refusal is one USAGE line saying what to do instead."""
+    import errno
+
+    from rocmrevive.fs import open_regular
+
+    try:
+        fd = open_regular(path, what=f"--file {path}")
+    except RevError as exc:   # a FIFO, socket, device or folder
+        raise RevError("USAGE", f"{exc.message.removesuffix('; remove it')}: give a log file, or pipe the program's "
+                                "output in (PROGRAM 2>&1 | rocmrevive explain)") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise RevError("USAGE", f"--file {path} is a symbolic link: give the file it points to") from None
+        raise RevError("USAGE", f"--file {path}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, encoding="utf-8", errors="replace") as fh:
+        try:
+            return fh.read(MAX_INPUT)
+        except OSError as exc:
+            raise RevError("USAGE", f"--file {path}: {exc.strerror or exc}") from None
 
 
 def _one_message(words) -> bool:
