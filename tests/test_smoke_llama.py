@@ -343,9 +343,14 @@ def test_a_slower_llama_build_fails_against_its_recorded_pass(tmp_path, llama_bi
     assert j["summary"].startswith("no pass recorded on this software stack yet; against the last pass")
     assert j["previous_stack"]["overall"] >= 2
 
-    # the first build again, told the truth: within the spread of its record
+    # the first build again, told the truth: within the spread of its record. The machine is shared (2 cores, other
+    # tenants): a load that holds a core through both of the smoke's measurements made one cold run's clean pass 2.10x
+    # (stop 50), so a clean run judged slow is run again, twice at most; a build that is really slower fails all three
     _slow_build(bin_dir, llama_bin)
-    rc, doc, err = _smoke_llama(root, bin_dir, llama_bin)
+    for _ in range(3):
+        rc, doc, err = _smoke_llama(root, bin_dir, llama_bin)
+        if rc != 12:
+            break
     assert rc == 0, (doc.get("error"), err[-2000:])
     (j,) = [j for j in doc["speed"] if j.get("label")]
     assert j["summary"].startswith(("within ", "as fast as or faster")) and j["slow"] == []
